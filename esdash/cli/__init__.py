@@ -1,0 +1,53 @@
+"""The ``esdash`` command line.
+
+Each sub-command lives in its own module in this package and exposes
+``register(subparsers)``, which adds its parser and sets ``func`` to the function that runs
+it.  Modules keep heavy imports inside their functions so that ``esdash --help`` and the
+headless commands stay fast on compute nodes; nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from esdash import __version__
+from esdash.errors import EXIT_ABORT, EsdashError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="esdash",
+        description="Secure Elasticsearch clusters in job allocations, benchmarked and shown live.",
+    )
+    parser.add_argument("--version", action="version", version=f"esdash {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if module_info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{module_info.name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except EsdashError as exc:
+        print(f"esdash: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("esdash: interrupted", file=sys.stderr)
+        return EXIT_ABORT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Part of esdash; see the house plan in docs."""

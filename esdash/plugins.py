@@ -1,0 +1,214 @@
+"""Loading plugins and collecting what they register.
+
+Built-in plugins (package ``esdash_plugins``) and third-party ones are found the same way:
+through the entry-point group ``esdash``.  One broken plugin never stops the others: a plugin
+that fails to import, implements a hook that does not exist, raises while registering, or
+registers a name another plugin already took is recorded as a :class:`BrokenPlugin` and shown
+by ``esdash plugins``; a session that needs it fails before anything is launched.
+
+``ESDASH_DISABLE_PLUGINS=name1,name2`` keeps the named entry points from loading.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from esdash import hookspecs
+from esdash.errors import PluginError
+from esdash.plugin_api import (
+    Backend,
+    BrokenPlugin,
+    EncryptionMode,
+    Interconnect,
+    PluginInfo,
+    Registrable,
+    Track,
+)
+
+ENTRY_POINT_GROUP = "esdash"
+
+#: Registration hook per kind, and the class registered objects must derive from.
+KINDS: dict[str, tuple[str, type[Registrable]]] = {
+    "backend": ("esdash_register_backends", Backend),
+    "interconnect": ("esdash_register_interconnects", Interconnect),
+    "encryption": ("esdash_register_encryption_modes", EncryptionMode),
+    "track": ("esdash_register_tracks", Track),
+}
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A registered object stamped with the plugin that gave it."""
+
+    kind: str
+    name: str
+    obj: Any
+    plugin: str
+
+
+@dataclass
+class PluginSet:
+    """Everything loaded: plugins, broken plugins and the registries of each kind."""
+
+    manager: pluggy.PluginManager
+    plugins: dict[str, PluginInfo] = field(default_factory=dict)
+    broken: list[BrokenPlugin] = field(default_factory=list)
+    registries: dict[str, dict[str, Registered]] = field(
+        default_factory=lambda: {kind: {} for kind in KINDS}
+    )
+
+    def get(self, kind: str, name: str) -> Any:
+        """The object of ``kind`` called ``name``, or a :class:`PluginError` saying why not."""
+        registry = self.registries[kind]
+        if name in registry:
+            return registry[name].obj
+        hint = ", ".join(sorted(registry)) or "none"
+        broken = "; ".join(f"{b.name}: {b.error}" for b in self.broken)
+        message = f"no {kind} called {name!r} is registered (available: {hint})"
+        if broken:
+            message += f". Broken plugins, one of which may provide it: {broken}"
+        raise PluginError(message)
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self.registries[kind])
+
+    @property
+    def hook(self) -> Any:
+        return self.manager.hook
+
+
+def _disabled() -> set[str]:
+    raw = os.environ.get("ESDASH_DISABLE_PLUGINS", "")
+    return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+def _error_text(exc: BaseException) -> str:
+    """One line naming the exception and where it was raised, for the plugin listing."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def load_plugins(extra: Iterable[tuple[str, object]] = ()) -> PluginSet:
+    """Load every plugin of the ``esdash`` entry-point group, plus ``extra`` (name, object) pairs.
+
+    ``extra`` lets tests and embedding code add plugins without packaging them.
+    """
+    manager = pluggy.PluginManager("esdash")
+    manager.add_hookspecs(hookspecs)
+    plugin_set = PluginSet(manager)
+    disabled = _disabled()
+    for name in disabled:
+        manager.set_blocked(name)
+
+    candidates: list[tuple[str, Callable[[], object], str | None, str | None]] = []
+    entry_points = sorted(
+        importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name
+    )
+    for ep in entry_points:
+        dist = ep.dist.name if ep.dist else None
+        version = ep.dist.version if ep.dist else None
+        candidates.append((ep.name, ep.load, dist, version))
+    for name, obj in extra:
+        candidates.append((name, lambda obj=obj: obj, None, None))
+
+    for name, load, dist, version in candidates:
+        if name in disabled:
+            continue
+        try:
+            obj = load()
+            manager.register(obj, name=name)
+        except Exception as exc:  # a plugin may fail in any way; record it and go on
+            plugin_set.broken.append(BrokenPlugin(name, dist, version, _error_text(exc)))
+            continue
+        try:
+            manager.check_pending()
+        except pluggy.PluginValidationError as exc:
+            manager.unregister(name=name)
+            plugin_set.broken.append(
+                BrokenPlugin(name, dist, version, f"implements an unknown hook (typo?): {exc}")
+            )
+            continue
+        plugin_set.plugins[name] = PluginInfo(name, dist, version)
+
+    _collect(plugin_set)
+    return plugin_set
+
+
+def _collect(plugin_set: PluginSet) -> None:
+    """Call every registration hook plugin by plugin, stamping each object with its plugin."""
+    manager = plugin_set.manager
+    for kind, (hook_name, base) in KINDS.items():
+        caller = getattr(manager.hook, hook_name)
+        for impl in caller.get_hookimpls():
+            plugin_name = manager.get_name(impl.plugin)
+            if plugin_name not in plugin_set.plugins:
+                continue  # already found broken by an earlier kind
+            staged: list[Registered] = []
+            register = _stamping_register(staged, plugin_name, kind, hook_name, base)
+            try:
+                impl.function(register=register)
+            except Exception as exc:
+                _mark_broken(plugin_set, plugin_name, f"{hook_name} raised {_error_text(exc)}")
+                continue
+            registry = plugin_set.registries[kind]
+            for item in staged:
+                if item.name in registry:
+                    owner = registry[item.name].plugin
+                    _mark_broken(
+                        plugin_set,
+                        plugin_name,
+                        f"registers {kind} {item.name!r}, which plugin {owner!r} already "
+                        f"registered; rename one of them or disable one plugin with "
+                        f"ESDASH_DISABLE_PLUGINS={plugin_name}",
+                    )
+                    break
+            else:
+                for item in staged:
+                    registry[item.name] = item
+                info = plugin_set.plugins[plugin_name]
+                info.registered.setdefault(kind, []).extend(item.name for item in staged)
+
+
+def _stamping_register(
+    staged: list[Registered], plugin: str, kind: str, hook_name: str, base: type
+) -> Callable[[Any], None]:
+    """The ``register`` callable handed to one plugin's registration hook."""
+
+    def register(obj: Any) -> None:
+        if not isinstance(obj, base):
+            raise TypeError(
+                f"register() in {hook_name} expects a {base.__module__}.{base.__name__}, "
+                f"got {type(obj).__name__}"
+            )
+        staged.append(Registered(kind, obj.name, obj, plugin))
+
+    return register
+
+
+def _mark_broken(plugin_set: PluginSet, plugin_name: str, error: str) -> None:
+    """Move a loaded plugin to the broken list and withdraw what it registered."""
+    info = plugin_set.plugins.pop(plugin_name)
+    for registry in plugin_set.registries.values():
+        for name in [n for n, item in registry.items() if item.plugin == plugin_name]:
+            del registry[name]
+    plugin_set.manager.unregister(name=plugin_name)
+    plugin_set.broken.append(BrokenPlugin(info.name, info.distribution, info.version, error))
+
+
+_cached: PluginSet | None = None
+
+
+def get_plugins() -> PluginSet:
+    """The process-wide plugin set, loaded on first use."""
+    global _cached
+    if _cached is None:
+        _cached = load_plugins()
+    return _cached

@@ -1,0 +1,1 @@
+"""Built-in esdash plugins, installed as the import package ``esdash_plugins``."""
