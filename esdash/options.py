@@ -1,0 +1,220 @@
+"""Checking and converting option values declared with :class:`esdash.plugin_api.Option`.
+
+The same machinery validates esdash's own session keys and every plugin's options, so a
+plugin author gets the same quality of error messages for free: each problem names the key
+path, what was expected and what was found, and unknown keys get a "did you mean" hint.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from esdash.plugin_api import REQUIRED, Option
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]?)b?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a value: where it is, what was expected, what was found."""
+
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.message}" if self.key else self.message
+
+
+def describe(value: Any) -> str:
+    """A short, type-revealing rendering of a found value for error messages."""
+    kinds = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    kinds.update({list: "array", dict: "table"})
+    kind = kinds.get(type(value), type(value).__name__)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return f"an array of {len(value)} item(s)"
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({kind})"
+
+
+def parse_duration(value: Any) -> float:
+    """Seconds from a number or a string such as ``"250ms"``, ``"30s"``, ``"5m"``, ``"1h"``."""
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ValueError
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    raise ValueError
+
+
+def parse_size(value: Any) -> int:
+    """Bytes from an integer or a string such as ``"512m"`` or ``"2g"``."""
+    if isinstance(value, bool):
+        raise ValueError
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        match = _SIZE.match(value)
+        if match:
+            return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+    raise ValueError
+
+
+_EXPECTED = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "duration": 'a duration such as "30s", "250ms", "5m" or a number of seconds',
+    "size": 'a size such as "512m" or "2g"',
+    "path": "a path (string)",
+    "list[str]": "an array of strings",
+}
+
+
+def _convert(option: Option, value: Any, base_dir: Path | None) -> Any:
+    """Convert ``value`` to the option's kind, or raise ValueError."""
+    kind = option.kind
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ValueError
+        return value
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError
+        return value
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError
+        if not math.isfinite(value):
+            raise ValueError
+        return float(value)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError
+        return value
+    if kind == "duration":
+        return parse_duration(value)
+    if kind == "size":
+        return parse_size(value)
+    if kind == "path":
+        if not isinstance(value, str) or not value.strip() or "\x00" in value:
+            raise ValueError
+        path = Path(value).expanduser()
+        if base_dir is not None and not path.is_absolute():
+            path = base_dir / path
+        return path
+    if kind == "list[str]":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError
+        return tuple(value)
+    raise AssertionError(f"unhandled option kind {kind}")
+
+
+def _range_text(option: Option) -> str:
+    if option.minimum is not None and option.maximum is not None:
+        return f" between {option.minimum:g} and {option.maximum:g}"
+    if option.minimum is not None:
+        return f" >= {option.minimum:g}"
+    if option.maximum is not None:
+        return f" <= {option.maximum:g}"
+    return ""
+
+
+def suggest(name: str, candidates: Sequence[str]) -> str:
+    """A ' (did you mean "x"?)' hint, or an empty string."""
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f' (did you mean "{close[0]}"?)' if close else ""
+
+
+def validate(
+    options: Sequence[Option],
+    table: Mapping[str, Any],
+    prefix: str,
+    base_dir: Path | None = None,
+    ignore: Sequence[str] = (),
+) -> tuple[dict[str, Any], list[Problem]]:
+    """Check ``table`` against ``options``; return converted values (defaults filled in).
+
+    ``prefix`` is the key path of the table (``"encryption"``), used in every problem.
+    Keys in ``ignore`` belong to the caller (e.g. ``mode`` in ``[encryption]``).
+    """
+    values: dict[str, Any] = {}
+    problems: list[Problem] = []
+    known = {option.name: option for option in options}
+
+    def path(key: str) -> str:
+        return f"{prefix}.{key}" if prefix else key
+
+    for key in table:
+        if key not in known and key not in ignore:
+            accepted = sorted(known) + list(ignore)
+            problems.append(
+                Problem(
+                    path(key),
+                    f"unknown key{suggest(key, accepted)}; accepted keys here: "
+                    f"{', '.join(accepted) or 'none'}",
+                )
+            )
+    for option in options:
+        if option.name not in table:
+            if option.required:
+                problems.append(
+                    Problem(path(option.name), f"missing; expected {_EXPECTED[option.kind]}")
+                )
+            else:
+                values[option.name] = option.default
+            continue
+        raw = table[option.name]
+        expected = _EXPECTED[option.kind]
+        try:
+            value = _convert(option, raw, base_dir)
+        except ValueError:
+            problems.append(
+                Problem(path(option.name), f"expected {expected}, found {describe(raw)}")
+            )
+            continue
+        if option.choices and value not in option.choices:
+            choices = ", ".join(repr(c) for c in option.choices)
+            hint = (
+                suggest(value, [str(c) for c in option.choices]) if isinstance(value, str) else ""
+            )
+            problems.append(
+                Problem(
+                    path(option.name), f"expected one of {choices}, found {describe(raw)}{hint}"
+                )
+            )
+            continue
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            too_low = option.minimum is not None and value < option.minimum
+            too_high = option.maximum is not None and value > option.maximum
+            if too_low or too_high:
+                problems.append(
+                    Problem(
+                        path(option.name),
+                        f"expected {expected}{_range_text(option)}, found {describe(raw)}",
+                    )
+                )
+                continue
+        values[option.name] = value
+    return values, problems
+
+
+__all__ = ["REQUIRED", "Problem", "describe", "parse_duration", "parse_size", "suggest", "validate"]

@@ -1,0 +1,343 @@
+"""Session files: TOML in, validated frozen objects out.
+
+A session describes one study: the cluster to spawn, how data is protected, the workload, how
+the benchmark is driven and how Slurm is asked for resources.  ``sessions/*.toml`` are
+examples.  Every problem is reported together, each naming the file, the key path, what was
+expected and what was found; unknown keys get a "did you mean" hint.  Relative paths are
+resolved against the session file's directory, so a session means the same thing whatever
+directory it is started from.
+
+    name = "quickstart"
+
+    [cluster]           # backend, nodes, home, heap, interconnect, data_dir, run_as, ...
+    [cluster.backend_options]   # options the backend plugin declares
+    [encryption]        # mode = "none" | "gocryptfs" | ..., plus the mode's options
+    [track]             # name = "mri" | ..., plus the track's options
+    [benchmark]         # workers_per_node, warmup, duration, bulk_size, target_throughput
+    [slurm]             # partition, time, account, extra
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from esdash.errors import BadInput
+from esdash.options import Problem, describe, suggest, validate
+from esdash.plugin_api import REQUIRED, Option
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+class SessionError(BadInput):
+    """A session file is not valid; ``problems`` lists every finding."""
+
+    def __init__(self, path: Path, problems: list[Problem]) -> None:
+        self.path = path
+        self.problems = problems
+        lines = [f"{path}: {problem}" for problem in problems]
+        super().__init__("invalid session file\n  " + "\n  ".join(lines))
+
+
+#: Slurm's time formats: minutes, m:s, h:m:s, d-h, d-h:m, d-h:m:s.
+_SLURM_TIME = re.compile(r"^(\d+-)?\d+(:\d{2}){0,2}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+TOP_LEVEL = (
+    Option("name", "str", "short name of the session (letters, digits, _ . -)", default=REQUIRED),
+    Option("description", "str", "one line shown in listings", default=""),
+)
+SECTIONS = ("cluster", "encryption", "track", "benchmark", "slurm")
+
+CLUSTER = (
+    Option("backend", "str", "search engine plugin", default="elasticsearch"),
+    Option("nodes", "int", "number of search nodes (one per MPI rank)", 1, (), 1, 4096),
+    Option("nodes_per_host", "int", "nodes placed on one host", 1, (), 1, 64),
+    Option("home", "path", "distribution directory (default: newest in esdash's cache)"),
+    Option("heap", "size", "JVM heap per node", "1g", (), 128 * 1024**2, 1024**4),
+    Option("interconnect", "str", "network plugin the nodes talk over", default="loopback"),
+    Option("interface", "str", "explicit network interface (overrides the plugin's patterns)"),
+    Option("data_dir", "path", "data root; node data lives under it keyed by rank"),
+    Option("run_as", "str", "unprivileged user the nodes run as when esdash runs as root"),
+    Option("security", "bool", "TLS and authentication (off only for comparison runs)", True),
+    Option("http_port", "int", "HTTP port of node-local rank 0", 9250, (), 1024, 65000),
+    Option("transport_port", "int", "transport port of node-local rank 0", 9350, (), 1024, 65000),
+)
+BENCHMARK = (
+    Option("workers_per_node", "int", "load-generating MPI ranks per search node", 1, (), 1, 1024),
+    Option("warmup", "duration", "warm-up of each query step", 5.0, (), 0, 86400),
+    Option("duration", "duration", "measured time of each query step", 30.0, (), 0.1, 7 * 86400),
+    Option("bulk_size", "int", "documents per bulk request", 1000, (), 1, 1_000_000),
+    Option(
+        "target_throughput",
+        "float",
+        "requests/s per rank (paced); unset: closed loop",
+        None,
+        (),
+        0.001,
+        1e7,
+    ),
+    Option("interval", "duration", "recording interval of the live stream", 1.0, (), 0.1, 3600),
+    Option("seed", "int", "seed for target-node choice and query order (default: random)"),
+)
+SLURM = (
+    Option("partition", "str", "partition to submit to"),
+    Option("time", "str", "time limit, e.g. 00:30:00 or 1-00:00:00", default="00:30:00"),
+    Option("account", "str", "account to charge"),
+    Option("extra", "list[str]", "further sbatch options, e.g. ['--exclusive']", default=()),
+)
+
+
+@dataclass(frozen=True)
+class PluginChoice:
+    """The plugin a section chose and its validated options."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    backend: PluginChoice
+    nodes: int
+    nodes_per_host: int
+    home: Path | None
+    heap: int
+    interconnect: str
+    interface: str | None
+    data_dir: Path | None
+    run_as: str | None
+    security: bool
+    http_port: int
+    transport_port: int
+
+    @property
+    def heap_option(self) -> str:
+        """The heap as a JVM option value (``512m``)."""
+        mib = self.heap // 1024**2
+        return f"{mib // 1024}g" if mib % 1024 == 0 else f"{mib}m"
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    workers_per_node: int
+    warmup: float
+    duration: float
+    bulk_size: int
+    target_throughput: float | None
+    interval: float
+    seed: int | None
+
+
+@dataclass(frozen=True)
+class SlurmSpec:
+    partition: str | None
+    time: str
+    account: str | None
+    extra: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Session:
+    """A validated session.  ``source`` keeps the parsed TOML for the run directory."""
+
+    name: str
+    description: str
+    path: Path
+    cluster: ClusterSpec
+    encryption: PluginChoice
+    track: PluginChoice
+    benchmark: BenchmarkSpec
+    slurm: SlurmSpec
+    source: Mapping[str, Any]
+
+
+def _table(data: Mapping[str, Any], key: str, problems: list[Problem]) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        problems.append(Problem(key, f"expected a table [{key}], found {describe(value)}"))
+        return {}
+    return value
+
+
+def _plugin_choice(
+    section: str,
+    table: Mapping[str, Any],
+    selector: str,
+    default: str | None,
+    kind: str,
+    plugins: Any,
+    problems: list[Problem],
+    base_dir: Path,
+    options_table: Mapping[str, Any] | None = None,
+    options_prefix: str | None = None,
+) -> PluginChoice:
+    """Resolve ``table[selector]`` to a registered plugin and validate that plugin's options."""
+    name = table.get(selector, default)
+    key = f"{section}.{selector}"
+    if name is None:
+        problems.append(Problem(key, "missing; expected the name of a registered " + kind))
+        return PluginChoice("")
+    if not isinstance(name, str):
+        problems.append(Problem(key, f"expected a string, found {describe(name)}"))
+        return PluginChoice("")
+    registry = plugins.registries[kind]
+    if name not in registry:
+        available = sorted(registry)
+        message = f"no {kind} called {name!r}{suggest(name, available)}; available: "
+        message += ", ".join(available) or "none"
+        broken = [b.name for b in plugins.broken]
+        if broken:
+            message += f" (broken plugins, see `esdash plugins`: {', '.join(broken)})"
+        problems.append(Problem(key, message))
+        return PluginChoice(name)
+    declared = registry[name].obj.options
+    if options_table is None:
+        values, found = validate(declared, table, section, base_dir, ignore=(selector,))
+    else:
+        values, found = validate(declared, options_table, options_prefix or section, base_dir)
+    problems.extend(found)
+    return PluginChoice(name, MappingProxyType(values))
+
+
+def parse_session(data: Mapping[str, Any], path: Path, plugins: Any = None) -> Session:
+    """Validate already-parsed TOML ``data`` that came from ``path``."""
+    if plugins is None:
+        from esdash.plugins import get_plugins
+
+        plugins = get_plugins()
+    base_dir = path.parent.resolve()
+    problems: list[Problem] = []
+
+    top = {k: v for k, v in data.items() if k not in SECTIONS}
+    top_values, found = validate(TOP_LEVEL, top, "")
+    for problem in found:
+        if problem.message.startswith("unknown key"):
+            hint = suggest(problem.key, list(SECTIONS) + [o.name for o in TOP_LEVEL])
+            problem = Problem(
+                problem.key,
+                f"unknown key{hint}; a session has the keys name, description and the "
+                f"tables {', '.join(f'[{s}]' for s in SECTIONS)}",
+            )
+        problems.append(problem)
+    name = top_values.get("name")
+    if isinstance(name, str) and not _NAME.match(name):
+        problems.append(
+            Problem("name", f"expected letters, digits, '_', '.', '-' (max 64), found {name!r}")
+        )
+
+    cluster_table = _table(data, "cluster", problems)
+    backend_options = cluster_table.get("backend_options", {})
+    if not isinstance(backend_options, dict):
+        problems.append(
+            Problem(
+                "cluster.backend_options", f"expected a table, found {describe(backend_options)}"
+            )
+        )
+        backend_options = {}
+    cluster_values, found = validate(
+        CLUSTER, cluster_table, "cluster", base_dir, ignore=("backend_options",)
+    )
+    problems.extend(found)
+    cluster_values.pop("backend", None)  # resolved to a plugin below
+    backend = _plugin_choice(
+        "cluster",
+        cluster_table,
+        "backend",
+        "elasticsearch",
+        "backend",
+        plugins,
+        problems,
+        base_dir,
+        backend_options,
+        "cluster.backend_options",
+    )
+    interconnect = cluster_values.get("interconnect")
+    if isinstance(interconnect, str) and interconnect not in plugins.registries["interconnect"]:
+        available = sorted(plugins.registries["interconnect"])
+        problems.append(
+            Problem(
+                "cluster.interconnect",
+                f"no interconnect called {interconnect!r}{suggest(interconnect, available)}; "
+                f"available: {', '.join(available) or 'none'}",
+            )
+        )
+
+    encryption = _plugin_choice(
+        "encryption",
+        _table(data, "encryption", problems),
+        "mode",
+        "none",
+        "encryption",
+        plugins,
+        problems,
+        base_dir,
+    )
+    track = _plugin_choice(
+        "track",
+        _table(data, "track", problems),
+        "name",
+        None,
+        "track",
+        plugins,
+        problems,
+        base_dir,
+    )
+    bench_values, found = validate(BENCHMARK, _table(data, "benchmark", problems), "benchmark")
+    problems.extend(found)
+    slurm_values, found = validate(SLURM, _table(data, "slurm", problems), "slurm")
+    problems.extend(found)
+    time_limit = slurm_values.get("time")
+    if isinstance(time_limit, str) and not _SLURM_TIME.match(time_limit):
+        problems.append(
+            Problem(
+                "slurm.time",
+                f"expected a Slurm time limit such as 30, 00:30:00 or 1-12:00:00, "
+                f"found {time_limit!r}",
+            )
+        )
+
+    if problems:
+        raise SessionError(path, problems)
+    return Session(
+        name=top_values["name"],
+        description=top_values["description"],
+        path=path,
+        cluster=ClusterSpec(backend=backend, **cluster_values),
+        encryption=encryption,
+        track=track,
+        benchmark=BenchmarkSpec(**bench_values),
+        slurm=SlurmSpec(**slurm_values),
+        source=MappingProxyType(dict(data)),
+    )
+
+
+def load_session(path: str | Path, plugins: Any = None) -> Session:
+    """Read, parse and validate a session file; raise :class:`SessionError` on any problem."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SessionError(path, [Problem("", "no such file")]) from None
+    except OSError as exc:
+        raise SessionError(path, [Problem("", f"cannot read: {exc.strerror}")]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SessionError(
+            path, [Problem("", f"line {line}: not UTF-8 text (byte {exc.start}); save as UTF-8")]
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SessionError(path, [Problem("", f"invalid TOML: {exc}")]) from None
+    return parse_session(data, path, plugins)
