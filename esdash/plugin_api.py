@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import fcntl
 import fnmatch
+import os
 import socket
 import struct
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -89,6 +91,60 @@ class Distribution:
     problems: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Owner:
+    """The unprivileged account a node runs as (and owns its files)."""
+
+    name: str
+    uid: int
+    gid: int
+
+    @classmethod
+    def current(cls) -> Owner:
+        import pwd
+
+        entry = pwd.getpwuid(os.geteuid())
+        return cls(entry.pw_name, entry.pw_uid, entry.pw_gid)
+
+
+@dataclass(frozen=True)
+class NodeDirs:
+    """A node's directories: config and logs and tmp per run, data per data root."""
+
+    config: Path
+    data: Path
+    logs: Path
+    tmp: Path
+
+
+@dataclass(frozen=True)
+class NodeRequest:
+    """Everything a backend needs to configure and run one node.
+
+    ``topology`` is an :class:`esdash.cluster.topology.Topology` and ``node`` the
+    :class:`~esdash.cluster.topology.NodePlan` of this node; ``security`` is ``None`` when
+    the session turned security off, else the files of :mod:`esdash.cluster.security`.
+    """
+
+    distribution: Distribution
+    topology: Any
+    node: Any
+    dirs: NodeDirs
+    heap: str
+    owner: Owner
+    options: Mapping[str, Any]
+    security: Any | None = None
+
+
+@dataclass(frozen=True)
+class NodeCommand:
+    """The argv, environment and working directory of a node process."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+
+
 class Backend(Registrable):
     """A search engine esdash can spawn (e.g. Elasticsearch).
 
@@ -106,6 +162,26 @@ class Backend(Registrable):
         Raise :class:`esdash.errors.BadInput` naming ``home`` and the fix when it is not a
         usable distribution.
         """
+
+    @abstractmethod
+    def node_settings(self, request: NodeRequest) -> dict[str, Any]:
+        """The node's configuration (for Elasticsearch: the ``elasticsearch.yml`` entries)."""
+
+    @abstractmethod
+    def write_node_config(self, request: NodeRequest, settings: Mapping[str, Any]) -> None:
+        """Create ``request.dirs.config`` from the distribution's templates and ``settings``."""
+
+    @abstractmethod
+    def node_command(self, request: NodeRequest) -> NodeCommand:
+        """The command that runs the node in the foreground (bare or inside a container)."""
+
+    @abstractmethod
+    def client(self, endpoints: list[str], credentials: Any | None) -> Any:
+        """A client for the running cluster's HTTP API at ``endpoints`` (``host:port``)."""
+
+    def explain_exit(self, code: int, log_tail: str) -> str | None:
+        """A sentence explaining a node's exit code, with the fix, when the backend knows one."""
+        return None
 
 
 # ----------------------------------------------------------------------- interconnects
@@ -188,6 +264,21 @@ class EncryptionMode(Registrable):
     #: True when documents are encrypted on the client before they are sent.
     client_side: bool = False
 
+    @contextmanager
+    def node_storage(
+        self, data_dir: Path, owner: Owner, options: Mapping[str, Any]
+    ) -> Iterator[Path]:
+        """Yield the directory a node keeps its data in, and undo any setup afterwards.
+
+        The default is a plain directory owned by ``owner``; a mode such as GoCryptFS mounts
+        an encrypted file system there before the node starts and unmounts it after the node
+        stopped, also when the node failed.
+        """
+        data_dir.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            os.chown(data_dir, owner.uid, owner.gid)
+        yield data_dir
+
 
 # --------------------------------------------------------------------------- tracks
 
@@ -248,6 +339,10 @@ __all__ = [
     "FieldSpec",
     "Interconnect",
     "InterconnectError",
+    "NodeCommand",
+    "NodeDirs",
+    "NodeRequest",
+    "Owner",
     "Option",
     "PluginInfo",
     "Track",

@@ -1,0 +1,117 @@
+"""``esdash cluster up|status|down``: an on-demand search cluster, from any shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from esdash.cluster import lifecycle
+from esdash.cluster.rundir import RunDir
+from esdash.session import load_session
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("cluster", help="start, inspect and stop search clusters")
+    actions = parser.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
+
+    up = actions.add_parser("up", help="start a cluster and return once it is healthy")
+    up.add_argument("session", metavar="SESSION", help="session file")
+    up.add_argument("--fresh", action="store_true", help="delete reused data of the data root")
+    up.add_argument(
+        "--timeout",
+        type=float,
+        default=lifecycle.DEFAULT_TIMEOUT,
+        help="seconds to wait for a healthy cluster (default %(default)s)",
+    )
+    up.add_argument(
+        "--foreground",
+        action="store_true",
+        help="stay until the cluster stops (Ctrl-C, SIGTERM or `cluster down`)",
+    )
+    up.add_argument("--run-dir", help="use this prepared run directory (as `esdash submit` does)")
+    up.set_defaults(func=run_up)
+
+    status = actions.add_parser("status", help="show a run's nodes, health and endpoints")
+    status.add_argument("run", metavar="RUN", help="run directory")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(func=run_status)
+
+    down = actions.add_parser("down", help="stop every node of a run")
+    down.add_argument("run", metavar="RUN", help="run directory")
+    down.add_argument(
+        "--grace",
+        type=float,
+        default=90.0,
+        help="seconds before the launcher is killed (default %(default)s)",
+    )
+    down.set_defaults(func=run_down)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    session = load_session(args.session)
+    run = RunDir.open(args.run_dir) if args.run_dir else None
+    run, process, health = lifecycle.up(session, args.fresh, args.timeout, run)
+    ends = lifecycle.endpoints(run)
+    print(
+        f"cluster {health.get('cluster_name')} is {health.get('status')} "
+        f"with {health.get('number_of_nodes')} node(s)"
+    )
+    print(f"run directory: {run.path}")
+    for endpoint in ends.http:
+        print(f"  {ends.scheme}://{endpoint}")
+    if ends.credentials:
+        print(f"credentials (user, password, CA): {ends.credentials}")
+    else:
+        print("security is off (cluster.security = false): no TLS, no authentication")
+    if args.foreground:
+        return lifecycle.foreground(run, process)
+    print(f"stop it with: esdash cluster down {run.path}")
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    info = lifecycle.status(RunDir.open(args.run))
+    if args.json:
+        print(json.dumps(info, indent=2, default=str))
+        return 0
+    print(f"run      {info['run']}")
+    print(f"session  {info['session']}   state {info['state']}")
+    if info.get("slurm_job"):
+        print(f"slurm    job {info['slurm_job']}  {info.get('slurm_state', '')}".rstrip())
+    health = info.get("health")
+    if health:
+        age = time.time() - health.get("time", 0)
+        if health.get("ok"):
+            print(
+                f"health   {health.get('status')}, {health.get('number_of_nodes')} node(s), "
+                f"{health.get('active_shards')} active shard(s)  ({age:.0f} s ago)"
+            )
+        else:
+            print(f"health   unreachable ({health.get('error')}, {age:.0f} s ago)")
+    nodes = info["nodes"]
+    if nodes:
+        print(
+            f"{'rank':>4}  {'name':<8} {'host':<16} {'http':<22} {'state':<9} {'pid':>7}  message"
+        )
+        for rank, node in sorted(nodes.items()):
+            http = f"{node.get('address', '-')}:{node.get('http_port', '-')}"
+            print(
+                f"{rank:>4}  {node.get('name', '-'):<8} {node.get('host', '-'):<16} "
+                f"{http:<22} {node.get('state', '-'):<9} {node.get('pid', '-')!s:>7}  "
+                f"{node.get('message', '')}"
+            )
+    elif not health:
+        print("nodes    none started yet")
+    if info.get("credentials"):
+        print(f"credentials {info['credentials']}")
+    return 0
+
+
+def run_down(args: argparse.Namespace) -> int:
+    run = RunDir.open(args.run)
+    outcome = lifecycle.stop(run, grace=args.grace)
+    statuses = run.node_statuses()
+    still = [r for r, s in statuses.items() if s.get("state") in ("starting", "running")]
+    print(f"{run.path}: {outcome}; {len(statuses) - len(still)} of {len(statuses)} node(s) down")
+    return 0 if not still else 1

@@ -1,0 +1,51 @@
+"""The data root: where nodes keep their indices, keyed by rank, across jobs.
+
+A later job may run on other hosts and another interconnect and still reuse the indices, as
+long as the cluster has the same number of nodes: node ``k`` always gets ``<root>/<k>``.
+A different size would leave shards without their node, so it is refused unless the user
+asks to start fresh; data is never deleted silently.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from esdash.cluster.rundir import read_json, write_json
+from esdash.errors import BadInput
+
+MARKER = "esdash-data.json"
+
+
+def prepare_data_root(root: Path, cluster_name: str, nodes: int, fresh: bool) -> str:
+    """Check or initialise ``root`` for a cluster of ``nodes``; say what was done."""
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o755)
+    marker = root / MARKER
+    outcome = "new"
+    if marker.exists():
+        info = read_json(marker)
+        if fresh:
+            for rank in range(int(info.get("nodes", 0))):
+                shutil.rmtree(root / str(rank), ignore_errors=True)
+            outcome = f"fresh (deleted the data of {info.get('nodes')} node(s))"
+        elif info.get("cluster_name") != cluster_name:
+            raise BadInput(
+                f"{root} holds the data of cluster {info.get('cluster_name')!r}, not "
+                f"{cluster_name!r}; choose another cluster.data_dir or start with --fresh"
+            )
+        elif info.get("nodes") != nodes:
+            raise BadInput(
+                f"{root} holds the data of a {info.get('nodes')}-node cluster "
+                f"({info.get('cluster_name')}), and this session asks for {nodes} node(s). "
+                f"Reusing indices needs the same size: set cluster.nodes = {info.get('nodes')}, "
+                f"choose another cluster.data_dir, or start with --fresh to delete that data"
+            )
+        else:
+            outcome = "reused"
+    write_json(
+        marker,
+        {"cluster_name": cluster_name, "nodes": nodes, "updated": time.time(), "last": outcome},
+    )
+    return outcome

@@ -1,0 +1,293 @@
+"""Bringing a cluster up, waiting for it, reporting on it and taking it down.
+
+The orchestrator (``esdash cluster up``) never talks to the nodes directly: it starts the
+rank launcher, then follows the run directory, where the ranks write their status and rank 0
+the cluster's health.  That works the same from the root network namespace, a login node or
+the first node of an allocation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from esdash.cluster.node import wait_for_exit
+from esdash.cluster.rundir import RunDir, read_json, tail
+from esdash.cluster.users import resolve_owner
+from esdash.errors import BadInput, ClusterError
+from esdash.launch import mpi, slurm
+from esdash.paths import default_distribution, runs_dir
+from esdash.plugins import get_plugins
+from esdash.session import Session
+
+#: How long ``up`` waits for a healthy cluster before giving up (seconds).
+DEFAULT_TIMEOUT = 300.0
+
+
+def resolve_home(session: Session) -> Path:
+    home = session.cluster.home or default_distribution(session.cluster.backend.name)
+    if home is None:
+        raise BadInput(
+            f"{session.path}: cluster.home is not set and no distribution is in esdash's cache; "
+            f"run `esdash fetch elasticsearch` or set cluster.home to an unpacked tarball"
+        )
+    return home
+
+
+def prepare_run(session: Session, run: RunDir | None = None) -> RunDir:
+    """Check everything that can be checked before launch, and create the run directory."""
+    plugins = get_plugins()
+    backend = plugins.get("backend", session.cluster.backend.name)
+    plugins.get("interconnect", session.cluster.interconnect)
+    plugins.get("encryption", session.encryption.name)
+    owner = resolve_owner(session.cluster.run_as)
+    distribution = backend.inspect(resolve_home(session))
+    if distribution.problems:
+        raise BadInput(f"{distribution.home}: {'; '.join(distribution.problems)}")
+    if run is None:
+        run = RunDir.create(runs_dir(), session.name)
+    shutil.copyfile(session.path, run.session_file)
+    _check_reachable(run.path, owner.name, owner.uid)
+    run.update_run(
+        session_name=session.name,
+        session_path=str(session.path.resolve()),
+        home=str(distribution.home),
+        version=distribution.version,
+        nodes=session.cluster.nodes,
+        security=session.cluster.security,
+        owner=owner.name,
+        state="prepared",
+        created=time.time(),
+    )
+    return run
+
+
+def _check_reachable(path: Path, user: str, uid: int) -> None:
+    """The node user must be able to traverse to the run directory (root's tmp dirs are 0700)."""
+    if os.geteuid() != 0 or uid == 0:
+        return
+    for parent in [path, *path.parents]:
+        mode = parent.stat().st_mode
+        if not mode & 0o001 and parent.stat().st_uid != uid:
+            raise BadInput(
+                f"the node user {user!r} cannot enter {parent} (mode {oct(mode & 0o777)}); "
+                f"put runs somewhere it can reach (ESDASH_RUNS) or `chmod o+x {parent}`"
+            )
+
+
+def launch(run: RunDir, session: Session, fresh: bool) -> subprocess.Popen[bytes]:
+    """Start the cluster step (one rank per node) detached from this terminal."""
+    args = ["esdash.cluster.rank", str(run.path)] + (["--fresh"] if fresh else [])
+    command = mpi.rank_command(args, session.cluster.nodes, session.cluster.nodes_per_host)
+    with run.launcher_log.open("ab") as log:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=run.path,
+        )
+    run.update_run(
+        state="starting",
+        launcher={"pid": process.pid, "host": socket.gethostname(), "command": command},
+        slurm_job=os.environ.get("SLURM_JOB_ID") or run.read_run().get("slurm_job"),
+    )
+    return process
+
+
+def _failure_report(run: RunDir) -> str:
+    lines = []
+    for rank, status in sorted(run.node_statuses().items()):
+        if status.get("state") == "failed":
+            lines.append(f"node {rank}: {status.get('message', 'failed')}")
+            if status.get("log_tail"):
+                lines.append("  last log lines:\n    " + status["log_tail"].replace("\n", "\n    "))
+    return "\n".join(lines)
+
+
+def wait_ready(
+    run: RunDir, nodes: int, process: subprocess.Popen[bytes] | None, timeout: float
+) -> dict[str, Any]:
+    """Wait for green (yellow is enough for one node); raise with the reason on failure."""
+    wanted = {"green"} if nodes > 1 else {"green", "yellow"}
+    deadline = time.monotonic() + timeout
+    health_file = run.path / "health.json"
+    while time.monotonic() < deadline:
+        failures = _failure_report(run)
+        if failures:
+            raise ClusterError(f"the cluster in {run.path} failed to start:\n{failures}")
+        if process is not None and process.poll() is not None:
+            raise ClusterError(
+                f"the rank launcher exited with code {process.returncode} before the cluster "
+                f"was ready; its output ({run.launcher_log}):\n{tail(run.launcher_log, 30)}"
+            )
+        if health_file.exists():
+            try:
+                health = read_json(health_file)
+            except (OSError, ValueError):
+                health = {}
+            if (
+                health.get("ok")
+                and health.get("status") in wanted
+                and health.get("number_of_nodes") == nodes
+            ):
+                run.update_run(state="running", ready=time.time())
+                return health
+        time.sleep(0.25)
+    raise ClusterError(
+        f"the cluster in {run.path} was not ready after {timeout:.0f} s; "
+        f"see `esdash cluster status {run.path}` and the node logs in {run.path}/nodes/"
+    )
+
+
+@dataclass
+class Endpoints:
+    http: list[str]
+    scheme: str
+    credentials: Path | None
+
+
+def endpoints(run: RunDir) -> Endpoints:
+    topology = read_json(run.topology_file)
+    secure = run.credentials_file.exists()
+    http = [f"{n['address']}:{n['http_port']}" for n in topology["nodes"]]
+    return Endpoints(http, "https" if secure else "http", run.credentials_file if secure else None)
+
+
+def up(
+    session: Session,
+    fresh: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    run: RunDir | None = None,
+) -> tuple[RunDir, subprocess.Popen[bytes], dict[str, Any]]:
+    """Start the cluster and return once it is healthy; on any failure leave nothing running."""
+    run = prepare_run(session, run)
+    process = launch(run, session, fresh)
+    try:
+        health = wait_ready(run, session.cluster.nodes, process, timeout)
+    except BaseException as exc:
+        reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed to start"
+        stop(run, process, reason=reason)
+        raise
+    return run, process, health
+
+
+def stop(
+    run: RunDir,
+    process: subprocess.Popen[bytes] | None = None,
+    grace: float = 90.0,
+    reason: str = "stopped",
+) -> str:
+    """Ask every rank to stop its node, wait, and escalate if the launcher lingers."""
+    run.stop_file.touch()
+    info = run.read_run()
+    launcher = info.get("launcher") or {}
+    pid = process.pid if process is not None else launcher.get("pid")
+    local = launcher.get("host") == socket.gethostname()
+    outcome = "stopped"
+    if pid and local:
+        if not _wait_launcher(process, pid, grace):
+            _signal_group(pid, signal.SIGTERM)
+            if not _wait_launcher(process, pid, 15):
+                _signal_group(pid, signal.SIGKILL)
+                _wait_launcher(process, pid, 10)
+                outcome = "killed"
+    else:
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _running_nodes(run):
+            time.sleep(0.5)
+    job = info.get("slurm_job")
+    if job and info.get("submitted") and slurm.job_state(job) not in ("FINISHED",):
+        slurm.cancel(job)
+    run.update_run(state=reason if reason != "stopped" else outcome, stopped=time.time())
+    return outcome
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    """Signal the launcher's process group (it was started as a session leader)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, sig)
+
+
+def _alive(pid: int) -> bool:
+    return not wait_for_exit(pid, 0)
+
+
+def _wait_launcher(process: subprocess.Popen[bytes] | None, pid: int, timeout: float) -> bool:
+    if process is not None:
+        try:
+            process.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    return wait_for_exit(pid, timeout)
+
+
+def _running_nodes(run: RunDir) -> list[int]:
+    return [
+        rank
+        for rank, status in run.node_statuses().items()
+        if status.get("state") in ("starting", "running")
+    ]
+
+
+def status(run: RunDir) -> dict[str, Any]:
+    """Everything known about a run, from its files (and squeue for a submitted job)."""
+    info = run.read_run()
+    result: dict[str, Any] = {
+        "run": str(run.path),
+        "session": info.get("session_name"),
+        "state": info.get("state"),
+        "slurm_job": info.get("slurm_job"),
+        "nodes": run.node_statuses(),
+    }
+    if info.get("slurm_job") and info.get("submitted"):
+        result["slurm_state"] = slurm.job_state(str(info["slurm_job"]))
+    launcher = info.get("launcher") or {}
+    if launcher.get("pid") and launcher.get("host") == socket.gethostname():
+        result["launcher_alive"] = _alive(int(launcher["pid"]))
+    health_file = run.path / "health.json"
+    if health_file.exists():
+        with contextlib.suppress(OSError, ValueError):
+            result["health"] = read_json(health_file)
+    if run.topology_file.exists():
+        ends = endpoints(run)
+        result["endpoints"] = [f"{ends.scheme}://{e}" for e in ends.http]
+        result["credentials"] = str(ends.credentials) if ends.credentials else None
+    return result
+
+
+def foreground(run: RunDir, process: subprocess.Popen[bytes]) -> int:
+    """Stay with a running cluster until it ends, a signal arrives or ``down`` is requested."""
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        received.append(signum)
+
+    previous = {
+        sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    }
+    try:
+        while process.poll() is None and not received and not run.stop_requested():
+            time.sleep(0.5)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if process.poll() is None:
+        stop(run, process, reason="stopped")
+        return 0
+    failures = _failure_report(run)
+    if failures:
+        run.update_run(state="failed")
+        raise ClusterError(f"the cluster in {run.path} failed:\n{failures}")
+    run.update_run(state="stopped")
+    return 0

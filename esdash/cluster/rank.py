@@ -1,0 +1,274 @@
+"""What every MPI rank of the cluster step does: run one search node and supervise it.
+
+Started as ``python -m esdash.cluster.rank RUN_DIR`` by ``mpiexec`` or ``srun``:
+
+1. find this host's address on the session's interconnect;
+2. allgather (rank, host, interface, address, node-local rank);
+3. rank 0 plans the topology, checks the data root, creates the run's CA, node certificates
+   and credentials, and broadcasts the plan (or the reason there is none);
+4. each rank prepares its data directory through the encryption plugin, writes its node's
+   configuration and runs the node in the foreground as the unprivileged owner;
+5. each rank supervises its node until the node exits, SIGTERM/SIGINT arrives (Ctrl-C,
+   ``scancel``, a Slurm time limit) or ``esdash cluster down`` creates the stop file; then it
+   stops the node and records why in ``nodes/<rank>/status.json``.
+   Rank 0 also writes the cluster's health to ``health.json`` once a second, so viewers
+   anywhere (a login node, the root network namespace) can follow it through the file system.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from esdash.cluster import security
+from esdash.cluster.dataroot import prepare_data_root
+from esdash.cluster.node import NodeProcess
+from esdash.cluster.rundir import RunDir, tail, write_json
+from esdash.cluster.topology import RankReport, Topology, plan_topology
+from esdash.cluster.users import chown_tree, resolve_owner
+from esdash.errors import EsdashError
+from esdash.paths import runs_dir
+from esdash.plugin_api import NodeDirs, NodeRequest, Owner
+from esdash.plugins import get_plugins
+from esdash.session import Session, parse_session, tomllib
+
+POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class NodeSecurity:
+    """The security a backend installs into one node's config dir."""
+
+    pki: security.ClusterPki
+    index: int
+    credentials: security.Credentials
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return security.security_settings()
+
+    def install(self, config_dir: Path, owner: Owner) -> None:
+        security.install_node_tls(self.pki, self.index, config_dir, owner=owner.uid)
+        security.write_file_realm_user(config_dir, self.credentials, owner=owner.uid)
+
+
+def load_run_session(run: RunDir) -> Session:
+    """The session as copied into the run, with paths resolved as in the original file."""
+    info = run.read_run()
+    data = tomllib.loads(run.session_file.read_text())
+    return parse_session(data, Path(info["session_path"]))
+
+
+def data_root(session: Session) -> Path:
+    return session.cluster.data_dir or runs_dir() / "data" / session.name
+
+
+def cluster_name(session: Session) -> str:
+    return f"esdash-{session.name}"
+
+
+class Supervisor:
+    """Stops the node on SIGTERM/SIGINT or a stop request, and records the outcome."""
+
+    def __init__(self, run: RunDir, rank: int) -> None:
+        self.run = run
+        self.rank = rank
+        self.signalled: str | None = None
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.signalled = signal.Signals(signum).name
+
+    def stop_reason(self) -> str | None:
+        if self.signalled:
+            return f"received {self.signalled}"
+        if self.run.stop_requested():
+            return "stop requested (esdash cluster down)"
+        return None
+
+
+def _report(session: Session, rank: int, local_rank: int) -> tuple[RankReport | None, str | None]:
+    interconnect = get_plugins().get("interconnect", session.cluster.interconnect)
+    host = socket.gethostname()
+    try:
+        endpoint = interconnect.resolve(session.cluster.interface)
+    except EsdashError as exc:
+        return None, f"rank {rank} on {host}: {exc}"
+    return RankReport(rank, host, endpoint.interface, endpoint.address, local_rank), None
+
+
+def _plan(run: RunDir, session: Session, gathered: list, fresh: bool) -> dict[str, Any]:
+    """Rank 0: the topology and security for everyone, or the errors that prevent it."""
+    errors = [error for _, error in gathered if error]
+    if errors:
+        return {"errors": errors}
+    try:
+        topology = plan_topology(
+            cluster_name(session),
+            [report for report, _ in gathered],
+            session.cluster.http_port,
+            session.cluster.transport_port,
+        )
+        reuse = prepare_data_root(data_root(session), topology.cluster_name, len(gathered), fresh)
+        if session.cluster.security:
+            pki = security.create_cluster_pki(
+                run.pki_dir,
+                topology.cluster_name,
+                [sorted({n.address, n.host}) for n in topology.nodes],
+                node_names=[n.name for n in topology.nodes],
+            )
+            security.create_credentials(run.path, ca_certs=pki.ca_cert)
+    except (EsdashError, ValueError) as exc:
+        return {"errors": [str(exc)]}
+    write_json(run.topology_file, {**topology.to_dict(), "data_root": str(data_root(session))})
+    run.update_run(data_root=str(data_root(session)), data_reuse=reuse)
+    return {"topology": topology.to_dict()}
+
+
+def _monitor_health(run: RunDir, session: Session, topology: Topology, done: threading.Event):
+    """Rank 0: write the cluster's health to ``health.json`` every second."""
+    backend = get_plugins().get("backend", session.cluster.backend.name)
+    credentials = security.read_credentials(run.path) if session.cluster.security else None
+    node = topology.nodes[0]
+    client = backend.client([node.http_address], credentials)
+    path = run.path / "health.json"
+    while not done.wait(1.0):
+        try:
+            health = dict(client.cluster.health(timeout="1s"))
+            health["ok"] = True
+        except Exception as exc:  # the node is starting or gone: record and keep going
+            health = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+        health["time"] = time.time()
+        write_json(path, health)
+
+
+def run_rank(run_path: Path, fresh: bool) -> int:
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    local_rank = comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
+    run = RunDir.open(run_path)
+    supervisor = Supervisor(run, rank)
+    session: Session | None = None
+    try:
+        session = load_run_session(run)
+        report, error = _report(session, rank, local_rank)
+    except EsdashError as exc:
+        report, error = None, f"rank {rank}: {exc}"
+    gathered = comm.allgather((report, error))
+    plan = _plan(run, session, gathered, fresh) if rank == 0 else None  # type: ignore[arg-type]
+    plan = comm.bcast(plan, root=0)
+    run.node_dir(rank).mkdir(parents=True, exist_ok=True)
+    if "errors" in plan:
+        run.write_node_status(rank, state="failed", message="; ".join(plan["errors"]))
+        return 1
+    topology = Topology.from_dict(plan["topology"])
+    node = topology.nodes[rank]
+    run.write_node_status(
+        rank,
+        state="starting",
+        name=node.name,
+        address=node.address,
+        interface=node.interface,
+        http_port=node.http_port,
+        transport_port=node.transport_port,
+        master_eligible=node.master_eligible,
+    )
+    try:
+        return _run_node(run, session, topology, rank, supervisor)
+    except EsdashError as exc:
+        run.write_node_status(rank, state="failed", message=str(exc))
+        return 1
+
+
+def _run_node(
+    run: RunDir, session: Session, topology: Topology, rank: int, supervisor: Supervisor
+) -> int:
+    plugins = get_plugins()
+    backend = plugins.get("backend", session.cluster.backend.name)
+    encryption = plugins.get("encryption", session.encryption.name)
+    owner = resolve_owner(session.cluster.run_as)
+    info = run.read_run()
+    distribution = backend.inspect(Path(info["home"]))
+    node_dir = run.node_dir(rank)
+    dirs = NodeDirs(
+        config=node_dir / "config",
+        data=data_root(session) / str(rank),
+        logs=node_dir / "logs",
+        tmp=node_dir / "tmp",
+    )
+    for path in (dirs.logs, dirs.tmp):
+        path.mkdir(parents=True, exist_ok=True)
+    node_security = None
+    if session.cluster.security:
+        node_security = NodeSecurity(
+            security.load_cluster_pki(run.pki_dir), rank, security.read_credentials(run.path)
+        )
+    monitor_done = threading.Event()
+    with encryption.node_storage(dirs.data, owner, session.encryption.options) as data_path:
+        request = NodeRequest(
+            distribution=distribution,
+            topology=topology,
+            node=topology.nodes[rank],
+            dirs=NodeDirs(dirs.config, data_path, dirs.logs, dirs.tmp),
+            heap=session.cluster.heap_option,
+            owner=owner,
+            options=session.cluster.backend.options,
+        )
+        if node_security is not None:
+            request = NodeRequest(**{**request.__dict__, "security": node_security})
+        backend.write_node_config(request, backend.node_settings(request))
+        chown_tree(node_dir, owner)
+        process = NodeProcess(backend.node_command(request), owner, node_dir / "stdout.log")
+        pid = process.start()
+        run.write_node_status(rank, state="running", pid=pid, started=time.time())
+        if rank == 0:
+            threading.Thread(
+                target=_monitor_health,
+                args=(run, session, topology, monitor_done),
+                daemon=True,
+                name="health-monitor",
+            ).start()
+        reason = None
+        while process.poll() is None:
+            reason = supervisor.stop_reason()
+            if reason:
+                break
+            time.sleep(POLL_SECONDS)
+        monitor_done.set()
+        code = process.stop()
+    if reason is not None:
+        run.write_node_status(rank, state="stopped", exit_code=code, message=reason)
+        return 0
+    log_tail = tail(dirs.logs / f"{topology.cluster_name}.log", 40) or tail(
+        node_dir / "stdout.log", 40
+    )
+    explanation = backend.explain_exit(code, log_tail) or "see the node's log"
+    run.write_node_status(
+        rank,
+        state="failed",
+        exit_code=code,
+        message=f"{topology.nodes[rank].name} exited with code {code}: {explanation}",
+        log_tail=log_tail,
+    )
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print("usage: python -m esdash.cluster.rank RUN_DIR [--fresh]", file=sys.stderr)
+        return 2
+    return run_rank(Path(args[0]), "--fresh" in args[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

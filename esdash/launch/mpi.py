@@ -1,0 +1,75 @@
+"""Starting ranks: ``mpiexec`` on one machine, ``srun`` inside a Slurm allocation.
+
+MPI itself comes from the site (module system) or the ``mpich`` wheel.  The launcher is
+chosen by where esdash runs, and the ``srun`` MPI plugin by the MPI library mpi4py loaded:
+MPICH speaks PMI-2 (``--mpi=pmi2``), Open MPI PMIx (``--mpi=pmix``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from esdash.errors import EsdashError
+
+
+def in_allocation() -> bool:
+    """True inside a Slurm job (batch script or salloc shell), where ranks start with srun."""
+    return bool(os.environ.get("SLURM_JOB_ID")) and shutil.which("srun") is not None
+
+
+def mpiexec() -> str:
+    """The ``mpiexec`` next to this Python (the mpich wheel puts it there), else on PATH."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("mpiexec")
+    if found is None:
+        raise EsdashError(
+            "no mpiexec found: install the mpich extra (`pip install esdash[mpich]`) or load "
+            "the site's MPI module"
+        )
+    return found
+
+
+def mpi_flavor() -> str:
+    """``mpich`` or ``openmpi``: which library mpi4py loads (asked without initialising MPI)."""
+    code = (
+        "import mpi4py; mpi4py.rc.initialize = False; from mpi4py import MPI; "
+        "print(MPI.Get_library_version())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    text = result.stdout.lower()
+    if "open mpi" in text:
+        return "openmpi"
+    return "mpich"
+
+
+def srun_mpi_option() -> str:
+    """``--mpi=...`` for srun; ``ESDASH_SRUN_MPI`` overrides the detection."""
+    forced = os.environ.get("ESDASH_SRUN_MPI")
+    if forced:
+        return f"--mpi={forced}"
+    return "--mpi=pmix" if mpi_flavor() == "openmpi" else "--mpi=pmi2"
+
+
+def rank_command(module_args: list[str], ranks: int, ranks_per_host: int) -> list[str]:
+    """The command that runs ``python -m <module_args>`` as ``ranks`` MPI ranks."""
+    python = [sys.executable, "-m", *module_args]
+    if in_allocation():
+        return [
+            "srun",
+            srun_mpi_option(),
+            f"--nodes={-(-ranks // ranks_per_host)}",
+            f"--ntasks={ranks}",
+            f"--ntasks-per-node={ranks_per_host}",
+            "--overlap",  # the benchmark step runs beside the cluster step
+            "--kill-on-bad-exit=0",
+            *python,
+        ]
+    return [mpiexec(), "-n", str(ranks), *python]
