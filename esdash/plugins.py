@@ -99,7 +99,9 @@ def _error_text(exc: BaseException) -> str:
 def load_plugins(extra: Iterable[tuple[str, object]] = ()) -> PluginSet:
     """Load every plugin of the ``esdash`` entry-point group, plus ``extra`` (name, object) pairs.
 
-    ``extra`` lets tests and embedding code add plugins without packaging them.
+    ``extra`` lets tests and embedding code add plugins without packaging them.  Plugins load
+    in this order: built-ins, other entry points by name, then ``extra`` in the order given;
+    of two plugins registering the same name, the one loaded first keeps it.
     """
     manager = pluggy.PluginManager("esdash")
     manager.add_hookspecs(hookspecs)
@@ -109,8 +111,11 @@ def load_plugins(extra: Iterable[tuple[str, object]] = ()) -> PluginSet:
         manager.set_blocked(name)
 
     candidates: list[tuple[str, Callable[[], object], str | None, str | None]] = []
+    # Built-ins first: when two plugins register one name the first keeps it, so a
+    # third-party plugin can never take a built-in's name.  Then by name, reproducibly.
     entry_points = sorted(
-        importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name
+        importlib.metadata.entry_points(group=ENTRY_POINT_GROUP),
+        key=lambda ep: (ep.dist is None or ep.dist.name != "esdash", ep.name),
     )
     for ep in entry_points:
         dist = ep.dist.name if ep.dist else None
@@ -122,10 +127,25 @@ def load_plugins(extra: Iterable[tuple[str, object]] = ()) -> PluginSet:
     for name, load, dist, version in candidates:
         if name in disabled:
             continue
+        if name in plugin_set.plugins:
+            owner = plugin_set.plugins[name].distribution or "an extra plugin"
+            plugin_set.broken.append(
+                BrokenPlugin(
+                    name,
+                    dist,
+                    version,
+                    f"the plugin name {name!r} is already taken by {owner}; plugin names "
+                    f"(entry-point names) must be unique, rename one of them",
+                )
+            )
+            continue
         try:
             obj = load()
             manager.register(obj, name=name)
         except Exception as exc:  # a plugin may fail in any way; record it and go on
+            if manager.get_plugin(name) is not None:
+                # pluggy < 1.7 leaves a plugin half-registered when a hookimpl fails validation
+                manager.unregister(name=name)
             plugin_set.broken.append(BrokenPlugin(name, dist, version, _error_text(exc)))
             continue
         try:
@@ -159,7 +179,11 @@ def _collect(plugin_set: PluginSet) -> None:
                 _mark_broken(plugin_set, plugin_name, f"{hook_name} raised {_error_text(exc)}")
                 continue
             registry = plugin_set.registries[kind]
+            seen: set[str] = set()
             for item in staged:
+                if item.name in seen:
+                    _mark_broken(plugin_set, plugin_name, f"registers {kind} {item.name!r} twice")
+                    break
                 if item.name in registry:
                     owner = registry[item.name].plugin
                     _mark_broken(
@@ -170,6 +194,7 @@ def _collect(plugin_set: PluginSet) -> None:
                         f"ESDASH_DISABLE_PLUGINS={plugin_name}",
                     )
                     break
+                seen.add(item.name)
             else:
                 for item in staged:
                     registry[item.name] = item
