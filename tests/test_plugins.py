@@ -2,7 +2,7 @@
 
 Throw-away plugins are small classes handed to ``load_plugins(extra=...)``; they register real
 :mod:`esdash.plugin_api` objects.  Installed third-party packages are covered by
-``test_plugin_cli.py``.
+``test_plugins_cli.py``.
 """
 
 from __future__ import annotations
