@@ -1,0 +1,117 @@
+"""``esdash doctor``: a pass/warn/fail table of what this machine needs, with a fix for each.
+
+The checks live in :mod:`esdash.doctor`; this module only picks the distribution and the user
+(:func:`resolve_target`, the one place a future ``--session FILE`` plugs in) and prints.
+Exit code 0 when nothing failed, 1 otherwise, so batch scripts and CI can gate on it;
+warnings (e.g. production-mode limits on a laptop) do not fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+from esdash.errors import EXIT_FAILURE, EXIT_OK
+
+_COLOURS = {"pass": "32", "warn": "33", "fail": "31"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "doctor",
+        help="check Java, the distribution, MPI, Slurm, FUSE, limits and the ES user",
+        description="Check whether this machine can spawn Elasticsearch clusters: Java, the "
+        "distribution and its modules, MPI, Slurm, FUSE/gocryptfs, vm.max_map_count, the "
+        "open-files limit and the user Elasticsearch runs as. Exits 1 if any check fails.",
+    )
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="Elasticsearch distribution to check (default: the newest one in the esdash cache)",
+    )
+    parser.add_argument(
+        "--user",
+        default=None,
+        metavar="NAME",
+        help="user Elasticsearch runs as (default: $ESDASH_USER, else 'esdash' when running "
+        "as root, else you)",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON list of checks")
+    parser.set_defaults(func=run)
+
+
+def resolve_target(args: argparse.Namespace) -> tuple[Path | None, str]:
+    """The distribution and ES user to check, from the options (later also a session file)."""
+    from esdash import doctor, paths
+
+    home = args.home if args.home is not None else paths.default_distribution()
+    user = args.user or doctor.default_user()
+    return home, user
+
+
+def _use_colour() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def format_table(checks: list, width: int | None = None, colour: bool = False) -> str:
+    """``STATUS  CHECK  DETAIL`` rows, each warn/fail followed by its fix, then a summary.
+
+    ``width`` wraps details and fixes under the DETAIL column (for terminals); ``None``
+    keeps one line each, which suits logs and grep.
+    """
+    name_width = max([len("CHECK")] + [len(check.name) for check in checks])
+    indent = " " * (len("STATUS") + 2 + name_width + 2)
+
+    def wrap(text: str, first: str) -> list[str]:
+        if width is None:
+            return [first + text]
+        return textwrap.wrap(
+            text,
+            width=max(width, len(indent) + 30),
+            initial_indent=first,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
+
+    lines = [f"{'STATUS':<6}  {'CHECK':<{name_width}}  DETAIL"]
+    for check in checks:
+        label = f"{check.status.upper():<6}"
+        rows = wrap(check.detail, f"{label}  {check.name:<{name_width}}  ")
+        if colour:  # after wrapping, so escape codes do not count towards the width
+            rows[0] = f"\033[{_COLOURS[check.status]}m{label}\033[0m" + rows[0][len(label) :]
+        lines += rows
+        if check.status != "pass" and check.fix:
+            lines += wrap(check.fix, f"{indent}fix: ")
+    counts = {status: sum(c.status == status for c in checks) for status in _COLOURS}
+    verdict = (
+        "not ready: fix the failures above"
+        if counts["fail"]
+        else "ready" + (" (warnings only)" if counts["warn"] else "")
+    )
+    lines.append("")
+    lines.append(
+        f"{len(checks)} checks: {counts['pass']} pass, {counts['warn']} warn, "
+        f"{counts['fail']} fail; {verdict}"
+    )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from esdash import doctor
+
+    home, user = resolve_target(args)
+    checks = doctor.run_checks(home, user)
+    if args.json:
+        print(json.dumps([check.as_dict() for check in checks], indent=2))
+    else:
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        print(format_table(checks, width=width, colour=_use_colour()))
+    return EXIT_FAILURE if doctor.any_failed(checks) else EXIT_OK
