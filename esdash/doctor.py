@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from esdash import java, paths
 from esdash.errors import EsdashError, PluginError
+from esdash.launch.mpi import find_mpiexec
 from esdash.plugin_api import Distribution
 
 Status = Literal["pass", "warn", "fail"]
@@ -363,19 +364,6 @@ def check_user(user: str, dist: Distribution | None, runtime: java.JavaRuntime |
 
 
 # ---------------------------------------------------------------------------------- mpi
-
-
-def find_mpiexec() -> str | None:
-    """The ``mpiexec`` that belongs to this interpreter's mpi4py.
-
-    The one next to ``sys.executable`` comes first: the PyPI ``mpich`` wheel installs it
-    there, and that wheel's libmpi is also the one mpi4py loads, even when the venv is not
-    activated.  Otherwise ``PATH`` (a site module's MPI).
-    """
-    beside = Path(sys.executable).parent / "mpiexec"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    return shutil.which("mpiexec")
 
 
 def mpi_implementation(text: str) -> str | None:

@@ -128,6 +128,16 @@ def _convert(option: Option, value: Any, base_dir: Path | None) -> Any:
     raise AssertionError(f"unhandled option kind {kind}")
 
 
+def _default(option: Option, base_dir: Path | None) -> Any:
+    """The declared default, converted like a value from a file ("1g" becomes bytes)."""
+    if option.default is None:
+        return None
+    try:
+        return _convert(option, option.default, base_dir)
+    except ValueError:
+        return option.default  # e.g. a tuple default for list[str]: already in final form
+
+
 def _range_text(option: Option) -> str:
     if option.minimum is not None and option.maximum is not None:
         return f" between {option.minimum:g} and {option.maximum:g}"
@@ -180,7 +190,7 @@ def validate(
                     Problem(path(option.name), f"missing; expected {_EXPECTED[option.kind]}")
                 )
             else:
-                values[option.name] = option.default
+                values[option.name] = _default(option, base_dir)
             continue
         raw = table[option.name]
         expected = _EXPECTED[option.kind]

@@ -528,3 +528,17 @@ def test_format_table_wraps_under_the_detail_column() -> None:
     column = lines[0].index("DETAIL")
     assert all(line[:column].strip() == "" for line in lines[3:-2]), text
     assert lines[-1] == "2 checks: 1 pass, 1 warn, 0 fail; ready (warnings only)"
+
+
+def test_session_supplies_home_and_user(tmp_path: Path) -> None:
+    """`--session` takes cluster.home and cluster.run_as from the session file."""
+    session = tmp_path / "s.toml"
+    session.write_text(
+        'name = "s"\n[cluster]\nhome = "no-such-dist"\nrun_as = "no-such-user-xyz"\n'
+        '[track]\nname = "mri"\n'
+    )
+    result = run_doctor("--json", "--session", str(session))
+    checks = {c["name"]: c for c in json.loads(result.stdout)}
+    assert result.returncode == 1
+    assert str(tmp_path / "no-such-dist") in checks["distribution"]["detail"]
+    assert "no-such-user-xyz" in checks["es-user"]["detail"]

@@ -242,3 +242,10 @@ def test_generated_bad_bytes_never_traceback(tmp_path_factory, raw: bytes) -> No
         assert str(path) in str(exc)
     else:  # only a valid session can load; random bytes almost never are
         tomllib.loads(raw.decode())
+
+
+def test_declared_defaults_are_converted(tmp_path: Path) -> None:
+    session = parse_session({"name": "x", "track": {"name": "mri"}}, tmp_path / "x.toml")
+    assert session.cluster.heap == 1024**3
+    assert session.cluster.heap_option == "1g"
+    assert session.benchmark.duration == 30.0

@@ -43,16 +43,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="user Elasticsearch runs as (default: $ESDASH_USER, else 'esdash' when running "
         "as root, else you)",
     )
+    parser.add_argument(
+        "--session",
+        type=Path,
+        help="take the distribution (cluster.home) and user (cluster.run_as) from a session",
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON list of checks")
     parser.set_defaults(func=run)
 
 
 def resolve_target(args: argparse.Namespace) -> tuple[Path | None, str]:
-    """The distribution and ES user to check, from the options (later also a session file)."""
+    """The distribution and ES user to check: options first, then the session, then defaults."""
     from esdash import doctor, paths
 
-    home = args.home if args.home is not None else paths.default_distribution()
-    user = args.user or doctor.default_user()
+    session_home = session_user = None
+    if args.session is not None:
+        from esdash.session import load_session
+
+        session = load_session(args.session)
+        session_home, session_user = session.cluster.home, session.cluster.run_as
+    home = args.home or session_home or paths.default_distribution()
+    user = args.user or session_user or doctor.default_user()
     return home, user
 
 

@@ -14,36 +14,60 @@ from pathlib import Path
 
 from esdash.cluster.rundir import read_json, write_json
 from esdash.errors import BadInput
+from esdash.paths import runs_dir
+from esdash.session import Session
 
 MARKER = "esdash-data.json"
 
 
+def data_root(session: Session) -> Path:
+    """``cluster.data_dir``, or ``<runs>/data/<session name>`` (shared by that session's runs)."""
+    return session.cluster.data_dir or runs_dir() / "data" / session.name
+
+
+def cluster_name(session: Session) -> str:
+    """Stable across runs of a session, so a reused data directory is recognised."""
+    return f"esdash-{session.name}"
+
+
+def check_data_root(root: Path, cluster_name: str, nodes: int, fresh: bool) -> str:
+    """Whether ``root`` can serve a cluster of ``nodes`` ("new", "reuse" or "fresh").
+
+    Changes nothing, so the orchestrator can refuse before anything is launched.
+    """
+    marker = root / MARKER
+    if not marker.exists():
+        return "new"
+    if fresh:
+        return "fresh"
+    info = read_json(marker)
+    if info.get("cluster_name") != cluster_name:
+        raise BadInput(
+            f"{root} holds the data of cluster {info.get('cluster_name')!r}, not "
+            f"{cluster_name!r}; choose another cluster.data_dir or start with --fresh"
+        )
+    if info.get("nodes") != nodes:
+        raise BadInput(
+            f"{root} holds the data of a {info.get('nodes')}-node cluster "
+            f"({info.get('cluster_name')}), and this session asks for {nodes} node(s). "
+            f"Reusing indices needs the same size: set cluster.nodes = {info.get('nodes')}, "
+            f"choose another cluster.data_dir, or start with --fresh to delete that data"
+        )
+    return "reuse"
+
+
 def prepare_data_root(root: Path, cluster_name: str, nodes: int, fresh: bool) -> str:
     """Check or initialise ``root`` for a cluster of ``nodes``; say what was done."""
+    verdict = check_data_root(root, cluster_name, nodes, fresh)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
     marker = root / MARKER
-    outcome = "new"
-    if marker.exists():
-        info = read_json(marker)
-        if fresh:
-            for rank in range(int(info.get("nodes", 0))):
-                shutil.rmtree(root / str(rank), ignore_errors=True)
-            outcome = f"fresh (deleted the data of {info.get('nodes')} node(s))"
-        elif info.get("cluster_name") != cluster_name:
-            raise BadInput(
-                f"{root} holds the data of cluster {info.get('cluster_name')!r}, not "
-                f"{cluster_name!r}; choose another cluster.data_dir or start with --fresh"
-            )
-        elif info.get("nodes") != nodes:
-            raise BadInput(
-                f"{root} holds the data of a {info.get('nodes')}-node cluster "
-                f"({info.get('cluster_name')}), and this session asks for {nodes} node(s). "
-                f"Reusing indices needs the same size: set cluster.nodes = {info.get('nodes')}, "
-                f"choose another cluster.data_dir, or start with --fresh to delete that data"
-            )
-        else:
-            outcome = "reused"
+    outcome = {"new": "new", "reuse": "reused"}.get(verdict, "")
+    if verdict == "fresh":
+        old_nodes = int(read_json(marker).get("nodes", 0))
+        for rank in range(old_nodes):
+            shutil.rmtree(root / str(rank), ignore_errors=True)
+        outcome = f"fresh (deleted the data of {old_nodes} node(s))"
     write_json(
         marker,
         {"cluster_name": cluster_name, "nodes": nodes, "updated": time.time(), "last": outcome},

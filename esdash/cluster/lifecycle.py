@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from esdash.cluster.dataroot import check_data_root, cluster_name, data_root
 from esdash.cluster.node import wait_for_exit
 from esdash.cluster.rundir import RunDir, read_json, tail
 from esdash.cluster.users import resolve_owner
@@ -42,7 +43,7 @@ def resolve_home(session: Session) -> Path:
     return home
 
 
-def prepare_run(session: Session, run: RunDir | None = None) -> RunDir:
+def prepare_run(session: Session, run: RunDir | None = None, fresh: bool = False) -> RunDir:
     """Check everything that can be checked before launch, and create the run directory."""
     plugins = get_plugins()
     backend = plugins.get("backend", session.cluster.backend.name)
@@ -52,6 +53,7 @@ def prepare_run(session: Session, run: RunDir | None = None) -> RunDir:
     distribution = backend.inspect(resolve_home(session))
     if distribution.problems:
         raise BadInput(f"{distribution.home}: {'; '.join(distribution.problems)}")
+    check_data_root(data_root(session), cluster_name(session), session.cluster.nodes, fresh)
     if run is None:
         run = RunDir.create(runs_dir(), session.name)
     shutil.copyfile(session.path, run.session_file)
@@ -170,7 +172,7 @@ def up(
     run: RunDir | None = None,
 ) -> tuple[RunDir, subprocess.Popen[bytes], dict[str, Any]]:
     """Start the cluster and return once it is healthy; on any failure leave nothing running."""
-    run = prepare_run(session, run)
+    run = prepare_run(session, run, fresh)
     process = launch(run, session, fresh)
     try:
         health = wait_ready(run, session.cluster.nodes, process, timeout)

@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from esdash.cluster import security
-from esdash.cluster.dataroot import prepare_data_root
+from esdash.cluster.dataroot import cluster_name, data_root, prepare_data_root
 from esdash.cluster.node import NodeProcess
 from esdash.cluster.rundir import RunDir, tail, write_json
 from esdash.cluster.topology import RankReport, Topology, plan_topology
 from esdash.cluster.users import chown_tree, resolve_owner
 from esdash.errors import EsdashError
-from esdash.paths import runs_dir
 from esdash.plugin_api import NodeDirs, NodeRequest, Owner
 from esdash.plugins import get_plugins
 from esdash.session import Session, parse_session, tomllib
@@ -63,14 +62,6 @@ def load_run_session(run: RunDir) -> Session:
     info = run.read_run()
     data = tomllib.loads(run.session_file.read_text())
     return parse_session(data, Path(info["session_path"]))
-
-
-def data_root(session: Session) -> Path:
-    return session.cluster.data_dir or runs_dir() / "data" / session.name
-
-
-def cluster_name(session: Session) -> str:
-    return f"esdash-{session.name}"
 
 
 class Supervisor:

@@ -21,12 +21,22 @@ def in_allocation() -> bool:
     return bool(os.environ.get("SLURM_JOB_ID")) and shutil.which("srun") is not None
 
 
-def mpiexec() -> str:
-    """The ``mpiexec`` next to this Python (the mpich wheel puts it there), else on PATH."""
+def find_mpiexec() -> str | None:
+    """The ``mpiexec`` that belongs to this interpreter's mpi4py.
+
+    The one next to ``sys.executable`` comes first: the PyPI ``mpich`` wheel installs it
+    there, and that wheel's libmpi is also the one mpi4py loads, even when the venv is not
+    activated.  Otherwise ``PATH`` (a site module's MPI).
+    """
     beside = Path(sys.executable).parent / "mpiexec"
-    if beside.exists():
+    if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
-    found = shutil.which("mpiexec")
+    return shutil.which("mpiexec")
+
+
+def mpiexec() -> str:
+    """:func:`find_mpiexec`, or an error saying how to get one."""
+    found = find_mpiexec()
     if found is None:
         raise EsdashError(
             "no mpiexec found: install the mpich extra (`pip install esdash[mpich]`) or load "

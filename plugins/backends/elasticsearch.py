@@ -17,6 +17,7 @@ from typing import Any
 
 import esdash
 from esdash.errors import BadInput, ClusterError
+from esdash.java import find_java
 from esdash.plugin_api import Backend, Distribution, NodeCommand, NodeRequest, Option
 
 #: The module set of the integ-test-zip; a distribution with only these is that flavor.
@@ -66,6 +67,8 @@ class ElasticsearchBackend(Backend):
                 "(no lib/elasticsearch-<version>.jar)"
             )
         modules_dir = home / "modules"
+        if not modules_dir.is_dir():
+            raise BadInput(f"{home}: no modules/ directory; unpack the distribution again")
         modules = tuple(sorted(p.name for p in modules_dir.iterdir() if p.is_dir()))
         problems: list[str] = []
         major = int(version.split(".")[0])
@@ -152,7 +155,7 @@ class ElasticsearchBackend(Backend):
             "HOME": str(request.dirs.tmp),
         }
         if "bundled-jdk" not in request.distribution.flavor:
-            env["ES_JAVA_HOME"] = str(find_java_home())
+            env["ES_JAVA_HOME"] = str(find_java(home).java_home)
         launcher = str(home / "bin" / "elasticsearch")
         image = request.options.get("container")
         if not image:
@@ -201,23 +204,6 @@ class ElasticsearchBackend(Backend):
                 "Elasticsearch refuses to run as root: set cluster.run_as to an unprivileged user"
             )
         return None
-
-
-def find_java_home() -> Path:
-    """The Java runtime for a distribution without a bundled JDK.
-
-    ``ES_JAVA_HOME``, then ``JAVA_HOME``, then the ``java`` on PATH (symlinks resolved).
-    """
-    for variable in ("ES_JAVA_HOME", "JAVA_HOME"):
-        if os.environ.get(variable):
-            return Path(os.environ[variable])
-    java = shutil.which("java")
-    if java:
-        return Path(os.path.realpath(java)).parent.parent
-    raise ClusterError(
-        "this Elasticsearch distribution has no bundled JDK and no Java was found; install "
-        "openjdk-17-jre-headless or set ES_JAVA_HOME"
-    )
 
 
 @esdash.hookimpl

@@ -1,0 +1,42 @@
+"""``esdash submit SESSION``: from a login node, run a session's cluster as a Slurm job."""
+
+from __future__ import annotations
+
+import argparse
+
+from esdash.cluster import lifecycle
+from esdash.launch import slurm
+from esdash.session import load_session
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("submit", help="submit a session's cluster as a Slurm job")
+    parser.add_argument("session", metavar="SESSION", help="session file")
+    parser.add_argument("--fresh", action="store_true", help="delete reused data of the data root")
+    parser.add_argument("--dry-run", action="store_true", help="write the script, do not submit")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    session = load_session(args.session)
+    run_dir = lifecycle.prepare_run(session)
+    command = slurm.python_command(
+        "cluster",
+        "up",
+        str(session.path.resolve()),
+        "--run-dir",
+        str(run_dir.path),
+        "--foreground",
+        *(["--fresh"] if args.fresh else []),
+    )
+    script = run_dir.path / "job.sbatch"
+    script.write_text(slurm.batch_script(session, run_dir, command))
+    if args.dry_run:
+        run_dir.update_run(state="prepared", script=str(script))
+        print(f"wrote {script} (not submitted)")
+        return 0
+    job = slurm.submit(script)
+    run_dir.update_run(state="queued", submitted=True, slurm_job=job, script=str(script))
+    print(f"submitted job {job}; run directory: {run_dir.path}")
+    print(f"follow it with: esdash cluster status {run_dir.path}")
+    return 0

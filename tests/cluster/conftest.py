@@ -1,0 +1,127 @@
+"""Helpers for cluster tests: a directory the node user can reach, sessions, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ESDASH = [sys.executable, "-m", "esdash"]
+
+
+@pytest.fixture(scope="session")
+def shared_tmp() -> Iterator[Path]:
+    """A scratch directory the unprivileged node user can traverse.
+
+    pytest's own tmp directories live under a 0700 directory of root's, which the node user
+    cannot enter.
+    """
+    path = Path(tempfile.mkdtemp(prefix="esdash-test-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def free_port_block(count: int, host: str = "127.0.0.1") -> int:
+    """A base port such that ``base .. base+count-1`` are free on ``host`` right now."""
+    for _ in range(200):
+        base = random.randrange(20000, 40000)
+        socks = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                socks.append(sock)
+                sock.bind((host, port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise RuntimeError("no block of free ports found")
+
+
+def write_session(
+    directory: Path,
+    name: str,
+    nodes: int,
+    *,
+    security: bool = True,
+    interconnect: str = "loopback",
+    user: str = "esdash",
+    extra_cluster: str = "",
+) -> Path:
+    """A session file for a small test cluster on free ports."""
+    http, transport = free_port_block(nodes), free_port_block(nodes)
+    path = directory / f"{name}.toml"
+    path.write_text(
+        f'name = "{name}"\n'
+        f"[cluster]\nnodes = {nodes}\nheap = \"256m\"\ninterconnect = \"{interconnect}\"\n"
+        f'run_as = "{user}"\nsecurity = {str(security).lower()}\n'
+        f"http_port = {http}\ntransport_port = {transport}\n"
+        f'data_dir = "data-{name}"\n{extra_cluster}\n'
+        f'[track]\nname = "mri"\n'
+    )
+    return path
+
+
+def esdash(*args: str, env_runs: Path, timeout: float = 300, check: bool = True, **kwargs):
+    """Run the esdash CLI with runs under ``env_runs``; fail with its output on error."""
+    env = {**os.environ, "ESDASH_RUNS": str(env_runs)}
+    result = subprocess.run(
+        [*ESDASH, *args], capture_output=True, text=True, timeout=timeout, env=env, **kwargs
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"esdash {' '.join(args)} exited {result.returncode}\n"
+            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+        )
+    return result
+
+
+def run_dir_from(output: str) -> Path:
+    for line in output.splitlines():
+        if line.startswith("run directory:"):
+            return Path(line.split(":", 1)[1].strip())
+    raise AssertionError(f"no run directory in output:\n{output}")
+
+
+def status_json(run: Path, runs: Path) -> dict:
+    return json.loads(esdash("cluster", "status", str(run), "--json", env_runs=runs).stdout)
+
+
+def pids_alive(pids: list[int]) -> list[int]:
+    """The pids that still exist and are not zombies."""
+    alive = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    alive.append(pid)
+        except OSError:
+            continue
+    return alive
+
+
+def java_pids_under(path: Path) -> list[int]:
+    """Java processes whose command line mentions ``path`` (a run's config or data dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if "java" in cmdline and str(path) in cmdline:
+            found.append(int(entry.name))
+    return pids_alive(found)

@@ -1,0 +1,43 @@
+"""The cluster plan: roles, ports, seeds and discovery follow the rules for every size."""
+
+from __future__ import annotations
+
+import pytest
+
+from esdash.cluster.topology import RankReport, Topology, master_count, plan_topology
+
+
+def reports(n: int, hosts: int = 1) -> list[RankReport]:
+    per_host = -(-n // hosts)
+    return [
+        RankReport(r, f"h{r // per_host}", "lo", f"127.0.0.{1 + r // per_host}", r % per_host)
+        for r in range(n)
+    ]
+
+
+@pytest.mark.parametrize(("n", "masters"), [(1, 1), (2, 1), (3, 1), (4, 3), (7, 3), (15, 3)])
+def test_master_eligible_nodes(n: int, masters: int) -> None:
+    topology = plan_topology("c", reports(n), 9250, 9350)
+    assert master_count(n) == masters
+    assert [node.rank for node in topology.masters] == list(range(masters))
+    assert topology.seed_hosts == [node.transport_address for node in topology.masters]
+
+
+def test_single_node_and_ports_by_local_rank() -> None:
+    assert plan_topology("c", reports(1), 9250, 9350).single_node
+    topology = plan_topology("c", reports(6, hosts=2), 9250, 9350)
+    assert not topology.single_node
+    assert [n.http_port for n in topology.nodes] == [9250, 9251, 9252] * 2
+    assert [n.transport_port for n in topology.nodes] == [9350, 9351, 9352] * 2
+    assert {n.address for n in topology.nodes} == {"127.0.0.1", "127.0.0.2"}
+
+
+def test_port_clash_is_refused() -> None:
+    same = [RankReport(r, "h", "lo", "127.0.0.1", 0) for r in range(2)]
+    with pytest.raises(ValueError, match="would both use 127.0.0.1"):
+        plan_topology("c", same, 9250, 9350)
+
+
+def test_round_trip_through_json_dict() -> None:
+    topology = plan_topology("c", reports(4), 9250, 9350)
+    assert Topology.from_dict(topology.to_dict()) == topology
