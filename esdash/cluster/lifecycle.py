@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from esdash.cluster.dataroot import check_data_root, cluster_name, data_root
 from esdash.cluster.node import wait_for_exit
 from esdash.cluster.rundir import RunDir, read_json, tail
 from esdash.cluster.users import resolve_owner
-from esdash.errors import BadInput, ClusterError
+from esdash.errors import BadInput, ClusterError, EsdashError
 from esdash.launch import mpi, slurm
 from esdash.paths import default_distribution, runs_dir
 from esdash.plugins import get_plugins
@@ -173,6 +174,7 @@ def up(
 ) -> tuple[RunDir, subprocess.Popen[bytes], dict[str, Any]]:
     """Start the cluster and return once it is healthy; on any failure leave nothing running."""
     run = prepare_run(session, run, fresh)
+    notify("esdash_session_started", session=session, run_dir=run.path)
     process = launch(run, session, fresh)
     try:
         health = wait_ready(run, session.cluster.nodes, process, timeout)
@@ -211,7 +213,24 @@ def stop(
     if job and info.get("submitted") and slurm.job_state(job) not in ("FINISHED",):
         slurm.cancel(job)
     run.update_run(state=reason if reason != "stopped" else outcome, stopped=time.time())
+    try:
+        session = run.load_session()
+    except EsdashError:
+        session = None  # the session file was removed or broke since; nothing to tell
+    if session is not None:
+        notify("esdash_session_finished", session=session, run_dir=run.path, results=None)
     return outcome
+
+
+def notify(hook: str, **kwargs: Any) -> None:
+    """Call a lifecycle hook; a failing observer is reported but never stops the run."""
+    try:
+        getattr(get_plugins().hook, hook)(**kwargs)
+    except Exception as exc:
+        print(
+            f"esdash: warning: a plugin's {hook} failed: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
 
 
 def _signal_group(pid: int, sig: int) -> None:

@@ -17,6 +17,7 @@ Started as ``python -m esdash.cluster.rank RUN_DIR`` by ``mpiexec`` or ``srun``:
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import sys
@@ -35,7 +36,7 @@ from esdash.cluster.users import chown_tree, resolve_owner
 from esdash.errors import EsdashError
 from esdash.plugin_api import NodeDirs, NodeRequest, Owner
 from esdash.plugins import get_plugins
-from esdash.session import Session, parse_session, tomllib
+from esdash.session import Session
 
 POLL_SECONDS = 0.5
 
@@ -55,13 +56,6 @@ class NodeSecurity:
     def install(self, config_dir: Path, owner: Owner) -> None:
         security.install_node_tls(self.pki, self.index, config_dir, owner=owner.uid)
         security.write_file_realm_user(config_dir, self.credentials, owner=owner.uid)
-
-
-def load_run_session(run: RunDir) -> Session:
-    """The session as copied into the run, with paths resolved as in the original file."""
-    info = run.read_run()
-    data = tomllib.loads(run.session_file.read_text())
-    return parse_session(data, Path(info["session_path"]))
 
 
 class Supervisor:
@@ -150,7 +144,7 @@ def run_rank(run_path: Path, fresh: bool) -> int:
     supervisor = Supervisor(run, rank)
     session: Session | None = None
     try:
-        session = load_run_session(run)
+        session = run.load_session()
         report, error = _report(session, rank, local_rank)
     except EsdashError as exc:
         report, error = None, f"rank {rank}: {exc}"
@@ -172,6 +166,7 @@ def run_rank(run_path: Path, fresh: bool) -> int:
         http_port=node.http_port,
         transport_port=node.transport_port,
         master_eligible=node.master_eligible,
+        slurm_node=os.environ.get("SLURMD_NODENAME"),
     )
     try:
         return _run_node(run, session, topology, rank, supervisor)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from esdash.errors import BadInput
+from esdash.session import Session, parse_session, tomllib
 
 SCHEMA = "esdash.run/1"
 NODE_STATES = ("starting", "running", "stopped", "failed")
@@ -141,6 +142,11 @@ class RunDir:
             except (ValueError, OSError):
                 continue  # being replaced right now, or not a rank directory
         return found
+
+    def load_session(self) -> Session:
+        """The session as copied into the run, with paths resolved as in the original file."""
+        data = tomllib.loads(self.session_file.read_text())
+        return parse_session(data, Path(self.read_run()["session_path"]))
 
     def stop_requested(self) -> bool:
         return self.stop_file.exists()

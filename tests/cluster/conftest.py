@@ -65,7 +65,7 @@ def write_session(
     path = directory / f"{name}.toml"
     path.write_text(
         f'name = "{name}"\n'
-        f"[cluster]\nnodes = {nodes}\nheap = \"256m\"\ninterconnect = \"{interconnect}\"\n"
+        f'[cluster]\nnodes = {nodes}\nheap = "256m"\ninterconnect = "{interconnect}"\n'
         f'run_as = "{user}"\nsecurity = {str(security).lower()}\n'
         f"http_port = {http}\ntransport_port = {transport}\n"
         f'data_dir = "data-{name}"\n{extra_cluster}\n'
@@ -74,11 +74,17 @@ def write_session(
     return path
 
 
-def esdash(*args: str, env_runs: Path, timeout: float = 300, check: bool = True, **kwargs):
+def esdash(
+    *args: str,
+    env_runs: Path,
+    timeout: float = 300,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess:
     """Run the esdash CLI with runs under ``env_runs``; fail with its output on error."""
-    env = {**os.environ, "ESDASH_RUNS": str(env_runs)}
+    full_env = {**(env if env is not None else os.environ), "ESDASH_RUNS": str(env_runs)}
     result = subprocess.run(
-        [*ESDASH, *args], capture_output=True, text=True, timeout=timeout, env=env, **kwargs
+        [*ESDASH, *args], capture_output=True, text=True, timeout=timeout, env=full_env
     )
     if check and result.returncode != 0:
         raise AssertionError(

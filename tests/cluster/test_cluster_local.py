@@ -88,7 +88,8 @@ def test_security_is_on_by_default(three_nodes) -> None:
     with pytest.raises((urllib.error.URLError, ConnectionError)):  # no plain HTTP served
         urllib.request.urlopen(f"http://{node['address']}:{node['http_port']}/", timeout=5)
     code, nodes = request(
-        url + "/_cat/nodes?format=json&h=name,node.role,ip", ca=ca,
+        url + "/_cat/nodes?format=json&h=name,node.role,ip",
+        ca=ca,
         auth=(creds["username"], creds["password"]),
     )
     assert code == 200
@@ -124,7 +125,11 @@ def test_single_node_without_security_then_node_death(shared_tmp: Path) -> None:
     """Security off serves plain HTTP; a node that dies is reported with its log tail."""
     runs = shared_tmp / "runs"
     session = write_session(shared_tmp, "plain", 1, security=False)
-    run = run_dir_from(esdash("cluster", "up", str(session), env_runs=runs).stdout)
+    # with the example third-party plugin, whose lifecycle observers log to the run dir
+    plugins = Path(__file__).resolve().parents[2] / ".venv" / "test-plugins"
+    assert plugins.is_dir(), "run scripts/provision: it installs the test plugin packages"
+    env = {**os.environ, "PYTHONPATH": str(plugins)}
+    run = run_dir_from(esdash("cluster", "up", str(session), env_runs=runs, env=env).stdout)
     try:
         topology = json.loads((run / "topology.json").read_text())
         node = topology["nodes"][0]
@@ -144,8 +149,10 @@ def test_single_node_without_security_then_node_death(shared_tmp: Path) -> None:
         assert "node-0 exited with code" in node_status["message"]
         assert "log_tail" in node_status
     finally:
-        esdash("cluster", "down", str(run), env_runs=runs)
+        esdash("cluster", "down", str(run), env_runs=runs, env=env)
     assert java_pids_under(run) == []
+    events = (run / "example-plugin-events.log").read_text().splitlines()
+    assert events == ["started plain", "finished plain results=none"]
 
 
 def test_foreground_cluster_stops_on_sigterm_and_reuses_data(shared_tmp: Path) -> None:
@@ -157,7 +164,10 @@ def test_foreground_cluster_stops_on_sigterm_and_reuses_data(shared_tmp: Path) -
     def start() -> tuple[subprocess.Popen, Path, str]:
         proc = subprocess.Popen(
             [*ESDASH, "cluster", "up", str(session), "--foreground"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         lines = []
         for line in proc.stdout:
@@ -172,7 +182,9 @@ def test_foreground_cluster_stops_on_sigterm_and_reuses_data(shared_tmp: Path) -
     proc, run, url = start()
     try:
         put = urllib.request.Request(
-            f"{url}/keep/_doc/1?refresh=true", data=b'{"a": 1}', method="PUT",
+            f"{url}/keep/_doc/1?refresh=true",
+            data=b'{"a": 1}',
+            method="PUT",
             headers={"Content-Type": "application/json"},
         )
         assert urllib.request.urlopen(put, timeout=30).status == 201

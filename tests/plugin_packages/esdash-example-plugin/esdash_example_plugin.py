@@ -179,3 +179,17 @@ def esdash_register_tracks(register) -> None:
 @esdash.hookimpl
 def esdash_register_interconnects(register) -> None:
     register(RoCE())
+
+
+# Lifecycle observers run on rank 0 of the orchestrator, once per event: a cheap place for
+# exporters and notifications.  This one appends a line per event to the run directory.
+@esdash.hookimpl
+def esdash_session_started(session, run_dir) -> None:
+    with open(f"{run_dir}/example-plugin-events.log", "a") as log:
+        log.write(f"started {session.name}\n")
+
+
+@esdash.hookimpl
+def esdash_session_finished(session, run_dir, results) -> None:
+    with open(f"{run_dir}/example-plugin-events.log", "a") as log:
+        log.write(f"finished {session.name} results={'yes' if results else 'none'}\n")
