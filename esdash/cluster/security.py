@@ -168,9 +168,10 @@ def create_cluster_pki(
     directory = Path(directory)
     if not node_addresses:
         raise ValueError("create_cluster_pki needs at least one node")
-    names = list(node_names) if node_names is not None else []
-    if node_names is None:
-        names = [f"node-{i}" for i in range(len(node_addresses))]
+    if not cluster_name:
+        raise ValueError("create_cluster_pki needs a cluster name")
+    names = [f"node-{i}" for i in range(len(node_addresses))]
+    names = names if node_names is None else list(node_names)
     if len(names) != len(node_addresses):
         raise ValueError(
             f"{len(names)} node names for {len(node_addresses)} nodes; give one name per node"
@@ -207,20 +208,7 @@ def create_cluster_pki(
         .not_valid_before(not_before)
         .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=False,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage("key_cert_sign", "crl_sign"), critical=True)
         .add_extension(ca_ski, critical=False)
         .sign(ca_key, hashes.SHA256())
     )
@@ -247,20 +235,7 @@ def create_cluster_pki(
             .not_valid_before(not_before)
             .not_valid_after(not_after)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=False,
-                    crl_sign=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
+            .add_extension(_key_usage("digital_signature"), critical=True)
             .add_extension(
                 x509.ExtendedKeyUsage(
                     [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
@@ -659,6 +634,22 @@ def _subject_alt_names(index: int, addresses: Sequence[str]) -> list[x509.Genera
         if general not in names:
             names.append(general)
     return names
+
+
+def _key_usage(*allowed: str) -> x509.KeyUsage:
+    """A KeyUsage extension with only the named usages set."""
+    flags = (
+        "digital_signature",
+        "content_commitment",
+        "key_encipherment",
+        "data_encipherment",
+        "key_agreement",
+        "key_cert_sign",
+        "crl_sign",
+        "encipher_only",
+        "decipher_only",
+    )
+    return x509.KeyUsage(**{flag: flag in allowed for flag in flags})
 
 
 def _owner_ids(owner: str | int | None) -> tuple[int, int] | None:
