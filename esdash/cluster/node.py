@@ -77,7 +77,7 @@ class NodeProcess:
 def wait_for_exit(pid: int, timeout: float) -> bool:
     """Wait until a process that is not our child is gone; True when it is."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
@@ -86,8 +86,9 @@ def wait_for_exit(pid: int, timeout: float) -> bool:
             pass
         if _is_zombie(pid):
             return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.2)
-    return False
 
 
 def _is_zombie(pid: int) -> bool:

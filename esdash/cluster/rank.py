@@ -54,8 +54,9 @@ class NodeSecurity:
         return security.security_settings()
 
     def install(self, config_dir: Path, owner: Owner) -> None:
-        security.install_node_tls(self.pki, self.index, config_dir, owner=owner.uid)
-        security.write_file_realm_user(config_dir, self.credentials, owner=owner.uid)
+        security.install_node_security(
+            config_dir, self.pki, self.index, self.credentials, owner=owner.uid
+        )
 
 
 class Supervisor:
@@ -79,14 +80,14 @@ class Supervisor:
         return None
 
 
-def _report(session: Session, rank: int, local_rank: int) -> tuple[RankReport | None, str | None]:
+def _report(session: Session, rank: int) -> tuple[RankReport | None, str | None]:
     interconnect = get_plugins().get("interconnect", session.cluster.interconnect)
     host = socket.gethostname()
     try:
         endpoint = interconnect.resolve(session.cluster.interface)
     except EsdashError as exc:
         return None, f"rank {rank} on {host}: {exc}"
-    return RankReport(rank, host, endpoint.interface, endpoint.address, local_rank), None
+    return RankReport(rank, host, endpoint.interface, endpoint.address), None
 
 
 def _plan(run: RunDir, session: Session, gathered: list, fresh: bool) -> dict[str, Any]:
@@ -139,13 +140,12 @@ def run_rank(run_path: Path, fresh: bool) -> int:
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
-    local_rank = comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
     run = RunDir.open(run_path)
     supervisor = Supervisor(run, rank)
     session: Session | None = None
     try:
         session = run.load_session()
-        report, error = _report(session, rank, local_rank)
+        report, error = _report(session, rank)
     except EsdashError as exc:
         report, error = None, f"rank {rank}: {exc}"
     gathered = comm.allgather((report, error))
@@ -231,6 +231,12 @@ def _run_node(
             time.sleep(POLL_SECONDS)
         monitor_done.set()
         code = process.stop()
+    # Slurm signals every process of the step at once (scancel, time limit), so the node may
+    # have exited on the same SIGTERM a moment before this rank saw it.
+    reason = reason or supervisor.stop_reason()
+    if reason is None and code in (143, -signal.SIGTERM):
+        time.sleep(POLL_SECONDS)
+        reason = supervisor.stop_reason() or "terminated by SIGTERM from outside (e.g. Slurm)"
     if reason is not None:
         run.write_node_status(rank, state="stopped", exit_code=code, message=reason)
         return 0

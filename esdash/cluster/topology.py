@@ -10,7 +10,8 @@ Rules (from the paper's setup, with the reference spawner's mistakes fixed):
 - every node holds data;
 - seed hosts are the master-eligible nodes' transport addresses;
 - a single node uses single-node discovery (no bootstrap voting at all);
-- several nodes on one host get ports offset by their node-local rank.
+- several nodes on one address (one host, or hosts emulated on one machine) get ports offset
+  by their index among the nodes on that address.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ class RankReport:
     host: str
     interface: str
     address: str
-    local_rank: int
 
 
 @dataclass(frozen=True)
@@ -90,27 +90,32 @@ def plan_topology(
 ) -> Topology:
     """Assign names, ports and roles to the ranks' reports (ordered by rank)."""
     ordered = sorted(reports, key=lambda r: r.rank)
+    hosts_of: dict[str, set[str]] = {}
+    for report in ordered:
+        hosts_of.setdefault(report.address, set()).add(report.host)
+    for address, hosts in hosts_of.items():
+        if len(hosts) > 1:
+            raise ValueError(
+                f"ranks on hosts {', '.join(sorted(hosts))} all report address {address}: a "
+                f"loopback address works only when every node runs on one host; choose the "
+                f"ethernet, opa or infiniband interconnect"
+            )
     masters = master_count(len(ordered))
-    nodes = tuple(
-        NodePlan(
-            rank=r.rank,
-            name=f"node-{r.rank}",
-            host=r.host,
-            interface=r.interface,
-            address=r.address,
-            http_port=http_port + r.local_rank,
-            transport_port=transport_port + r.local_rank,
-            master_eligible=r.rank < masters,
+    seen: dict[str, int] = {}
+    nodes = []
+    for r in ordered:
+        offset = seen.get(r.address, 0)
+        seen[r.address] = offset + 1
+        nodes.append(
+            NodePlan(
+                rank=r.rank,
+                name=f"node-{r.rank}",
+                host=r.host,
+                interface=r.interface,
+                address=r.address,
+                http_port=http_port + offset,
+                transport_port=transport_port + offset,
+                master_eligible=r.rank < masters,
+            )
         )
-        for r in ordered
-    )
-    clashes = {}
-    for node in nodes:
-        for port in (node.http_address, node.transport_address):
-            if port in clashes:
-                raise ValueError(
-                    f"{node.name} and {clashes[port]} would both use {port}; "
-                    f"give the ranks distinct node-local ranks or addresses"
-                )
-            clashes[port] = node.name
-    return Topology(cluster_name, nodes)
+    return Topology(cluster_name, tuple(nodes))

@@ -35,6 +35,8 @@ def wait_for(predicate, run: Path, runs: Path, env: dict, timeout: float) -> dic
     while time.monotonic() < deadline:
         if predicate(info):
             return info
+        failed = [n for n in info["nodes"].values() if n.get("state") == "failed"]
+        assert not failed, f"node(s) failed: {json.dumps(failed, indent=1)[:3000]}"
         time.sleep(1)
         info = status(run, runs, env)
     raise AssertionError(f"timed out; last status: {json.dumps(info, indent=1)[:3000]}")

@@ -110,15 +110,16 @@ def test_host_without_the_interconnect_fails_before_any_node_starts(
 def test_bootstrap_check_failure_is_explained(netns_hosts, shared_tmp: Path, monkeypatch):
     """A non-loopback transport address enforces the bootstrap checks; exit 78 is explained.
 
-    Two nodes bind a private address on a dummy interface that exists only in this test's
+    Two nodes bind a private address on a veth pair that exists only in this test's
     namespace (traffic to it never leaves the namespace), with the
     open-files limit lowered for the ranks so the check fails on any machine.
     """
     host = netns_hosts[2]
     address = "10.199.0.1"
     for step in (
-        ["link", "add", "eth9", "type", "dummy"],
+        ["link", "add", "eth9", "type", "veth", "peer", "name", "eth9p"],
         ["addr", "add", f"{address}/24", "dev", "eth9"],
+        ["link", "set", "eth9p", "up"],
         ["link", "set", "eth9", "up"],
     ):
         subprocess.run(["ip", "-n", host.netns, *step], check=True)

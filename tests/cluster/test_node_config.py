@@ -17,7 +17,7 @@ pytestmark = pytest.mark.es
 
 def request_for(es_home: Path, tmp_path: Path, nodes: int, rank: int) -> NodeRequest:
     backend = get_plugins().get("backend", "elasticsearch")
-    reports = [RankReport(r, "h", "lo", "127.0.0.1", r) for r in range(nodes)]
+    reports = [RankReport(r, "h", "lo", "127.0.0.1") for r in range(nodes)]
     topology = plan_topology("esdash-t", reports, 9250, 9350)
     node_dir = tmp_path / str(rank)
     return NodeRequest(

@@ -10,8 +10,7 @@ from esdash.cluster.topology import RankReport, Topology, master_count, plan_top
 def reports(n: int, hosts: int = 1) -> list[RankReport]:
     per_host = -(-n // hosts)
     return [
-        RankReport(r, f"h{r // per_host}", "lo", f"127.0.0.{1 + r // per_host}", r % per_host)
-        for r in range(n)
+        RankReport(r, f"h{r // per_host}", "lo", f"127.0.0.{1 + r // per_host}") for r in range(n)
     ]
 
 
@@ -32,10 +31,17 @@ def test_single_node_and_ports_by_local_rank() -> None:
     assert {n.address for n in topology.nodes} == {"127.0.0.1", "127.0.0.2"}
 
 
-def test_port_clash_is_refused() -> None:
-    same = [RankReport(r, "h", "lo", "127.0.0.1", 0) for r in range(2)]
-    with pytest.raises(ValueError, match="would both use 127.0.0.1"):
-        plan_topology("c", same, 9250, 9350)
+def test_emulated_hosts_sharing_an_address_get_distinct_ports() -> None:
+    """Slurm nodes emulated on one machine: same host name and address, distinct ports."""
+    same = [RankReport(r, "vm", "lo", "127.0.0.1") for r in range(3)]
+    topology = plan_topology("c", same, 9250, 9350)
+    assert [n.http_port for n in topology.nodes] == [9250, 9251, 9252]
+
+
+def test_one_loopback_address_on_several_hosts_is_refused() -> None:
+    spread = [RankReport(r, f"host{r}", "lo", "127.0.0.1") for r in range(2)]
+    with pytest.raises(ValueError, match="works only when every node runs on one host"):
+        plan_topology("c", spread, 9250, 9350)
 
 
 def test_round_trip_through_json_dict() -> None:
