@@ -139,6 +139,7 @@ class ElasticsearchBackend(Backend):
             + "\n".join(lines)
             + "\n"
         )
+        _absolute_jvm_paths(config / "jvm.options", request.dirs.logs)
         options_d = config / "jvm.options.d"
         options_d.mkdir(exist_ok=True)
         (options_d / "heap.options").write_text(f"-Xms{request.heap}\n-Xmx{request.heap}\n")
@@ -204,6 +205,20 @@ class ElasticsearchBackend(Backend):
                 "Elasticsearch refuses to run as root: set cluster.run_as to an unprivileged user"
             )
         return None
+
+
+def _absolute_jvm_paths(jvm_options: Path, logs: Path) -> None:
+    """Point the GC log, error file and heap dumps of ``jvm.options`` at the node's logs.
+
+    The templates use paths relative to the working directory, which 7.17 sets to the
+    (read-only, shared) distribution directory.
+    """
+    if not jvm_options.exists():
+        return
+    text = jvm_options.read_text()
+    text = re.sub(r"(?<=[=:])logs/", f"{logs}/", text)
+    text = re.sub(r"(?m)^(-XX:HeapDumpPath=)data$", rf"\g<1>{logs}", text)
+    jvm_options.write_text(text)
 
 
 @esdash.hookimpl
