@@ -1,0 +1,143 @@
+"""Shared fixtures and the prerequisite policy for the whole test suite.
+
+Markers (declared in pyproject.toml) say what real infrastructure a test needs: ``es``,
+``mpi``, ``slurm``, ``gocryptfs``, ``netns``.  A test whose prerequisite is missing is skipped
+with the reason, or fails under CI (``CI=true``); the checks live in ``support/prereqs.py``.
+The infrastructure fixtures check their own prerequisite too, so using one without the
+marker behaves the same way.
+
+Everything a fixture starts is stopped by PID at teardown; the test process is a child
+subreaper (``support/procs.py``) so daemonised grandchildren can be reaped, and the session
+ends with a warning listing any process a test left running.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from support import prereqs, procs
+from support.es import EsNode
+from support.net import free_ports
+from support.netns import NetnsHosts
+from support.slurm import SlurmCluster
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    procs.become_subreaper()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip (or, under CI, fail) before any fixture starts infrastructure that can't work."""
+    for name in prereqs.CHECKS:
+        if item.get_closest_marker(name) is not None:
+            prereqs.require(name)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    leaked = procs.children()
+    if leaked:
+        lines = "\n".join(f"  pid {pid}: {cmd[:160]}" for pid, cmd in leaked)
+        print(f"\nWARNING: processes started by tests are still running:\n{lines}")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    procs.reap_orphans()
+
+
+@pytest.fixture(scope="session")
+def es_home() -> Path:
+    """The Elasticsearch distribution: ``ESDASH_TEST_ES_HOME`` or the newest in the cache."""
+    prereqs.require("es")
+    home = prereqs.es_home()
+    assert home is not None  # guaranteed by the "es" check
+    return home
+
+
+@pytest.fixture(scope="session")
+def es_user() -> str:
+    """The unprivileged user for Elasticsearch and gocryptfs (``ESDASH_TEST_USER``)."""
+    return prereqs.es_user()
+
+
+@pytest.fixture(scope="session")
+def java_home() -> Path:
+    """The JDK for ``ES_JAVA_HOME`` (the integ-test-zip bundles none)."""
+    prereqs.require("es")
+    home = prereqs.java_home()
+    assert home is not None
+    return home
+
+
+@pytest.fixture(scope="session")
+def shared_tmp() -> Iterator[Path]:
+    """A session scratch dir every user can traverse (pytest's own tmp dirs are 0700).
+
+    Give subdirectories to the unprivileged user with ``support.procs.user_dir``.  Set
+    ``ESDASH_TEST_KEEP=1`` to keep it (logs of daemons and nodes) after the run.
+    """
+    path = Path(tempfile.mkdtemp(prefix=f"esdash-test-{os.getpid()}-"))
+    path.chmod(0o755)
+    yield path
+    if os.environ.get("ESDASH_TEST_KEEP") == "1":
+        print(f"\nkept test scratch dir {path}")
+    else:
+        shutil.rmtree(path)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(shared_tmp: Path) -> Iterator[SlurmCluster]:
+    """A private Slurm (own munged, slurmctld, slurmd ``lo1..lo3`` with CPUs=4 each), idle."""
+    prereqs.require("slurm")
+    cluster = SlurmCluster.start(shared_tmp / "slurm")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def netns_hosts() -> Iterator[NetnsHosts]:
+    """Three network namespaces with "eth" (127.77.0.1N) and "opa" (127.78.0.1N) links."""
+    prereqs.require("netns")
+    hosts = NetnsHosts.create(3)
+    try:
+        yield hosts
+    finally:
+        hosts.destroy()
+
+
+@pytest.fixture
+def es_node_factory(
+    es_home: Path, es_user: str, java_home: Path, shared_tmp: Path
+) -> Iterator[Callable[..., EsNode]]:
+    """Make (not start) single Elasticsearch nodes; every node made is stopped at teardown.
+
+    ``factory(name, **overrides)`` returns an :class:`EsNode` in ``shared_tmp/es/<name>`` on
+    free loopback ports; call ``.start()`` on it.
+    """
+    made: list[EsNode] = []
+
+    def factory(name: str, **overrides: object) -> EsNode:
+        http_port, transport_port = free_ports(2)
+        fields: dict = {
+            "home": es_home,
+            "user": es_user,
+            "java_home": java_home,
+            "workdir": shared_tmp / "es" / name,
+            "http_port": http_port,
+            "transport_port": transport_port,
+        }
+        fields.update(overrides)
+        node = EsNode(**fields)
+        made.append(node)
+        return node
+
+    yield factory
+    for node in made:
+        node.stop()

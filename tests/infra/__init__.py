@@ -1,0 +1,1 @@
+"""Smoke tests that prove the provisioned infrastructure is real and cleans up after itself."""
