@@ -17,7 +17,7 @@ import pytest
 import esdash
 from esdash import hookspecs
 from esdash.errors import EXIT_PLUGIN, PluginError
-from esdash.plugin_api import BrokenPlugin, Interconnect, Track
+from esdash.plugin_api import BrokenPlugin, Corpus, Interconnect, QueryStep, Track
 from esdash.plugins import KINDS, PluginSet, load_plugins
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
@@ -53,6 +53,12 @@ class StubTrack(Track):
 
     def index_body(self, options: Mapping[str, Any]) -> dict[str, Any]:
         return {"mappings": {"dynamic": "strict", "properties": {}}}
+
+    def corpus(self, options: Mapping[str, Any], cache_dir: Path) -> Corpus:
+        return Corpus(cache_dir / f"{self.name}.ndjson")
+
+    def query_steps(self, options: Mapping[str, Any]) -> tuple[QueryStep, ...]:
+        return ()
 
 
 class StubInterconnect(Interconnect):
@@ -225,6 +231,12 @@ class Shadow(Track):
 
     def index_body(self, options):
         return {}
+
+    def corpus(self, options, cache_dir):
+        raise NotImplementedError
+
+    def query_steps(self, options):
+        return ()
 
 
 @esdash.hookimpl

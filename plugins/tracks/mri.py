@@ -9,10 +9,11 @@ order-preserving encryption needs.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import esdash
-from esdash.plugin_api import FieldSpec, Option, Track
+from esdash.plugin_api import Corpus, FieldSpec, Option, Query, QueryStep, Track
 
 INDEX = "mri"
 
@@ -124,6 +125,65 @@ def mapping() -> dict[str, Any]:
     return {"dynamic": "strict", "properties": properties}
 
 
+def _query(name: str, body: dict[str, Any], *requires: str) -> Query:
+    return Query(name, body, requires=requires)
+
+
+#: The paper's seven queries, one step each (slides and reference-impl section 3).
+QUERIES = (
+    _query("body_part", {"query": {"term": {"BodyPart": "Head"}}}),
+    _query("vendor", {"query": {"match_phrase": {"SystemVendor": "Siemens"}}}),
+    _query("age", {"query": {"range": {"PatientAge": {"gte": 50, "lte": 60}}}}),
+    _query(
+        "body_part_resolution",
+        {
+            "query": {
+                "bool": {"must": [{"term": {"BodyPart": "Head"}}, {"term": {"BaseResolution": 1}}]}
+            }
+        },
+    ),
+    _query(
+        "brain_age",
+        {
+            "query": {
+                "script": {
+                    "script": {
+                        "source": "doc['BrainAge'].value > doc['PatientAge'].value + 5",
+                        "lang": "painless",
+                    }
+                }
+            }
+        },
+        "scripting",
+    ),
+    _query(
+        "vendor_body_part",
+        {
+            "query": {
+                "bool": {
+                    "must": [{"term": {"BodyPart": "Knee"}}, {"match": {"SystemVendor": "Philips"}}]
+                }
+            }
+        },
+    ),
+    _query(
+        "age_weight",
+        {
+            "size": 0,
+            "query": {
+                "bool": {
+                    "must": [
+                        {"match": {"PatientSex": "F"}},
+                        {"range": {"PatientAge": {"gte": 40, "lte": 70}}},
+                    ]
+                }
+            },
+            "aggs": {"weight": {"histogram": {"field": "PatientWeight", "interval": 5}}},
+        },
+    ),
+)
+
+
 class MriTrack(Track):
     name = "mri"
     description = "mock MRI metadata (63 fields) and the paper's seven queries"
@@ -133,7 +193,14 @@ class MriTrack(Track):
         Option("shards", "int", "primary shards of the index", default=3, minimum=1),
         Option("replicas", "int", "replicas per shard", default=0, minimum=0),
     )
+    index = INDEX
     fields = _field_specs()
+
+    def corpus(self, options: Mapping[str, Any], cache_dir: Path) -> Corpus:
+        raise NotImplementedError("the MRI generator is being written")
+
+    def query_steps(self, options: Mapping[str, Any]) -> tuple[QueryStep, ...]:
+        return tuple(QueryStep(q.name, (q,)) for q in QUERIES)
 
     def index_body(self, options: Mapping[str, Any]) -> dict[str, Any]:
         return {

@@ -12,13 +12,16 @@ the track's options are the other keys of the session's ``[track]`` table.
 
 from __future__ import annotations
 
+import json
+import os
 import random
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import esdash
-from esdash.plugin_api import FieldSpec, Interconnect, Option, Track
+from esdash.plugin_api import Corpus, FieldSpec, Interconnect, Option, Query, QueryStep, Track
 
 # ----------------------------------------------------------------------------- weblogs
 
@@ -83,6 +86,7 @@ class WeblogsTrack(Track):
 
     name = "weblogs"
     description = "synthetic web-server access logs (8 fields), strict mapping"
+    index = "weblogs"
     options = (
         Option("documents", "int", "number of generated log lines", default=100_000, minimum=1),
         Option("seed", "int", "seed of the log generator", default=1),
@@ -149,6 +153,50 @@ class WeblogsTrack(Track):
                 "duration_ms": round(min(rng.lognormvariate(3.0, 1.2), 60_000.0), 3),
                 "user_agent": rng.choice(USER_AGENTS),
             }
+
+    def corpus(self, options: Mapping[str, Any], cache_dir: Path) -> Corpus:
+        """Write the generated lines to ``cache_dir`` once per option set and return the file.
+
+        The file name carries every option the lines depend on, so a changed option never
+        reuses a stale corpus.  It is written to a temporary name and renamed: a run that is
+        killed half-way leaves no truncated corpus behind, and concurrent writers are safe.
+        """
+        values = self.resolved(options)
+        key = "-".join(str(values[k]) for k in ("documents", "seed", "days", "error_rate"))
+        path = Path(cache_dir) / f"weblogs-{key}.ndjson"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            with open(tmp, "w", encoding="utf-8") as out:
+                for doc in self.documents(values):
+                    out.write(json.dumps(doc, separators=(",", ":")) + "\n")
+            os.replace(tmp, path)
+        return Corpus(path, documents=values["documents"])
+
+    def query_steps(self, options: Mapping[str, Any]) -> tuple[QueryStep, ...]:
+        """Three steps: a term filter, a full-text search and an aggregation.
+
+        ``None`` warm-up and duration: the session's defaults apply.
+        """
+        return (
+            QueryStep("errors", (Query("errors", {"query": {"range": {"status": {"gte": 500}}}}),)),
+            QueryStep(
+                "search",
+                (
+                    Query("api_path", {"query": {"match": {"path": "api"}}}),
+                    Query("firefox", {"query": {"match": {"user_agent": "Firefox"}}}),
+                ),
+            ),
+            QueryStep(
+                "status_histogram",
+                (
+                    Query(
+                        "status_histogram",
+                        {"size": 0, "aggs": {"status": {"terms": {"field": "status"}}}},
+                    ),
+                ),
+            ),
+        )
 
 
 # -------------------------------------------------------------------------------- roce

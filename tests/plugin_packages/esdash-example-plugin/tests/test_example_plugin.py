@@ -7,6 +7,7 @@ Run them from the package directory after ``pip install -e '.[test]'``::
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
 import esdash_example_plugin as example
@@ -94,6 +95,27 @@ def test_documents_are_reproducible_and_honour_the_error_rate():
     assert all(doc["status"] < 400 for doc in healthy)
     failing = track.documents({"documents": 300, "error_rate": 1.0})
     assert all(doc["status"] >= 400 for doc in failing)
+
+
+def test_corpus_is_written_once_and_reused(tmp_path):
+    track = example.WeblogsTrack()
+    corpus = track.corpus({"documents": 50, "seed": 3}, tmp_path)
+    assert corpus.documents == 50
+    lines = corpus.path.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == list(
+        track.documents({"documents": 50, "seed": 3})
+    )
+    mtime = corpus.path.stat().st_mtime_ns
+    assert track.corpus({"documents": 50, "seed": 3}, tmp_path).path == corpus.path
+    assert corpus.path.stat().st_mtime_ns == mtime
+    assert track.corpus({"documents": 50, "seed": 4}, tmp_path).path != corpus.path
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_query_steps_name_their_queries():
+    steps = example.WeblogsTrack().query_steps({})
+    assert [step.name for step in steps] == ["errors", "search", "status_histogram"]
+    assert all(step.queries and step.warmup is None for step in steps)
 
 
 # -------------------------------------------------------------------------------- roce
