@@ -297,15 +297,67 @@ class FieldSpec:
     step: float | None = None
 
 
+@dataclass(frozen=True)
+class Query:
+    """One search request of a query step.
+
+    ``body`` is the ``_search`` request body.  ``requires`` names distribution capabilities
+    the query needs (``"scripting"``); on a distribution without them the query is reported
+    as unsupported by that distribution, never silently skipped.
+    """
+
+    name: str
+    body: Mapping[str, Any]
+    index: str | None = None
+    requires: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class QueryStep:
+    """Queries sent together for a warm-up and a measured duration.
+
+    ``None`` for warm-up, duration or target throughput means: the session's default.
+    """
+
+    name: str
+    queries: tuple[Query, ...]
+    warmup: float | None = None
+    duration: float | None = None
+    target_throughput: float | None = None
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Documents to ingest: an NDJSON file, one document per line (Rally's format).
+
+    With ``includes_action_and_meta_data`` every document line is preceded by its bulk
+    action line, as in some Rally corpora.
+    """
+
+    path: Path
+    documents: int | None = None
+    includes_action_and_meta_data: bool = False
+
+
 class Track(Registrable):
     """A workload: index settings and mapping, a corpus, a field schema and query steps."""
 
     kind = "track"
+    #: The index the track's documents go to (queries may name another).
+    index: str = ""
     fields: tuple[FieldSpec, ...] = ()
 
     @abstractmethod
     def index_body(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """The settings and mappings of the track's index, as sent to ``PUT /<index>``."""
+
+    @abstractmethod
+    def corpus(self, options: Mapping[str, Any], cache_dir: Path) -> Corpus:
+        """The corpus to ingest; a generator writes it under ``cache_dir`` once per options."""
+
+    @abstractmethod
+    def query_steps(self, options: Mapping[str, Any]) -> tuple[QueryStep, ...]:
+        """The query steps, in the order they run."""
 
 
 @dataclass
@@ -344,6 +396,9 @@ __all__ = [
     "NodeRequest",
     "Owner",
     "Option",
+    "Corpus",
+    "Query",
+    "QueryStep",
     "PluginInfo",
     "Track",
     "interface_addresses",

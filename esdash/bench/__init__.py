@@ -1,0 +1,1 @@
+"""The load generator: plan, HTTP connections, ingest and query loops, MPI ranks."""

@@ -1,0 +1,1 @@
+"""Summaries, thresholds and reports built from results and run streams."""
