@@ -21,14 +21,15 @@ import os
 import signal
 import socket
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from esdash.bench.http import Connection, Target
 from esdash.cluster import security
 from esdash.cluster.dataroot import cluster_name, data_root, prepare_data_root
+from esdash.cluster.monitor import ClusterMonitor
 from esdash.cluster.node import NodeProcess
 from esdash.cluster.rundir import RunDir, tail, write_json
 from esdash.cluster.topology import RankReport, Topology, plan_topology
@@ -118,23 +119,6 @@ def _plan(run: RunDir, session: Session, gathered: list, fresh: bool) -> dict[st
     return {"topology": topology.to_dict()}
 
 
-def _monitor_health(run: RunDir, session: Session, topology: Topology, done: threading.Event):
-    """Rank 0: write the cluster's health to ``health.json`` every second."""
-    backend = get_plugins().get("backend", session.cluster.backend.name)
-    credentials = security.read_credentials(run.path) if session.cluster.security else None
-    node = topology.nodes[0]
-    client = backend.client([node.http_address], credentials)
-    path = run.path / "health.json"
-    while not done.wait(1.0):
-        try:
-            health = dict(client.cluster.health(timeout="1s"))
-            health["ok"] = True
-        except Exception as exc:  # the node is starting or gone: record and keep going
-            health = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
-        health["time"] = time.time()
-        write_json(path, health)
-
-
 def run_rank(run_path: Path, fresh: bool) -> int:
     from mpi4py import MPI
 
@@ -198,7 +182,6 @@ def _run_node(
         node_security = NodeSecurity(
             security.load_cluster_pki(run.pki_dir), rank, security.read_credentials(run.path)
         )
-    monitor_done = threading.Event()
     with encryption.node_storage(dirs.data, owner, session.encryption.options) as data_path:
         request = NodeRequest(
             distribution=distribution,
@@ -216,20 +199,21 @@ def _run_node(
         process = NodeProcess(backend.node_command(request), owner, node_dir / "stdout.log")
         pid = process.start()
         run.write_node_status(rank, state="running", pid=pid, started=time.time())
+        monitor = None
         if rank == 0:
-            threading.Thread(
-                target=_monitor_health,
-                args=(run, session, topology, monitor_done),
-                daemon=True,
-                name="health-monitor",
-            ).start()
+            node = topology.nodes[0]
+            target = Target(node.name, node.http_address, node_security is not None)
+            credentials = node_security.credentials if node_security else None
+            monitor = ClusterMonitor(run.path, Connection(target, credentials, timeout=5.0))
+            monitor.start()
         reason = None
         while process.poll() is None:
             reason = supervisor.stop_reason()
             if reason:
                 break
             time.sleep(POLL_SECONDS)
-        monitor_done.set()
+        if monitor is not None:
+            monitor.done.set()
         code = process.stop()
     # Slurm signals every process of the step at once (scancel, time limit), so the node may
     # have exited on the same SIGTERM a moment before this rank saw it.
