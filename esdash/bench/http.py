@@ -1,0 +1,98 @@
+"""One persistent HTTP(S) connection per target node: the load generator's only I/O.
+
+The authors' scripts opened a new connection for every request, so their latencies included
+TCP and TLS handshakes.  Here each rank keeps one keep-alive connection to its node and
+reopens it only after a failure.  ``http.client`` is used directly: the full
+elasticsearch-py client costs several times more CPU per request, and on a 2-core node the
+load generator's CPU is part of what is measured.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import socket
+import ssl
+from dataclasses import dataclass
+from typing import Any
+
+
+class RequestFailed(Exception):
+    """No HTTP response: the connection failed or timed out (``error_class`` says which)."""
+
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+
+
+@dataclass(frozen=True)
+class Target:
+    """A node to send requests to: its name, ``host:port`` and whether it speaks TLS."""
+
+    name: str
+    endpoint: str
+    secure: bool
+
+
+class Connection:
+    """A keep-alive connection to one node, reopened lazily after errors."""
+
+    def __init__(
+        self,
+        target: Target,
+        credentials: Any | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        self.target = target
+        self.timeout = timeout
+        host, _, port = target.endpoint.rpartition(":")
+        self._host, self._port = host.strip("[]"), int(port)
+        self._context: ssl.SSLContext | None = None
+        self._headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
+        if target.secure:
+            cafile = str(credentials.ca_certs) if credentials and credentials.ca_certs else None
+            self._context = ssl.create_default_context(cafile=cafile)
+        if credentials is not None:
+            token = f"{credentials.username}:{credentials.password}".encode()
+            self._headers["Authorization"] = "Basic " + base64.b64encode(token).decode()
+        self._conn: http.client.HTTPConnection | None = None
+
+    def _open(self) -> http.client.HTTPConnection:
+        if self._context is not None:
+            return http.client.HTTPSConnection(
+                self._host, self._port, timeout=self.timeout, context=self._context
+            )
+        return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
+
+    def request(
+        self, method: str, path: str, body: bytes | None = None, content_type: str | None = None
+    ) -> tuple[int, bytes]:
+        """Send one request; return (status, body).  Raise :class:`RequestFailed` otherwise."""
+        headers = self._headers
+        if content_type is not None:
+            headers = {**headers, "Content-Type": content_type}
+        if self._conn is None:
+            self._conn = self._open()
+        try:
+            self._conn.request(method, path, body=body, headers=headers)
+            response = self._conn.getresponse()
+            data = response.read()
+        except (TimeoutError, socket.timeout) as exc:
+            self.close()
+            raise RequestFailed("timeout", f"no response within {self.timeout:g} s") from exc
+        except (OSError, http.client.HTTPException) as exc:
+            self.close()
+            raise RequestFailed("connection", f"{type(exc).__name__}: {exc}") from exc
+        if response.will_close:
+            self.close()
+        return response.status, data
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def error_class_of(status: int) -> str:
+    """The error class of an HTTP status, as counted in the results (``http_429``...)."""
+    return f"http_{status}"
