@@ -7,8 +7,8 @@ The infrastructure fixtures check their own prerequisite too, so using one witho
 marker behaves the same way.
 
 Everything a fixture starts is stopped by PID at teardown; the test process is a child
-subreaper (``support/procs.py``) so daemonised grandchildren can be reaped, and the session
-ends with a warning listing any process a test left running.
+subreaper (``support/procs.py``) so daemonised grandchildren can be reaped, and the terminal
+summary lists any process a test left running.
 """
 
 from __future__ import annotations
@@ -39,11 +39,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             prereqs.require(name)
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+#: Scratch dirs kept because of ESDASH_TEST_KEEP=1, reported in the terminal summary.
+_KEPT: list[Path] = []
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Runs after session fixtures are torn down: whatever is still our child leaked."""
     leaked = procs.children()
     if leaked:
-        lines = "\n".join(f"  pid {pid}: {cmd[:160]}" for pid, cmd in leaked)
-        print(f"\nWARNING: processes started by tests are still running:\n{lines}")
+        terminalreporter.section("processes left running by tests", red=True)
+        for pid, cmd in leaked:
+            terminalreporter.write_line(f"pid {pid}: {cmd[:200]}")
+    for path in _KEPT:
+        terminalreporter.write_line(f"kept test scratch dir (ESDASH_TEST_KEEP=1): {path}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -85,7 +93,7 @@ def shared_tmp() -> Iterator[Path]:
     path.chmod(0o755)
     yield path
     if os.environ.get("ESDASH_TEST_KEEP") == "1":
-        print(f"\nkept test scratch dir {path}")
+        _KEPT.append(path)
     else:
         shutil.rmtree(path)
 

@@ -99,6 +99,9 @@ class EsNode:
             f"ES_JAVA_HOME={self.java_home}",
             f"ES_PATH_CONF={self.workdir / 'config'}",
             f"ES_TMPDIR={self.workdir / 'tmp'}",
+            # The launcher JVM leaves a final-flags*/gc.log dir in its java.io.tmpdir on every
+            # start; point that into the node's own tmp instead of /tmp.
+            f"CLI_JAVA_OPTS=-Djava.io.tmpdir={self.workdir / 'tmp'}",
             str(self.home / "bin" / "elasticsearch"),
             "-p",
             str(self.workdir / "es.pid"),
