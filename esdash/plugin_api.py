@@ -317,6 +317,14 @@ class QueryStep:
     """Queries sent together for a warm-up and a measured duration.
 
     ``None`` for warm-up, duration or target throughput means: the session's default.
+
+    ``think_time`` (seconds) is a pause each rank makes after every response before it sends
+    its next request, in warm-up and measurement alike: a closed loop with think time, the
+    authors' ``sleep_between_requests_secs``.  It is not a rate: a rank's throughput is then
+    ``1 / (think_time + latency)`` and falls as the cluster slows down, whereas a target
+    throughput schedules sends at fixed moments (open loop).  A step with think time therefore
+    runs as a closed loop even when the session sets a target throughput, and a step cannot
+    set both.
     """
 
     name: str
@@ -324,6 +332,16 @@ class QueryStep:
     warmup: float | None = None
     duration: float | None = None
     target_throughput: float | None = None
+    think_time: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.think_time < 0:
+            raise ValueError(f"step {self.name!r}: think_time must be >= 0")
+        if self.think_time and self.target_throughput is not None:
+            raise ValueError(
+                f"step {self.name!r}: set think_time (closed loop) or target_throughput "
+                "(open loop), not both"
+            )
 
 
 @dataclass(frozen=True)

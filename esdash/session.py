@@ -87,6 +87,9 @@ BENCHMARK = (
     ),
     Option("interval", "duration", "recording interval of the live stream", 1.0, (), 0.1, 3600),
     Option("seed", "int", "seed for target-node choice and query order (default: random)"),
+    Option(
+        "queries", "path", "query file (JSON steps, the authors' format) run instead of the track's"
+    ),
 )
 SLURM = (
     Option("partition", "str", "partition to submit to"),
@@ -135,6 +138,7 @@ class BenchmarkSpec:
     target_throughput: float | None
     interval: float
     seed: int | None
+    queries: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -291,8 +295,17 @@ def parse_session(data: Mapping[str, Any], path: Path, plugins: Any = None) -> S
         problems,
         base_dir,
     )
-    bench_values, found = validate(BENCHMARK, _table(data, "benchmark", problems), "benchmark")
+    bench_values, found = validate(
+        BENCHMARK, _table(data, "benchmark", problems), "benchmark", base_dir
+    )
     problems.extend(found)
+    if bench_values.get("queries") is not None:
+        from esdash.bench.stepfile import load_steps
+
+        try:
+            load_steps(bench_values["queries"])
+        except BadInput as exc:
+            problems.append(Problem("benchmark.queries", str(exc)))
     slurm_values, found = validate(SLURM, _table(data, "slurm", problems), "slurm")
     problems.extend(found)
     time_limit = slurm_values.get("time")

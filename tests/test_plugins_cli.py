@@ -58,6 +58,12 @@ BUILTIN_PLUGINS = [
         "version": esdash.__version__,
         "registered": {"track": ["mri"]},
     },
+    {
+        "name": "track-nyc-taxis",
+        "distribution": "esdash",
+        "version": esdash.__version__,
+        "registered": {"track": ["nyc_taxis"]},
+    },
 ]
 
 
