@@ -1,0 +1,291 @@
+"""Merging recorder payloads: across ranks (one interval), across intervals (cumulative), again.
+
+A :class:`Merged` holds decoded histograms and summed counters.  It accepts payloads
+(:meth:`Merged.add`), other ``Merged`` objects (:meth:`Merged.merge`) and turns back into a
+payload of the same shape (:meth:`Merged.to_payload`), so a merge of merges is just another
+merge: rank 0 merges the ranks of one interval for the stream, and the run accumulator merges
+intervals per step and per rank for the results.
+
+Merging is exact for everything but the histograms' bucket resolution: counters and the
+``ln`` sums add, min and max take the extremes, histograms add bucket by bucket.  Decoding a
+histogram costs a fraction of a millisecond, so empty ones are never decoded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from esdash.bench.recorder import LAST_ERRORS, PAYLOAD_VERSION, new_histogram
+
+
+def _add_counts(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for key, value in other.items():
+        into[key] = into.get(key, 0) + value
+
+
+class SeriesData:
+    """One timed quantity: its histogram (microseconds) plus exact count, extremes and sums.
+
+    Times (``min``, ``max``, ``sum``) are in seconds.  Satisfies :class:`esdash.stats.Samples`.
+    """
+
+    __slots__ = ("histogram", "count", "min", "max", "sum", "ln_sum", "ln_sq_sum", "clamped")
+
+    def __init__(self) -> None:
+        self.histogram: HdrHistogram = new_histogram()
+        self.count = 0
+        self.min: float | None = None
+        self.max: float | None = None
+        self.sum = 0.0
+        self.ln_sum = 0.0
+        self.ln_sq_sum = 0.0
+        self.clamped = 0
+
+    def _extremes(self, low: float | None, high: float | None) -> None:
+        if low is not None:
+            self.min = low if self.min is None else min(self.min, low)
+        if high is not None:
+            self.max = high if self.max is None else max(self.max, high)
+
+    def add_payload(self, data: Mapping[str, Any]) -> None:
+        count = int(data["count"])
+        if count:
+            self.histogram.decode_and_add(data["hdr"])
+        self.count += count
+        self._extremes(data.get("min"), data.get("max"))
+        self.sum += data["sum"]
+        self.ln_sum += data["ln_sum"]
+        self.ln_sq_sum += data["ln_sq_sum"]
+        self.clamped += data.get("clamped", 0)
+
+    def merge(self, other: SeriesData) -> None:
+        if other.count:
+            self.histogram.add(other.histogram)
+        self.count += other.count
+        self._extremes(other.min, other.max)
+        self.sum += other.sum
+        self.ln_sum += other.ln_sum
+        self.ln_sq_sum += other.ln_sq_sum
+        self.clamped += other.clamped
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "hdr": self.histogram.encode().decode("ascii"),
+            "count": self.count,
+            "min": self.min,
+            "max": self.max,
+            "sum": self.sum,
+            "ln_sum": self.ln_sum,
+            "ln_sq_sum": self.ln_sq_sum,
+            "clamped": self.clamped,
+        }
+
+
+class NodeData:
+    """Counters of one operation against one node; ``ln`` sums of latency give its gmean."""
+
+    __slots__ = ("requests", "docs", "ln_sum", "ln_sq_sum", "errors", "doc_errors")
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.docs = 0
+        self.ln_sum = 0.0
+        self.ln_sq_sum = 0.0
+        self.errors: dict[str, int] = {}
+        self.doc_errors: dict[str, int] = {}
+
+    @property
+    def ok(self) -> int:
+        return self.requests - sum(self.errors.values())
+
+    def add(self, data: Mapping[str, Any]) -> None:
+        self.requests += data["requests"]
+        self.docs += data["docs"]
+        self.ln_sum += data["ln_sum"]
+        self.ln_sq_sum += data["ln_sq_sum"]
+        _add_counts(self.errors, data.get("errors", {}))
+        _add_counts(self.doc_errors, data.get("doc_errors", {}))
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "docs": self.docs,
+            "ln_sum": self.ln_sum,
+            "ln_sq_sum": self.ln_sq_sum,
+            "errors": dict(self.errors),
+            "doc_errors": dict(self.doc_errors),
+        }
+
+
+class OpData:
+    """Everything merged for one operation."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.docs = 0
+        self.bytes = 0
+        self.errors: dict[str, int] = {}
+        self.doc_errors: dict[str, int] = {}
+        self.error_time_count = 0
+        self.error_time_sum = 0.0
+        self.latency = SeriesData()
+        self.service_time = SeriesData()
+        self.nodes: dict[str, NodeData] = {}
+        self.last_errors: dict[str, list[dict[str, Any]]] = {}
+
+    @property
+    def failed(self) -> int:
+        """Failed requests (all classes)."""
+        return sum(self.errors.values())
+
+    @property
+    def ok(self) -> int:
+        """Successful requests: what the histograms and the throughput count."""
+        return self.requests - self.failed
+
+    def _keep_errors(self, classes: Mapping[str, Iterable[Mapping[str, Any]]]) -> None:
+        for error_class, items in classes.items():
+            kept = self.last_errors.setdefault(error_class, [])
+            kept.extend(dict(item) for item in items)
+            kept.sort(key=lambda item: item.get("wall") or 0.0)
+            del kept[:-LAST_ERRORS]
+
+    def add_payload(self, data: Mapping[str, Any]) -> None:
+        self.requests += data["requests"]
+        self.docs += data["docs"]
+        self.bytes += data["bytes"]
+        _add_counts(self.errors, data.get("errors", {}))
+        _add_counts(self.doc_errors, data.get("doc_errors", {}))
+        error_time = data.get("error_time") or {}
+        self.error_time_count += error_time.get("count", 0)
+        self.error_time_sum += error_time.get("sum", 0.0)
+        self.latency.add_payload(data["latency"])
+        self.service_time.add_payload(data["service_time"])
+        for name, node in data.get("nodes", {}).items():
+            self.nodes.setdefault(name, NodeData()).add(node)
+        self._keep_errors(data.get("last_errors", {}))
+
+    def merge(self, other: OpData) -> None:
+        self.requests += other.requests
+        self.docs += other.docs
+        self.bytes += other.bytes
+        _add_counts(self.errors, other.errors)
+        _add_counts(self.doc_errors, other.doc_errors)
+        self.error_time_count += other.error_time_count
+        self.error_time_sum += other.error_time_sum
+        self.latency.merge(other.latency)
+        self.service_time.merge(other.service_time)
+        for name, node in other.nodes.items():
+            self.nodes.setdefault(name, NodeData()).add(node.to_payload())
+        self._keep_errors(other.last_errors)
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "docs": self.docs,
+            "bytes": self.bytes,
+            "errors": dict(self.errors),
+            "doc_errors": dict(self.doc_errors),
+            "error_time": {"count": self.error_time_count, "sum": self.error_time_sum},
+            "latency": self.latency.to_payload(),
+            "service_time": self.service_time.to_payload(),
+            "nodes": {name: node.to_payload() for name, node in sorted(self.nodes.items())},
+            "last_errors": {
+                cls: [dict(item) for item in items] for cls, items in self.last_errors.items()
+            },
+        }
+
+
+class Merged:
+    """Merged payloads: per-operation data plus which ranks contributed.
+
+    ``elapsed`` is the longest interval among the merged payloads: ranks of one interval
+    cover the same wall-clock window, so the longest is that window.  It is *not* a sum;
+    time spans across intervals are the caller's business (see
+    :class:`esdash.bench.results.RunAccumulator`).
+    """
+
+    def __init__(self) -> None:
+        self.ops: dict[str, OpData] = {}
+        self.ranks: set[int] = set()
+        self.payloads = 0
+        self.elapsed = 0.0
+
+    def op(self, name: str) -> OpData:
+        data = self.ops.get(name)
+        if data is None:
+            data = self.ops[name] = OpData()
+        return data
+
+    def add(self, payload: Mapping[str, Any], rank: int | None = None) -> Merged:
+        """Merge one payload (from :meth:`Recorder.drain` or :meth:`to_payload`); chainable.
+
+        ``rank`` overrides the payload's own ``rank`` (or ``ranks``) field.
+        """
+        version = payload.get("v")
+        if version != PAYLOAD_VERSION:
+            raise ValueError(f"payload version {version!r}, expected {PAYLOAD_VERSION}")
+        if rank is not None:
+            self.ranks.add(rank)
+        else:
+            if payload.get("rank") is not None:
+                self.ranks.add(int(payload["rank"]))
+            self.ranks.update(int(r) for r in payload.get("ranks", ()))
+        self.payloads += 1
+        self.elapsed = max(self.elapsed, float(payload.get("elapsed") or 0.0))
+        for name, data in payload.get("ops", {}).items():
+            self.op(name).add_payload(data)
+        return self
+
+    def merge(self, other: Merged) -> Merged:
+        """Merge another ``Merged`` in place (no encoding round trip); chainable."""
+        self.ranks |= other.ranks
+        self.payloads += other.payloads
+        self.elapsed = max(self.elapsed, other.elapsed)
+        for name, data in other.ops.items():
+            self.op(name).merge(data)
+        return self
+
+    def copy(self) -> Merged:
+        return Merged().merge(self)
+
+    def to_payload(self) -> dict[str, Any]:
+        """A payload of the recorder's shape, with ``ranks`` listing who contributed."""
+        return {
+            "v": PAYLOAD_VERSION,
+            "rank": None,
+            "ranks": sorted(self.ranks),
+            "elapsed": self.elapsed,
+            "ops": {name: data.to_payload() for name, data in sorted(self.ops.items())},
+        }
+
+    @property
+    def requests(self) -> int:
+        return sum(data.requests for data in self.ops.values())
+
+
+def merge_payloads(payloads: Iterable[Mapping[str, Any]]) -> Merged:
+    """Merge payloads into a new :class:`Merged`."""
+    merged = Merged()
+    for payload in payloads:
+        merged.add(payload)
+    return merged
+
+
+def empty_series_payload() -> dict[str, Any]:
+    """The payload of a series without samples (for hand-built payloads and tests)."""
+    data = SeriesData()
+    return data.to_payload()
+
+
+__all__ = [
+    "Merged",
+    "NodeData",
+    "OpData",
+    "SeriesData",
+    "empty_series_payload",
+    "merge_payloads",
+]

@@ -1,0 +1,424 @@
+"""Per-rank recording of request outcomes: cheap on the hot path, drained once per interval.
+
+The load generator calls :meth:`Recorder.record` once per successful request and
+:meth:`Recorder.record_error` once per failed one.  Those calls do arithmetic on a few
+attributes and nothing else: no I/O, no plugin calls, no histogram objects.  Every
+``interval`` seconds the rank calls :meth:`Recorder.drain`, which turns what was counted into a
+small JSON/pickle-friendly *payload* and starts a new interval.  Rank 0 merges payloads
+(:mod:`esdash.bench.merge`); statistics come from :mod:`esdash.stats`.
+
+Definitions (Rally's, so numbers compare one to one):
+
+* **service time**: from actually sending a request to having its full response;
+* **latency**: from when the request was *scheduled* to be sent (pacing) to having its
+  response.  In a closed loop (no target throughput) both are the same;
+* **requests**: completed requests, successful or failed; **errors**: the failed ones, by
+  class (below); latency and service-time histograms describe *successful* requests only, so
+  a flood of fast rejections cannot make an overloaded cluster look fast;
+* **docs**: documents a request returned (search) or indexed (bulk); **bytes**: response
+  bytes (search) or request bytes (bulk), as the load generator reports them.
+
+Error classes (a small, closed taxonomy; anything else is a programming error)::
+
+    timeout                 no response within the client's timeout
+    connection              connect/reset/closed: no HTTP response at all
+    http_<status>           a non-2xx response, e.g. http_429 (rejected), http_503
+    other                   any other client-side failure (e.g. an unreadable response)
+    bulk_item_<type>        documents a bulk request rejected, by Elasticsearch error type,
+                            e.g. bulk_item_mapper_parsing_exception (counts documents, not
+                            requests: see record_bulk_rejections)
+
+Histograms use HdrHistogram's layout for 1 µs .. 1 hour at 3 significant digits.  The hot path
+computes the HDR bucket index itself (the same arithmetic as ``hdrh``, verified by the tests)
+and counts into a dict; ``drain`` replays the counts into a real :class:`HdrHistogram` and
+encodes it.  Values outside the range are clamped into it (and counted in ``clamped``), never
+dropped.  Alongside each histogram the recorder keeps exact count, min, max, sum and the sums
+of ``ln(x)`` and ``ln(x)**2``: mean, geometric mean and geometric standard deviation are then
+exact instead of bucket-approximated.
+
+Payload shape (``PAYLOAD_VERSION`` 1; documented field by field in ``docs/stream.md``)::
+
+    {"v": 1, "rank": 3 | None, "elapsed": 1.0002,
+     "ops": {"<op>": {
+        "requests": 812, "docs": 8120, "bytes": 1203311,
+        "errors": {"http_429": 3}, "doc_errors": {"bulk_item_mapper_parsing_exception": 2},
+        "error_time": {"count": 3, "sum": 0.0042},
+        "latency": {"hdr": "HISTFAAA...", "count": 809, "min": 0.0031, "max": 0.0551,
+                    "sum": 3.12, "ln_sum": -4501.2, "ln_sq_sum": 25043.9, "clamped": 0},
+        "service_time": {... same keys ...},
+        "nodes": {"<node>": {"requests": 812, "docs": 8120, "ln_sum": -4501.2,
+                             "ln_sq_sum": 25043.9, "errors": {...}, "doc_errors": {...}}},
+        "last_errors": {"http_429": [{"status": 429, "message": "...", "node": "<node>",
+                                      "wall": 1763700000.1}]}}}}
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+PAYLOAD_VERSION = 1
+
+#: Histogram range and precision, in microseconds: 1 µs .. 1 hour, 3 significant digits.
+HDR_LOWEST_US = 1
+HDR_HIGHEST_US = 3_600_000_000
+HDR_SIGNIFICANT_FIGURES = 3
+
+#: How many recent messages are kept per error class, and how long each may be.
+LAST_ERRORS = 3
+MESSAGE_LIMIT = 300
+
+ERROR_CLASS_RE = re.compile(
+    r"^(timeout|connection|other|http_[1-5][0-9][0-9]|bulk_item_[a-z0-9_]+)$"
+)
+_REQUEST_ERROR_RE = re.compile(r"^(timeout|connection|other|http_[1-5][0-9][0-9])$")
+_NOT_NAME = re.compile(r"[^a-z0-9_]+")
+
+
+def new_histogram() -> HdrHistogram:
+    """An empty histogram with esdash's range and precision (values in microseconds)."""
+    return HdrHistogram(HDR_LOWEST_US, HDR_HIGHEST_US, HDR_SIGNIFICANT_FIGURES)
+
+
+# The bucket index arithmetic of hdrh for a histogram whose lowest value is 1 (unit
+# magnitude 0): bucket = bit_length(v | mask) - (half_count_magnitude + 1), and the counts
+# index is ((bucket + 1) << half_count_magnitude) + (v >> bucket) - half_count.
+_PROBE = new_histogram()
+assert _PROBE.unit_magnitude == 0, "the fast index below assumes a lowest value of 1"
+_MASK = _PROBE.sub_bucket_mask
+_HALF_MAG = _PROBE.sub_bucket_half_count_magnitude
+_HALF = _PROBE.sub_bucket_half_count
+_SHIFT = _HALF_MAG + 1
+_COUNTS_LEN = _PROBE.counts_len
+del _PROBE
+
+_LOWEST_S = HDR_LOWEST_US / 1e6
+_HIGHEST_S = HDR_HIGHEST_US / 1e6
+
+
+def hdr_index(us: int) -> int:
+    """The counts-array index hdrh uses for ``us`` (microseconds); the hot path inlines it."""
+    bucket = (us | _MASK).bit_length() - _SHIFT
+    return ((bucket + 1) << _HALF_MAG) + (us >> bucket) - _HALF
+
+
+def error_class_of_status(status: int) -> str:
+    """The error class of a non-2xx HTTP status: ``http_429``, ``http_503``..."""
+    return f"http_{int(status)}"
+
+
+def bulk_item_class(reason: str) -> str:
+    """The error class of documents a bulk request rejected.
+
+    ``reason`` is Elasticsearch's error ``type`` (``mapper_parsing_exception`` becomes
+    ``bulk_item_mapper_parsing_exception``).  A request-level class (``http_429``,
+    ``timeout``...) stays as it is: all documents of a bulk request that failed as a whole
+    were rejected for that reason.
+    """
+    if ERROR_CLASS_RE.match(reason):
+        return reason
+    name = _NOT_NAME.sub("_", reason.lower()).strip("_") or "unknown"
+    return f"bulk_item_{name}"
+
+
+def error_family(error_class: str) -> str:
+    """A coarse group for display: ``http_4xx``, ``http_5xx``, ``bulk_item`` or the class."""
+    if error_class.startswith("http_") and len(error_class) == 8:
+        return f"http_{error_class[5]}xx"
+    if error_class.startswith("bulk_item_"):
+        return "bulk_item"
+    return error_class
+
+
+class _Series:
+    """Counts of one timed quantity (latency or service time) in one interval."""
+
+    __slots__ = ("counts", "count", "min", "max", "sum", "ln_sum", "ln_sq_sum", "clamped")
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.count = 0
+        self.min = math.inf
+        self.max = 0.0
+        self.sum = 0.0
+        self.ln_sum = 0.0
+        self.ln_sq_sum = 0.0
+        self.clamped = 0
+
+    def payload(self) -> dict[str, Any]:
+        histogram = new_histogram()
+        for index, count in self.counts.items():
+            histogram.record_value(histogram.get_value_from_index(index), count)
+        return {
+            "hdr": histogram.encode().decode("ascii"),
+            "count": self.count,
+            "min": self.min if self.count else None,
+            "max": self.max if self.count else None,
+            "sum": self.sum,
+            "ln_sum": self.ln_sum,
+            "ln_sq_sum": self.ln_sq_sum,
+            "clamped": self.clamped,
+        }
+
+
+class _Op:
+    """Everything counted for one operation in one interval."""
+
+    __slots__ = (
+        "requests",
+        "docs",
+        "nbytes",
+        "latency",
+        "service_time",
+        "nodes",
+        "errors",
+        "doc_errors",
+        "error_time_count",
+        "error_time_sum",
+        "last_errors",
+    )
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.docs = 0
+        self.nbytes = 0
+        self.latency = _Series()
+        self.service_time = _Series()
+        # node -> [requests, docs, sum ln(latency), sum ln(latency)^2]
+        self.nodes: dict[str, list[Any]] = {}
+        self.errors: dict[str, int] = {}
+        self.doc_errors: dict[str, int] = {}
+        self.error_time_count = 0
+        self.error_time_sum = 0.0
+        self.last_errors: dict[str, deque[dict[str, Any]]] = {}
+
+    def node(self, node: str) -> list[Any]:
+        entry = self.nodes.get(node)
+        if entry is None:
+            entry = self.nodes[node] = [0, 0, 0.0, 0.0, {}, {}]
+        return entry
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "docs": self.docs,
+            "bytes": self.nbytes,
+            "errors": dict(self.errors),
+            "doc_errors": dict(self.doc_errors),
+            "error_time": {"count": self.error_time_count, "sum": self.error_time_sum},
+            "latency": self.latency.payload(),
+            "service_time": self.service_time.payload(),
+            "nodes": {
+                name: {
+                    "requests": entry[0],
+                    "docs": entry[1],
+                    "ln_sum": entry[2],
+                    "ln_sq_sum": entry[3],
+                    "errors": dict(entry[4]),
+                    "doc_errors": dict(entry[5]),
+                }
+                for name, entry in self.nodes.items()
+            },
+            "last_errors": {cls: list(items) for cls, items in self.last_errors.items()},
+        }
+
+
+class Recorder:
+    """One rank's counts for the current interval; :meth:`drain` hands them over.
+
+    Not thread-safe: one recorder per thread (or per asyncio loop) that sends requests.
+    ``clock`` (monotonic) measures each payload's ``elapsed``; ``wall`` timestamps error
+    messages.  Both are parameters so tests can drive them.
+    """
+
+    def __init__(
+        self,
+        rank: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.rank = rank
+        self._clock = clock
+        self._wall = wall
+        self._ops: dict[str, _Op] = {}
+        self._started = clock()
+
+    def _op(self, op: str) -> _Op:
+        state = self._ops.get(op)
+        if state is None:
+            state = self._ops[op] = _Op()
+        return state
+
+    def record(
+        self,
+        op: str,
+        node: str,
+        latency: float,
+        service_time: float,
+        docs: int = 0,
+        nbytes: int = 0,
+    ) -> None:
+        """Count one successful request (times in seconds).
+
+        This is the hot path: it is written out by hand (the bucket index of both series
+        inlined, no helper calls) because it runs once per request on every rank.
+        """
+        state = self._ops.get(op)
+        if state is None:
+            state = self._op(op)
+        state.requests += 1
+        state.docs += docs
+        state.nbytes += nbytes
+
+        series = state.latency
+        if latency < _LOWEST_S:
+            latency = _LOWEST_S
+            series.clamped += 1
+        elif latency > _HIGHEST_S:
+            latency = _HIGHEST_S
+            series.clamped += 1
+        series.count += 1
+        if latency < series.min:
+            series.min = latency
+        if latency > series.max:
+            series.max = latency
+        series.sum += latency
+        ln_latency = math.log(latency)
+        series.ln_sum += ln_latency
+        series.ln_sq_sum += ln_latency * ln_latency
+        us = int(latency * 1e6)
+        bucket = (us | _MASK).bit_length() - _SHIFT
+        index = ((bucket + 1) << _HALF_MAG) + (us >> bucket) - _HALF
+        counts = series.counts
+        counts[index] = counts.get(index, 0) + 1
+
+        series = state.service_time
+        if service_time < _LOWEST_S:
+            service_time = _LOWEST_S
+            series.clamped += 1
+        elif service_time > _HIGHEST_S:
+            service_time = _HIGHEST_S
+            series.clamped += 1
+        series.count += 1
+        if service_time < series.min:
+            series.min = service_time
+        if service_time > series.max:
+            series.max = service_time
+        series.sum += service_time
+        ln = math.log(service_time)
+        series.ln_sum += ln
+        series.ln_sq_sum += ln * ln
+        us = int(service_time * 1e6)
+        bucket = (us | _MASK).bit_length() - _SHIFT
+        index = ((bucket + 1) << _HALF_MAG) + (us >> bucket) - _HALF
+        counts = series.counts
+        counts[index] = counts.get(index, 0) + 1
+
+        entry = state.nodes.get(node)
+        if entry is None:
+            entry = state.node(node)
+        entry[0] += 1
+        entry[1] += docs
+        entry[2] += ln_latency
+        entry[3] += ln_latency * ln_latency
+
+    def record_error(
+        self,
+        op: str,
+        node: str,
+        error_class: str,
+        status: int | None,
+        message: str,
+        latency: float | None = None,
+    ) -> None:
+        """Count one failed request.
+
+        ``error_class`` is one of ``timeout``, ``connection``, ``other`` or ``http_<status>``
+        (see the module docstring); anything else raises :class:`ValueError`, because a
+        misspelt class would silently split one kind of error into two.  ``latency`` (seconds
+        until the failure was known), when given, is summed separately: it never enters the
+        histograms of successful requests.
+        """
+        if not _REQUEST_ERROR_RE.match(error_class):
+            raise ValueError(
+                f"unknown request error class {error_class!r}: use timeout, connection, other "
+                f"or http_<status>"
+            )
+        state = self._op(op)
+        state.requests += 1
+        state.errors[error_class] = state.errors.get(error_class, 0) + 1
+        entry = state.node(node)
+        entry[0] += 1
+        entry[4][error_class] = entry[4].get(error_class, 0) + 1
+        if latency is not None:
+            state.error_time_count += 1
+            state.error_time_sum += latency
+        self._remember(state, error_class, status, message, node)
+
+    def record_bulk_rejections(
+        self,
+        op: str,
+        node: str,
+        rejections: Mapping[str, int],
+        messages: Mapping[str, str] | None = None,
+    ) -> None:
+        """Count documents a bulk request did not index, by reason.
+
+        ``rejections`` maps Elasticsearch's error type of the failed items (or a request
+        error class, when the whole request failed) to a number of documents; see
+        :func:`bulk_item_class` for the names they are counted under.  These are document
+        counts: the request itself is counted by :meth:`record` or :meth:`record_error`.
+        ``messages`` may give one example reason per type for the error list.
+        """
+        state = self._op(op)
+        entry = state.node(node)
+        for reason, count in rejections.items():
+            if count <= 0:
+                continue
+            name = bulk_item_class(reason)
+            state.doc_errors[name] = state.doc_errors.get(name, 0) + count
+            entry[5][name] = entry[5].get(name, 0) + count
+            if messages and reason in messages:
+                self._remember(state, name, None, messages[reason], node)
+
+    def _remember(
+        self, state: _Op, error_class: str, status: int | None, message: str, node: str
+    ) -> None:
+        recent = state.last_errors.get(error_class)
+        if recent is None:
+            recent = state.last_errors[error_class] = deque(maxlen=LAST_ERRORS)
+        recent.append(
+            {
+                "status": status,
+                "message": str(message)[:MESSAGE_LIMIT],
+                "node": node,
+                "wall": self._wall(),
+            }
+        )
+
+    def drain(self) -> dict[str, Any]:
+        """The payload of the interval since the last drain; the next interval starts now.
+
+        Operations without any request in the interval are left out.  The cost is about one
+        histogram encoding per series (a fraction of a millisecond), once per interval.
+        """
+        now = self._clock()
+        ops, self._ops = self._ops, {}
+        elapsed, self._started = now - self._started, now
+        return {
+            "v": PAYLOAD_VERSION,
+            "rank": self.rank,
+            "elapsed": elapsed,
+            "ops": {name: state.payload() for name, state in ops.items()},
+        }
+
+    @property
+    def pending(self) -> int:
+        """Requests counted since the last drain (successful and failed)."""
+        return sum(state.requests for state in self._ops.values())

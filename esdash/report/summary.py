@@ -1,0 +1,296 @@
+"""Text renderings of results and stream records: the end-of-run summary and live views.
+
+* :func:`render_summary` — the table printed when a run ends (and by ``esdash report``), one
+  row per step and query as in the paper's tables: throughput mean ± std over intervals,
+  latency gmean and gstd, p50/p99, errors;
+* :func:`render_live` — a compact table of the current interval for a terminal (headless on
+  a TTY), one row per operation;
+* :func:`render_record_line` — one line per record for logs (headless without a TTY, sbatch
+  output): greppable, no control characters.
+
+All output is plain ASCII (``+-`` for ±), fixed width, deterministic: batch logs on HPC
+systems are read with ``less`` and ``grep`` in whatever locale the job had.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from esdash.bench.merge import Merged, OpData
+from esdash.report.thresholds import (  # re-exported: the summary's callers check them too
+    check_thresholds,
+    evaluate_thresholds,
+    parse_thresholds,
+)
+from esdash.stats import error_rate, summarize
+
+__all__ = [
+    "check_thresholds",
+    "evaluate_thresholds",
+    "parse_thresholds",
+    "render_live",
+    "render_record_line",
+    "render_summary",
+]
+
+NA = "-"
+
+
+# ------------------------------------------------------------------------- formatting
+
+
+def fmt_ms(value: float | None) -> str:
+    """Milliseconds with about three significant digits (``0.412``, ``3.80``, ``78.1``)."""
+    if value is None:
+        return NA
+    if value < 1:
+        return f"{value:.3f}"
+    if value < 10:
+        return f"{value:.2f}"
+    if value < 1000:
+        return f"{value:.1f}"
+    return f"{value:,.0f}"
+
+
+def fmt_rate(value: float | None) -> str:
+    if value is None:
+        return NA
+    return f"{value:,.1f}" if value < 1e5 else f"{value:,.0f}"
+
+
+def fmt_factor(value: float | None) -> str:
+    return NA if value is None else f"{value:.2f}"
+
+
+def fmt_errors(failed: int, requests: int) -> str:
+    rate = error_rate(failed, requests)
+    if not failed or rate is None:
+        return "0"
+    return f"{failed:,} ({rate * 100:.2f}%)"
+
+
+def fmt_count(value: int | None) -> str:
+    return NA if value is None else f"{value:,}"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
+    """Rows aligned under ``headers``: the first ``left`` columns left-aligned, the rest right."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            cell.ljust(width) if k < left else cell.rjust(width)
+            for k, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths])] + [line(row) for row in rows]
+
+
+# ------------------------------------------------------------------------ end of run
+
+
+def _throughput_cell(op: Mapping[str, Any]) -> str:
+    intervals = op["throughput"]["intervals"]
+    if intervals.get("n"):
+        mean, std = intervals["mean"], intervals["std"]
+        return f"{fmt_rate(mean)} +- {fmt_rate(std)}"
+    return f"{fmt_rate(op['throughput']['requests_per_s'])} +- {NA}"
+
+
+def _op_row(step: str, name: str, op: Mapping[str, Any]) -> list[str]:
+    latency = op["latency"]
+    return [
+        step,
+        name,
+        fmt_count(op["requests"]),
+        _throughput_cell(op),
+        fmt_rate(op["throughput"]["docs_per_s"]),
+        fmt_ms(latency.get("gmean")),
+        fmt_factor(latency.get("gstd")),
+        fmt_ms(latency.get("p50")),
+        fmt_ms(latency.get("p99")),
+        fmt_ms(latency.get("max")),
+        fmt_errors(op["failed"], op["requests"]),
+    ]
+
+
+SUMMARY_HEADERS = (
+    "step",
+    "query",
+    "requests",
+    "req/s (mean +- std)",
+    "docs/s",
+    "gmean ms",
+    "gstd",
+    "p50 ms",
+    "p99 ms",
+    "max ms",
+    "errors",
+)
+
+
+def render_summary(results: Mapping[str, Any]) -> str:
+    """The end-of-run summary of a ``results.json`` document, as fixed-width text.
+
+    Latency columns are Rally's *latency* of successful requests; a percentile the sample
+    count cannot support shows as ``-``.
+    """
+    lines = [
+        f"esdash run {results.get('run_id')}: {results.get('status') or 'unfinished'}"
+        + (f" ({results['reason']})" if results.get("reason") else "")
+        + f", {results.get('ranks')} bench ranks"
+    ]
+    ingest = results.get("ingest")
+    if ingest:
+        rejected = sum(ingest["rejected_docs"].values())
+        lines.append(
+            f"ingest: {fmt_count(ingest['docs'])} docs in {ingest['duration_s']:.1f} s = "
+            f"{fmt_rate(ingest['docs_per_s'])} docs/s, {fmt_count(rejected)} rejected"
+            + (
+                " ("
+                + ", ".join(f"{k} {v:,}" for k, v in sorted(ingest["rejected_docs"].items()))
+                + ")"
+                if rejected
+                else ""
+            )
+        )
+    rows = []
+    for name, op in (ingest or {}).get("ops", {}).items():
+        rows.append(_op_row("ingest", name, op))
+    for step in results.get("steps", []):
+        label = f"{step['index']} {step['name']}"
+        if not step["queries"]:
+            rows.append([label, f"({step['status']})"] + [""] * (len(SUMMARY_HEADERS) - 2))
+        for name, op in step["queries"].items():
+            rows.append(_op_row(label, name, op))
+    lines.append("")
+    lines.extend(table(SUMMARY_HEADERS, rows, left=2))
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------- live views
+
+
+def _decode_ops(record: Mapping[str, Any]) -> Merged:
+    return Merged().add({"v": 1, "ops": record.get("ops", {})})
+
+
+def _op_live(data: OpData, elapsed: float) -> dict[str, Any]:
+    summary = summarize(data.latency)
+    rate = data.ok / elapsed if elapsed > 0 else None
+    docs = data.docs / elapsed if elapsed > 0 else None
+    return {
+        "rate": rate,
+        "docs": docs,
+        "p50": summary.value("p50"),
+        "p99": summary.value("p99"),
+        "failed": data.failed,
+        "requests": data.requests,
+    }
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
+
+
+def _where(record: Mapping[str, Any], header: Mapping[str, Any] | None) -> str:
+    phase = record.get("phase", "?")
+    step = record.get("step")
+    if step is None:
+        return phase
+    steps = len((header or {}).get("steps") or []) or None
+    name = record.get("step_name") or ""
+    of = f"/{steps}" if steps else ""
+    return f"{phase} step {step + 1}{of} {name}".rstrip()
+
+
+def _ingest_progress(record: Mapping[str, Any]) -> str:
+    ingest = record.get("ingest") or {}
+    done, total = ingest.get("docs_done"), ingest.get("docs_total")
+    if done is None:
+        return ""
+    if total:
+        return f"{done / total * 100:.1f}% ({done:,}/{total:,} docs)"
+    return f"{done:,} docs"
+
+
+def render_live(record: Mapping[str, Any], header: Mapping[str, Any] | None = None) -> str:
+    """A small table of one interval record: req/s now, p50/p99 of the interval, errors.
+
+    p50/p99 show ``-`` when the interval has too few samples to support them.
+    """
+    elapsed = float(record.get("elapsed") or 0.0)
+    merged = _decode_ops(record)
+    title = f"t={record.get('t', 0.0):.1f}s  {_where(record, header)}"
+    progress = _ingest_progress(record)
+    if progress:
+        title += f"  {progress}"
+    missing = record.get("missing_ranks") or []
+    if missing:
+        title += f"  missing ranks: {','.join(map(str, missing))}"
+    rows = []
+    for name, data in sorted(merged.ops.items()):
+        live = _op_live(data, elapsed)
+        rows.append(
+            [
+                name,
+                fmt_rate(live["rate"]),
+                fmt_rate(live["docs"]),
+                fmt_ms(_ms(live["p50"])),
+                fmt_ms(_ms(live["p99"])),
+                fmt_errors(live["failed"], live["requests"]),
+            ]
+        )
+    headers = ("op", "req/s", "docs/s", "p50 ms", "p99 ms", "errors")
+    return "\n".join([title] + table(headers, rows)) + "\n"
+
+
+def _interval_line(record: Mapping[str, Any], header: Mapping[str, Any] | None) -> str:
+    elapsed = float(record.get("elapsed") or 0.0)
+    merged = _decode_ops(record)
+    parts = []
+    progress = _ingest_progress(record)
+    if progress:
+        parts.append(progress)
+    for name, data in sorted(merged.ops.items()):
+        live = _op_live(data, elapsed)
+        text = f"{name} {fmt_rate(live['rate'])} req/s"
+        if record.get("phase") == "ingest":
+            text += f" {fmt_rate(live['docs'])} docs/s"
+        text += f" p50 {fmt_ms(_ms(live['p50']))} p99 {fmt_ms(_ms(live['p99']))} ms"
+        text += f" err {fmt_errors(live['failed'], live['requests'])}"
+        parts.append(text)
+    if not merged.ops and not progress:
+        parts.append("no requests")
+    missing = record.get("missing_ranks") or []
+    if missing:
+        parts.append(f"missing ranks {','.join(map(str, missing))}")
+    return f"{_where(record, header)}: " + "; ".join(parts)
+
+
+def render_record_line(record: Mapping[str, Any], header: Mapping[str, Any] | None = None) -> str:
+    """One log line for any stream record (header, interval, event, final)."""
+    kind = record.get("type")
+    if kind == "header":
+        steps = len(record.get("steps") or [])
+        job = record.get("slurm_job_id")
+        return (
+            f"[{0.0:8.1f}s] run {record.get('run_id')}: {record['bench']['ranks']} bench ranks, "
+            f"{len(record['topology'].get('nodes', []))} nodes, {steps} steps, interval "
+            f"{record.get('interval'):g} s" + (f", slurm job {job}" if job else "")
+        )
+    stamp = f"[{float(record.get('t', 0.0)):8.1f}s]"
+    if kind == "interval":
+        return f"{stamp} {_interval_line(record, header)}"
+    if kind == "event":
+        level = record.get("level", "info")
+        tag = "" if level == "info" else f"{level.upper()} "
+        return f"{stamp} {tag}{record.get('kind')}: {record.get('message')}"
+    if kind == "final":
+        reason = f" ({record['reason']})" if record.get("reason") else ""
+        return f"{stamp} run ended: {record.get('status')}{reason}"
+    return f"{stamp} unknown record type {kind!r}"
