@@ -154,6 +154,9 @@ class ElasticsearchBackend(Backend):
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LANG": "C.UTF-8",
             "HOME": str(request.dirs.tmp),
+            # The launcher JVM writes its flag-probing files to java.io.tmpdir; keep them
+            # in the node's tmp instead of leaving a directory in /tmp per start.
+            "CLI_JAVA_OPTS": f"-Djava.io.tmpdir={request.dirs.tmp}",
         }
         if "bundled-jdk" not in request.distribution.flavor:
             env["ES_JAVA_HOME"] = str(find_java(home).java_home)

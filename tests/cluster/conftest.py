@@ -5,30 +5,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ESDASH = [sys.executable, "-m", "esdash"]
-
-
-@pytest.fixture(scope="session")
-def shared_tmp() -> Iterator[Path]:
-    """A scratch directory the unprivileged node user can traverse.
-
-    pytest's own tmp directories live under a 0700 directory of root's, which the node user
-    cannot enter.
-    """
-    path = Path(tempfile.mkdtemp(prefix="esdash-test-", dir="/tmp"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def free_port_block(count: int, host: str = "127.0.0.1") -> int:
