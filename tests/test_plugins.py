@@ -31,6 +31,7 @@ BUILTINS = {
     ("interconnect", "infiniband"): "interconnects",
     ("encryption", "none"): "encryption-none",
     ("track", "mri"): "track-mri",
+    ("track", "nyc_taxis"): "track-nyc-taxis",
 }
 
 HOOKS = {

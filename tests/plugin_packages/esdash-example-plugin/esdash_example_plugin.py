@@ -12,8 +12,6 @@ the track's options are the other keys of the session's ``[track]`` table.
 
 from __future__ import annotations
 
-import json
-import os
 import random
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta, timezone
@@ -21,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import esdash
+from esdash.bench.corpus import generated_corpus
 from esdash.plugin_api import Corpus, FieldSpec, Interconnect, Option, Query, QueryStep, Track
 
 # ----------------------------------------------------------------------------- weblogs
@@ -158,20 +157,13 @@ class WeblogsTrack(Track):
         """Write the generated lines to ``cache_dir`` once per option set and return the file.
 
         The file name carries every option the lines depend on, so a changed option never
-        reuses a stale corpus.  It is written to a temporary name and renamed: a run that is
-        killed half-way leaves no truncated corpus behind, and concurrent writers are safe.
+        reuses a stale corpus.  ``generated_corpus`` writes it atomically (a temporary file,
+        then a rename) the first time and reuses it afterwards.
         """
         values = self.resolved(options)
         key = "-".join(str(values[k]) for k in ("documents", "seed", "days", "error_rate"))
         path = Path(cache_dir) / f"weblogs-{key}.ndjson"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            with open(tmp, "w", encoding="utf-8") as out:
-                for doc in self.documents(values):
-                    out.write(json.dumps(doc, separators=(",", ":")) + "\n")
-            os.replace(tmp, path)
-        return Corpus(path, documents=values["documents"])
+        return generated_corpus(path, self.documents(values), values["documents"])
 
     def query_steps(self, options: Mapping[str, Any]) -> tuple[QueryStep, ...]:
         """Three steps: a term filter, a full-text search and an aggregation.
