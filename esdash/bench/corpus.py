@@ -376,10 +376,11 @@ def _check_last_line(path: Path, size: int, paired: bool, max_line_bytes: int) -
     with _open(path) as handle:
         handle.seek(size - window)
         tail = handle.read(window)
-    lines = [line for line in tail.split(b"\n") if not _is_blank(line)]
-    if len(lines) < 2 or len(lines[-1]) > max_line_bytes:
-        return  # the last line may have started before the window: nothing certain to say
-    value = _decode(path, "last line", lines[-1])
+    pieces = tail.split(b"\n")
+    last = max((i for i, piece in enumerate(pieces) if not _is_blank(piece)), default=None)
+    if last is None or (last == 0 and window < size) or len(pieces[last]) > max_line_bytes:
+        return  # the last line started before the window: nothing certain to say
+    value = _decode(path, "last line", pieces[last])
     if paired and _is_action(value):
         raise _dangling(path, "last line")
     _document(path, "last line", value)
@@ -605,8 +606,15 @@ def plan_slices(
         if corpus.includes_action_and_meta_data and not index.paired:
             _paired(corpus, max_line_bytes)  # raises: declared, but the corpus has none
         cached = _cached_slices(data, ranks)
-        if cached is not None:
+        if cached is not None and corpus.documents in (None, index.documents):
             return cached
+    if corpus.documents is not None and corpus.documents != index.documents:
+        raise _bad(
+            path,
+            None,
+            f"holds {index.documents} documents, but the track announced {corpus.documents}",
+            "delete the file so that it is generated again, or fix the document count",
+        )
     slices = _split(path, index, ranks, max_line_bytes)
     data["slices"][str(ranks)] = [
         [s.start_byte, s.end_byte, s.first_line, s.lines, s.documents] for s in slices

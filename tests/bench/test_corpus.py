@@ -475,3 +475,10 @@ def test_arbitrary_text_lines_never_raise_anything_but_bad_input(lines, ranks):
         except BadInput as exc:
             assert str(exc).startswith(f"corpus {path}")
             assert "line" in str(exc) or "empty" in str(exc) or "no documents" in str(exc)
+
+
+def test_a_document_count_that_does_not_match_is_refused(tmp_path):
+    path = write(tmp_path, "c.ndjson", b'{"a":1}\n{"a":2}\n')
+    assert plan_slices(Corpus(path, documents=2), 2)[0].documents == 1
+    with pytest.raises(BadInput, match=r"holds 2 documents, but the track announced 3; delete"):
+        plan_slices(Corpus(path, documents=3), 2)
