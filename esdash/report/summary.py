@@ -169,7 +169,22 @@ def render_summary(results: Mapping[str, Any]) -> str:
             rows.append(_op_row(label, name, op))
     lines.append("")
     lines.extend(table(SUMMARY_HEADERS, rows, left=2))
+    notes = _step_notes(results)
+    if notes:
+        lines.append("")
+        lines.extend(notes)
     return "\n".join(lines) + "\n"
+
+
+def _step_notes(results: Mapping[str, Any]) -> list[str]:
+    """Why a query has no numbers: not supported by the distribution, or a failed warm-up."""
+    notes = []
+    for step in results.get("steps", []):
+        for query, reason in sorted((step.get("unsupported") or {}).items()):
+            notes.append(f"  {step['name']}/{query}: not run: {reason}")
+        for rank, error in sorted((step.get("warmup_failed") or {}).items()):
+            notes.append(f"  {step['name']}: rank {rank}: {error}")
+    return notes
 
 
 # ----------------------------------------------------------------------- live views

@@ -1,0 +1,253 @@
+"""The load generator's loops: bulk ingest of a corpus slice, and timed query steps.
+
+These loops are the hot path.  Per request they do one HTTP round trip on a persistent
+connection, a few clock reads and one :meth:`Recorder.record` call; everything else (merging,
+writing the stream, plugins) happens elsewhere, once per interval.
+
+Timing follows Rally's definitions: *service time* runs from sending a request to having its
+response; *latency* runs from when the request was *scheduled* to be sent.  In a closed loop
+(no target throughput) both are the same.  With a target throughput requests are scheduled at
+fixed intervals, and a slow response delays the following sends: their latency then includes
+the wait, so coordinated omission cannot hide a stall.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from esdash.bench.http import Connection, RequestFailed, error_class_of
+
+#: Bulk responses start with this when no item failed (checked without parsing the JSON).
+_NO_BULK_ERRORS = b'"errors":false'
+#: Back-off after a connection error, so a lost node is not hammered in a tight loop.
+CONNECTION_BACKOFF = 0.1
+
+
+@dataclass(frozen=True)
+class PreparedQuery:
+    """A query ready to send: its name, request path and encoded body."""
+
+    name: str
+    path: str
+    body: bytes
+
+    @classmethod
+    def of(cls, name: str, index: str, body: Any) -> PreparedQuery:
+        # request_cache=false: every request is answered by the shards, not the cache,
+        # so repeated queries measure search and not a lookup.
+        return cls(name, f"/{index}/_search?request_cache=false", json.dumps(body).encode())
+
+
+class WarmupFailed(Exception):
+    """A warm-up request failed: the step cannot produce meaningful numbers."""
+
+    def __init__(self, query: str, message: str) -> None:
+        super().__init__(f"warm-up of query {query!r} failed: {message}")
+        self.query = query
+
+
+def server_message(status: int, body: bytes) -> str:
+    """The error reason Elasticsearch gave, for error records and warm-up failures."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        return body[:300].decode("utf-8", "replace")
+    if isinstance(error, dict):
+        root = (error.get("root_cause") or [error])[0]
+        return f"{root.get('type', 'error')}: {root.get('reason', '')}"[:300]
+    return str(error)[:300]
+
+
+def returned_documents(body: bytes) -> int:
+    """Hits in a search response, counted without parsing it (each hit carries an ``_id``)."""
+    return body.count(b'"_id":')
+
+
+# ------------------------------------------------------------------------------ ingest
+
+
+@dataclass
+class IngestOutcome:
+    docs_sent: int = 0
+    docs_indexed: int = 0
+    rejected: int = 0
+
+
+def bulk_rejections(body: bytes) -> dict[str, int]:
+    """Rejected items of a bulk response by error type (empty when all succeeded)."""
+    if _NO_BULK_ERRORS in body[:64]:
+        return {}
+    reasons: dict[str, int] = {}
+    for item in json.loads(body).get("items", []):
+        result = next(iter(item.values()))
+        error = result.get("error")
+        if error:
+            reason = error.get("type", "unknown") if isinstance(error, dict) else str(error)
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return reasons
+
+
+def ingest(
+    connection: Connection,
+    batches: Iterable[Any],
+    recorder: Any,
+    tick: Callable[[], None],
+    on_progress: Callable[[int], None] | None = None,
+) -> IngestOutcome:
+    """Send every batch of a corpus slice as one ``_bulk`` request; account for every doc."""
+    outcome = IngestOutcome()
+    node = connection.target.name
+    for batch in batches:
+        tick()
+        started = time.perf_counter()
+        try:
+            status, body = connection.request(
+                "POST", "/_bulk", batch.body, content_type="application/x-ndjson"
+            )
+        except RequestFailed as exc:
+            elapsed = time.perf_counter() - started
+            recorder.record_error("bulk", node, exc.error_class, None, str(exc), elapsed)
+            recorder.record_bulk_rejections("bulk", node, {exc.error_class: batch.docs})
+            outcome.docs_sent += batch.docs
+            outcome.rejected += batch.docs
+            time.sleep(CONNECTION_BACKOFF)
+            continue
+        elapsed = time.perf_counter() - started
+        outcome.docs_sent += batch.docs
+        if status >= 300:
+            message = server_message(status, body)
+            recorder.record_error("bulk", node, error_class_of(status), status, message, elapsed)
+            recorder.record_bulk_rejections("bulk", node, {error_class_of(status): batch.docs})
+            outcome.rejected += batch.docs
+            continue
+        rejected = bulk_rejections(body)
+        failed = sum(rejected.values())
+        if rejected:
+            recorder.record_bulk_rejections("bulk", node, rejected)
+        indexed = batch.docs - failed
+        recorder.record("bulk", node, elapsed, elapsed, indexed, len(batch.body))
+        outcome.docs_indexed += indexed
+        outcome.rejected += failed
+        if on_progress is not None:
+            on_progress(batch.docs)
+    return outcome
+
+
+# ------------------------------------------------------------------------- query steps
+
+
+def query_order(queries: Sequence[PreparedQuery], rng: random.Random) -> list[PreparedQuery]:
+    """This rank's own random permutation of the step's queries (cycled through)."""
+    order = list(queries)
+    rng.shuffle(order)
+    return order
+
+
+def warm_up(
+    connection: Connection,
+    order: Sequence[PreparedQuery],
+    until: float,
+    recorder: Any,
+    tick: Callable[[], None],
+) -> int:
+    """Send queries until ``until`` (wall clock); every query at least once.
+
+    Warm-up requests are recorded like measured ones (the phase tells them apart), so the
+    live view shows the warm-up converging.
+
+    Any error aborts the step with the server's message: a warm-up that silently failed
+    (as the authors' did) would make the measured numbers look like a warm cache.
+    """
+    node = connection.target.name
+    sent = 0
+    position = 0
+    perf = time.perf_counter
+    while position < len(order) or time.time() < until:
+        query = order[position % len(order)]
+        position += 1
+        tick()
+        started = perf()
+        try:
+            status, body = connection.request("POST", query.path, query.body)
+        except RequestFailed as exc:
+            raise WarmupFailed(query.name, str(exc)) from exc
+        if status >= 300:
+            raise WarmupFailed(query.name, f"HTTP {status}: {server_message(status, body)}")
+        elapsed = perf() - started
+        recorder.record(query.name, node, elapsed, elapsed, returned_documents(body), len(body))
+        sent += 1
+    return sent
+
+
+def measure(
+    connection: Connection,
+    order: Sequence[PreparedQuery],
+    until: float,
+    recorder: Any,
+    tick: Callable[[], None],
+    rate: float | None = None,
+    think_time: float = 0.0,
+) -> int:
+    """Send queries until ``until`` (wall clock): closed loop, or paced at ``rate`` req/s."""
+    node = connection.target.name
+    sent = 0
+    count = len(order)
+    perf, wall = time.perf_counter, time.time
+    # Schedules run on the monotonic clock; the deadline is shared by all ranks (wall clock).
+    deadline = perf() + (until - wall())
+    period = 1.0 / rate if rate else 0.0
+    scheduled = perf()
+    while True:
+        tick()
+        now = perf()
+        if period:
+            if scheduled > now:
+                if scheduled >= deadline:
+                    break
+                time.sleep(scheduled - now)
+            elif now >= deadline:
+                break
+        elif now >= deadline:
+            break
+        query = order[sent % count]
+        started = perf()
+        intended = scheduled if period else started
+        try:
+            status, body = connection.request("POST", query.path, query.body)
+        except RequestFailed as exc:
+            done = perf()
+            recorder.record_error(
+                query.name, node, exc.error_class, None, str(exc), done - intended
+            )
+            time.sleep(CONNECTION_BACKOFF)
+        else:
+            done = perf()
+            if status >= 300:
+                recorder.record_error(
+                    query.name,
+                    node,
+                    error_class_of(status),
+                    status,
+                    server_message(status, body),
+                    done - intended,
+                )
+            else:
+                recorder.record(
+                    query.name,
+                    node,
+                    done - intended,
+                    done - started,
+                    returned_documents(body),
+                    len(body),
+                )
+        sent += 1
+        if period:
+            scheduled += period
+        elif think_time:
+            time.sleep(think_time)
+    return sent

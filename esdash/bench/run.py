@@ -1,0 +1,188 @@
+"""``esdash run``: the whole job, headless — cluster, ingest, query steps, results, summary.
+
+Everything that can be checked is checked before anything is launched: the session, the
+plugins, the distribution, the corpus (generated once and cached) and the query steps.
+The bench ranks then run as one MPI step beside the cluster's step; this process only
+follows the run stream (``stream.jsonl``) to print progress, exactly as any other viewer
+would, and prints the summary at the end — also after Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from esdash.bench.corpus import check_corpus, plan_slices
+from esdash.bench.plan import make_plan
+from esdash.bench.stepfile import query_steps_for
+from esdash.cluster import lifecycle
+from esdash.cluster.rundir import RunDir, read_json, tail
+from esdash.errors import (
+    EXIT_ABORT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_THRESHOLD,
+    BadInput,
+    EsdashError,
+)
+from esdash.launch import mpi
+from esdash.paths import cache_dir
+from esdash.plugins import get_plugins
+from esdash.session import Session
+
+
+@dataclass
+class RunOptions:
+    cluster: Path | None = None
+    keep: bool = False
+    fresh: bool = False
+    reingest: bool = False
+    thresholds: tuple[str, ...] = ()
+    timeout: float = lifecycle.DEFAULT_TIMEOUT
+
+
+def prepare_workload(session: Session) -> tuple[Any, Any, tuple]:
+    """Track, corpus and query steps, resolved before any cluster is started."""
+    plugins = get_plugins()
+    track = plugins.get("track", session.track.name)
+    corpus = track.corpus(session.track.options, cache_dir() / "corpora")
+    if not Path(corpus.path).is_file():
+        raise BadInput(f"track {track.name}: corpus {corpus.path} does not exist")
+    check_corpus(corpus)
+    # Scan once here; the ranks then only read the cached offsets.
+    ranks = session.benchmark.workers_per_node * session.cluster.nodes
+    plan_slices(corpus, ranks, cache_dir() / "offsets")
+    return track, corpus, query_steps_for(session, track)
+
+
+def _bench_run_dir(session: Session, cluster_run: RunDir) -> RunDir:
+    """A new run directory for a benchmark against an already running cluster."""
+    from esdash.paths import runs_dir
+
+    info = cluster_run.read_run()
+    run = RunDir.create(runs_dir(), session.name)
+    (run.session_file).write_bytes(session.path.read_bytes())
+    for name in ("topology.json",):
+        (run.path / name).write_bytes((cluster_run.path / name).read_bytes())
+    if cluster_run.credentials_file.exists():
+        os.symlink(cluster_run.credentials_file, run.credentials_file)
+    run.update_run(
+        session_name=session.name,
+        session_path=str(session.path.resolve()),
+        cluster_run=str(cluster_run.path),
+        home=info.get("home"),
+        version=info.get("version"),
+        nodes=info.get("nodes"),
+        state="running",
+        created=time.time(),
+    )
+    return run
+
+
+def launch_bench(run: RunDir, session: Session) -> subprocess.Popen[bytes]:
+    ranks = session.benchmark.workers_per_node * session.cluster.nodes
+    per_host = session.benchmark.workers_per_node * session.cluster.nodes_per_host
+    command = mpi.rank_command(["esdash.bench.rank", str(run.path)], ranks, per_host)
+    log = (run.path / "bench.log").open("ab")
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=run.path,
+    )
+    log.close()
+    run.update_run(bench_launcher={"pid": process.pid, "command": command})
+    return process
+
+
+def follow(run: RunDir, process: subprocess.Popen[bytes], out: TextIO) -> bool:
+    """Print the stream while the bench runs; forward Ctrl-C/SIGTERM to the ranks.
+
+    Returns True when the run was interrupted.
+    """
+    from esdash.report.live import LivePrinter
+
+    interrupted: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if not interrupted and process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)  # ranks abort and still report
+        interrupted.append(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    printer = LivePrinter(run.path / "stream.jsonl", out, tty=out.isatty())
+    try:
+        while process.poll() is None:
+            printer.poll()
+            time.sleep(0.2)
+            if len(interrupted) > 1:  # a second Ctrl-C: stop waiting for the ranks
+                os.killpg(process.pid, signal.SIGKILL)
+        printer.poll()
+        printer.close()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return bool(interrupted)
+
+
+def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout) -> int:
+    """The whole job; returns the documented exit code."""
+    from esdash.report.summary import evaluate_thresholds, parse_thresholds, render_summary
+
+    thresholds = parse_thresholds(options.thresholds)
+    track, corpus, steps = prepare_workload(session)
+    cluster_process = None
+    if options.cluster is not None:
+        run = _bench_run_dir(session, RunDir.open(options.cluster))
+    else:
+        run, cluster_process, _ = lifecycle.up(session, options.fresh, options.timeout)
+        print(f"cluster up: {run.path}", file=out, flush=True)
+    status = EXIT_FAILURE
+    try:
+        backend = get_plugins().get("backend", session.cluster.backend.name)
+        distribution = backend.inspect(Path(run.read_run()["home"]))
+        ranks = session.benchmark.workers_per_node * session.cluster.nodes
+        seed = session.benchmark.seed
+        if seed is None:
+            seed = random.SystemRandom().randrange(2**31)
+        plan = make_plan(session, track, corpus, steps, distribution, ranks, seed, options.reingest)
+        plan.write(run)
+        process = launch_bench(run, session)
+        interrupted = follow(run, process, out)
+        results_file = run.path / "results.json"
+        if not results_file.exists():
+            raise EsdashError(
+                f"the benchmark ended without results (exit code {process.returncode}); "
+                f"its output ({run.path / 'bench.log'}):\n{tail(run.path / 'bench.log', 30)}"
+            )
+        results = read_json(results_file)
+        print(render_summary(results), file=out)
+        failures = evaluate_thresholds(thresholds, results)
+        for failure in failures:
+            print(f"threshold failed: {failure}", file=out)
+        if interrupted or results.get("status") == "aborted":
+            status = EXIT_ABORT
+        elif results.get("status") != "ok":
+            status = EXIT_FAILURE
+        elif failures:
+            status = EXIT_THRESHOLD
+        else:
+            status = EXIT_OK
+        print(f"results: {results_file}", file=out)
+    finally:
+        run.update_run(bench_exit=status)
+        if cluster_process is not None:
+            if options.keep:
+                print(f"cluster kept running: esdash cluster down {run.path}", file=out)
+            else:
+                lifecycle.stop(run, cluster_process)
+    return status

@@ -1,0 +1,59 @@
+"""``esdash run SESSION``: cluster, ingest, query steps, results — headless, for batch jobs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from esdash.bench.run import RunOptions, run_session
+from esdash.cluster import lifecycle
+from esdash.session import load_session
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run a session's benchmark headless (starts and stops the cluster)",
+        description=(
+            "Exit codes: 0 success, 1 failure, 2 bad input, 3 a threshold failed, "
+            "4 the cluster failed, 5 a plugin is missing or broken, 130 aborted (Ctrl-C)."
+        ),
+    )
+    parser.add_argument("session", metavar="SESSION", help="session file")
+    parser.add_argument(
+        "--cluster", type=Path, metavar="RUN", help="use the running cluster of this run directory"
+    )
+    parser.add_argument("--keep", action="store_true", help="leave the cluster running")
+    parser.add_argument("--fresh", action="store_true", help="delete reused data of the data root")
+    parser.add_argument(
+        "--reingest",
+        action="store_true",
+        help="ingest even when the index already holds the whole corpus",
+    )
+    parser.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help='fail (exit 3) unless e.g. "age:p99<500ms"; repeatable',
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=lifecycle.DEFAULT_TIMEOUT,
+        help="seconds to wait for a healthy cluster (default %(default)s)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    session = load_session(args.session)
+    options = RunOptions(
+        cluster=args.cluster,
+        keep=args.keep,
+        fresh=args.fresh,
+        reingest=args.reingest,
+        thresholds=tuple(args.threshold),
+        timeout=args.timeout,
+    )
+    return run_session(session, options)

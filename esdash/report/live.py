@@ -1,0 +1,69 @@
+"""Headless progress for ``esdash run``: follow the run stream like any other viewer.
+
+On a terminal a compact table of the latest interval is redrawn in place about once a
+second; in a batch log (stdout is not a terminal) every record becomes one line, so an
+sbatch output file reads as a time line.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from esdash.report.summary import render_live, render_record_line
+from esdash.stream.reader import StreamReader
+
+#: Minimum seconds between redraws of the terminal table.
+REDRAW_SECONDS = 1.0
+
+
+class LivePrinter:
+    def __init__(self, path: Path, out: TextIO, tty: bool) -> None:
+        self.reader = StreamReader(path)
+        self.out = out
+        self.tty = tty
+        self.header: dict[str, Any] | None = None
+        self.latest: dict[str, Any] | None = None
+        self.drawn_lines = 0
+        self.last_draw = 0.0
+
+    def poll(self) -> None:
+        """Read what is new and print it (lines) or redraw the table (terminal)."""
+        for record in self.reader.poll():
+            kind = record.get("type")
+            if kind == "header":
+                self.header = record
+            if kind == "interval":
+                self.latest = record
+                if not self.tty:
+                    self._line(render_record_line(record, self.header))
+                continue
+            self._clear()
+            self._line(render_record_line(record, self.header))
+        for problem in self.reader.new_problems():
+            self._clear()
+            self._line(f"warning: {problem}")
+        if self.tty and self.latest and time.monotonic() - self.last_draw >= REDRAW_SECONDS:
+            self._draw(render_live(self.latest, self.header))
+
+    def _line(self, text: str) -> None:
+        self.out.write(text.rstrip("\n") + "\n")
+        self.out.flush()
+
+    def _clear(self) -> None:
+        if self.drawn_lines:
+            self.out.write(f"\x1b[{self.drawn_lines}F\x1b[J")
+            self.drawn_lines = 0
+
+    def _draw(self, table: str) -> None:
+        self._clear()
+        self.out.write(table)
+        self.out.flush()
+        self.drawn_lines = table.count("\n")
+        self.last_draw = time.monotonic()
+
+    def close(self) -> None:
+        """Leave the last table on screen (it is the last state) and end cleanly."""
+        self.poll()
+        self.drawn_lines = 0
