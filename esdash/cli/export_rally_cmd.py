@@ -1,0 +1,126 @@
+"""``esdash export-rally TRACK_OR_SESSION OUT_DIR``: an esdash track as a Rally track directory.
+
+Either a track name with ``--option key=value`` (values are TOML, as in a session file:
+``--option documents=5000``, ``--option 'track_params=["a=1"]'``; a bare word is a string),
+or a session file, whose ``[track]`` table and ``[benchmark]`` values (warm-up, duration,
+bulk size, bench ranks as Rally clients, target throughput) are used; ``--option`` then
+overrides single track options.  The conversion itself is :mod:`esdash.rally_export`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from esdash.errors import BadInput
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "export-rally",
+        help="write a track (or a session's track) as a Rally track directory",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument("source", metavar="TRACK_OR_SESSION", help="track name or session file")
+    parser.add_argument("out_dir", metavar="OUT_DIR", type=Path, help="directory to write")
+    parser.add_argument(
+        "--option",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a track option (TOML value); repeatable",
+    )
+    parser.add_argument(
+        "--copy", action="store_true", help="copy the corpus instead of symlinking it"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="replace track.json, index.json, documents.json"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="where generated corpora are kept (default: esdash's cache, as `esdash run`)",
+    )
+    parser.set_defaults(func=run)
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """``key=value`` with a TOML value; a value that is not TOML is taken as a string."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise BadInput(f"--option {text!r}: expected KEY=VALUE, e.g. --option documents=5000")
+    try:
+        return key, tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        return key, value
+
+
+def _is_session(source: str) -> bool:
+    return source.endswith(".toml") or Path(source).is_file()
+
+
+def resolve(source: str, raw_options: list[str]) -> tuple[Any, dict[str, Any], Any | None]:
+    """The track, its validated options and the session (None for a bare track name)."""
+    from esdash.options import validate
+    from esdash.plugins import get_plugins
+
+    table = dict(parse_option(text) for text in raw_options)
+    session = None
+    if _is_session(source):
+        from esdash.session import load_session
+
+        session = load_session(source)
+        track = get_plugins().get("track", session.track.name)
+        options = dict(session.track.options)
+    else:
+        track = get_plugins().get("track", source)
+        options = {}
+    values, problems = validate(track.options, table, "track", Path.cwd())
+    if session is not None:  # the session already supplies what --option leaves out
+        given = {f"track.{key}" for key in table}
+        problems = [p for p in problems if p.key in given]
+        values = {key: value for key, value in values.items() if key in table}
+    if problems:
+        raise BadInput("invalid track options\n  " + "\n  ".join(f"--option {p}" for p in problems))
+    options.update(values)
+    return track, options, session
+
+
+def run(args: argparse.Namespace) -> int:
+    from esdash.paths import cache_dir
+    from esdash.rally_export import ExportSettings, export_track
+
+    track, options, session = resolve(args.source, args.option)
+    if session is not None:
+        settings = ExportSettings.from_session(session, copy_corpus=args.copy)
+    else:
+        settings = ExportSettings(copy_corpus=args.copy)
+    result = export_track(
+        track,
+        options,
+        args.out_dir,
+        args.cache_dir or cache_dir() / "corpora",
+        settings,
+        force=args.force,
+    )
+    how = "copied from" if args.copy else "symlink to"
+    print(f"wrote Rally track {result.directory} (track {track.name!r}, index {result.index!r})")
+    print(f"  {result.corpus_file}: {how} {result.corpus_source}")
+    print(f"  {result.documents} documents, {result.uncompressed_bytes} bytes")
+    print(f"  {result.operations} operations in challenge 'esdash'")
+    for note in result.notes:
+        print(f"  note: {note}")
+    print(
+        f"run it with: esrally race --offline --pipeline=benchmark-only "
+        f"--target-hosts=HOST:PORT --track-path={result.directory.resolve()}"
+    )
+    return 0
