@@ -11,12 +11,12 @@ directory holds:
 * ``documents.json``: the corpus, symlinked (default) or copied, with its ``document-count``
   and ``uncompressed-bytes`` in ``track.json`` (Rally checks both).
 
-esdash and Rally count rates differently: an esdash step's target throughput applies to each
-bench rank, a Rally task's to all its clients together.  With ``clients`` set to the number
-of bench ranks (``nodes x workers_per_node`` of a session) the exported
-``target-throughput`` is ``rate x clients``; a step with several queries becomes a
-``parallel`` block whose ``clients`` cap makes those clients share the queries, as esdash's
-ranks do.  The ``rally`` track reads such a directory back into the same steps.
+An esdash step's target throughput and a Rally task's ``target-throughput`` are both the
+rate of all senders together (esdash's bench ranks, Rally's clients), so the rate is written
+unchanged, and ``clients`` is the number of bench ranks (``nodes x workers_per_node`` of a
+session).  A step with several queries becomes a ``parallel`` block whose ``clients`` cap
+makes those clients share the queries, as esdash's ranks do, each task at its share of the
+rate.  The ``rally`` track reads such a directory back into the same steps.
 
 Rally renders ``track.json`` with Jinja2, so any ``{{``, ``{%`` or ``{#`` inside strings
 (a query for a literal ``{{id}}``) is written as ``\\u007b...``, which JSON reads back as
@@ -53,8 +53,8 @@ _JINJA_OPENERS = re.compile(r"\{(?=[{%#])")
 class ExportSettings:
     """How the exported challenge runs: esdash's session values, in Rally's terms.
 
-    ``target_throughput`` is per bench rank (esdash's meaning); ``clients`` is the number of
-    bench ranks it stands for.
+    ``target_throughput`` is the rate of all bench ranks together; ``clients`` is the
+    number of bench ranks.
     """
 
     warmup: float = DEFAULT_WARMUP
@@ -232,7 +232,7 @@ def build_track(
                 **timing,
             }
             if rate:
-                task["target-throughput"] = rate * clients
+                task["target-throughput"] = rate
             schedule.append(task)
             continue
         tasks = []
@@ -244,7 +244,7 @@ def build_track(
                 "meta": {"esdash-step": step.name},
             }
             if rate:
-                task["target-throughput"] = rate * clients / len(step.queries)
+                task["target-throughput"] = rate / len(step.queries)
             tasks.append(task)
         schedule.append({"parallel": {"clients": clients, **timing, "tasks": tasks}})
 

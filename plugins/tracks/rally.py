@@ -616,9 +616,9 @@ class _ScheduleMapper:
         timing = _timing(task)
         if timing.how == "iterations":
             self._converted.append(
-                f"{task.name} ({task.warmup_iterations or 0}+{task.iterations or 0} at "
-                f"{timing.target_throughput:g}/s -> {timing.warmup or 0:g} s+"
-                f"{timing.duration or 0:g} s)"
+                f"{task.name} ({task.warmup_iterations or 0}+{task.iterations or 0} x "
+                f"{task.clients} client(s) at {timing.target_throughput:g}/s -> "
+                f"{timing.warmup or 0:g} s+{timing.duration or 0:g} s)"
             )
         elif timing.how == "untimed":
             self._untimed.append(task.name)
@@ -631,7 +631,7 @@ class _ScheduleMapper:
         if self._converted:
             self.notes.append(
                 "warm-up+measured iterations (per client) converted to seconds at the task's "
-                "target rate per client: " + ", ".join(self._converted)
+                "target rate: " + ", ".join(self._converted)
             )
         if self._untimed:
             self.notes.append(
@@ -641,10 +641,8 @@ class _ScheduleMapper:
             )
         if self._clients:
             self.notes.append(
-                "Rally clients are not reproduced (each esdash bench rank is one client; a "
-                "target-throughput becomes target-throughput/clients per rank, for a parallel "
-                "block the tasks' summed rates / their largest clients): "
-                + ", ".join(self._clients)
+                "Rally clients are not reproduced (esdash's bench ranks are its clients; "
+                "target-throughput is kept as the total rate): " + ", ".join(self._clients)
             )
 
     def walk(self, schedule: Sequence[Any]) -> None:
@@ -785,7 +783,7 @@ class _ScheduleMapper:
         throughputs = [t.throughput for t in tasks]
         target = None
         if all(throughputs):
-            target = sum(t for t in throughputs if t) / max(t.clients for t in tasks)
+            target = sum(t for t in throughputs if t)  # the block's total rate
         elif any(throughputs):
             self.notes.append(
                 f"{name}: only some parallel searches are throttled; esdash runs "
@@ -929,14 +927,15 @@ class Timing:
 
 
 def _timing(task: RallyTask) -> Timing:
-    """Warm-up and measured seconds and the per-rank rate of a Rally task.
+    """Warm-up and measured seconds and the rate of a Rally task, in esdash's terms.
 
-    Rally's ``target-throughput`` is the rate of all of the task's ``clients`` together; an
-    esdash step's rate applies to each bench rank, so the step gets the rate of one client
-    (``target-throughput / clients``): with as many bench ranks as Rally clients the total is
-    the same.  Iterations (per client in Rally) become times at that rate; without a rate
-    they have no time equivalent and the session's warm-up and duration apply (``None``).
-    A measured phase without a warm-up gets none, as in Rally.
+    Rally's ``target-throughput`` is the rate of all of the task's ``clients`` together, and
+    an esdash step's target throughput is the rate of all bench ranks together (each rank
+    paces itself at its share), so the rate carries over unchanged.  Iterations are per
+    client in Rally; at the per-client rate ``target-throughput / clients`` they take
+    ``iterations * clients / target-throughput`` seconds.  Without a rate they have no time
+    equivalent and the session's warm-up and duration apply (``None``).  A measured phase
+    without a warm-up gets none, as in Rally.
     """
     per_client = task.throughput / task.clients if task.throughput else None
     warmup, duration = task.warmup_time, task.time
@@ -956,7 +955,7 @@ def _timing(task: RallyTask) -> Timing:
     return Timing(
         None if warmup is None else float(warmup),
         None if duration is None else float(duration),
-        per_client,
+        task.throughput,
         how,
     )
 

@@ -77,10 +77,11 @@ def test_search_tasks_become_query_steps_with_converted_timing(track):
     steps = {s.name: s for s in track.query_steps(options(WEBLOGS))}
     assert list(steps) == ["match-all", "status-range", "recent", "slow-requests"]
 
-    # 2 clients at 40 ops/s: 20 ops/s per client; 100 + 200 iterations per client.
+    # 2 clients at 40 ops/s together (the step's total rate): 100 + 200 iterations per
+    # client at 20 ops/s per client take 5 s + 10 s.
     match_all = steps["match-all"]
     assert match_all.queries == (Query("match-all", {"query": {"match_all": {}}}, "weblogs"),)
-    assert (match_all.warmup, match_all.duration, match_all.target_throughput) == (5, 10, 20)
+    assert (match_all.warmup, match_all.duration, match_all.target_throughput) == (5, 10, 40)
 
     status = steps["status-range"]
     assert (status.warmup, status.duration, status.target_throughput) == (5, 20, None)
@@ -122,7 +123,7 @@ def test_everything_else_is_listed_with_the_reason(track):
     notes = "\n".join(track.notes(o))
     assert "ignored: bulk-size, clients, warmup-time-period, ingest-percentage" in notes
     assert "status-range (search): ignored request-params" in notes
-    assert "match-all (100+200 at 20/s -> 5 s+10 s)" in notes
+    assert "match-all (100+200 x 2 client(s) at 40/s -> 5 s+10 s)" in notes
     assert "benchmark.duration apply to: recent" in notes
     assert "documents-archive.json.bz2 -> weblogs-archive" in notes
 
@@ -211,8 +212,8 @@ def test_another_challenge_with_a_parallel_block_of_searches(track):
     (step,) = track.query_steps(o)
     assert step.name == "p-match-all+p-status+p-recent"
     assert [q.name for q in step.queries] == ["match-all", "status-range", "recent"]
-    # Rates of all tasks together (40 ops/s) over the largest task's clients (2).
-    assert (step.warmup, step.duration, step.target_throughput) == (5, 30, 20)
+    # The block's rate is the rates of its tasks together.
+    assert (step.warmup, step.duration, step.target_throughput) == (5, 30, 40)
     assert track.unsupported_operations(o) == []
 
 

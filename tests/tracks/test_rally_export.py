@@ -153,11 +153,11 @@ def test_round_trip_of_shared_multi_query_and_paced_steps(tmp_path, logs_track):
     assert spec["corpora"][0]["documents"][0]["includes-action-and-meta-data"] is True
     schedule = spec["challenges"][0]["schedule"]
     paced = next(t for t in schedule if t.get("name") == "paced")
-    assert paced["target-throughput"] == 7.5 * 4 and paced["clients"] == 4
+    assert paced["target-throughput"] == 7.5 and paced["clients"] == 4
     mixed_paced = next(t for t in schedule if "parallel" in t and "mixed-paced/braces" in str(t))
     block = mixed_paced["parallel"]
     assert block["clients"] == 4 and block["time-period"] == 6
-    assert [t["target-throughput"] for t in block["tasks"]] == [6.0, 6.0]
+    assert [t["target-throughput"] for t in block["tasks"]] == [1.5, 1.5]
     assert "{{" not in (tmp_path / "b" / "track.json").read_text()
 
 
@@ -255,11 +255,11 @@ def test_cli_exports_a_session_with_its_benchmark_values(tmp_path, monkeypatch):
     schedule = spec["challenges"][0]["schedule"]
     assert spec["operations"][0]["bulk-size"] == 7
     assert schedule[2] == {"operation": "bulk", "clients": 6}
-    # The tasks keep their own times (errors has no warm-up); rates are 6 ranks x 5/s.
+    # The tasks keep their own times (errors has no warm-up); 6 ranks share 5/s.
     assert [
         (t["name"], t["warmup-time-period"], t["time-period"], t["target-throughput"])
         for t in schedule[4:]
-    ] == [("all-events", 1, 3, 30.0), ("errors", 0, 3, 30.0)]
+    ] == [("all-events", 1, 3, 5.0), ("errors", 0, 3, 5.0)]
     assert not (out / "documents.json").is_symlink()
 
 
