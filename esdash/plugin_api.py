@@ -365,6 +365,10 @@ class Track(Registrable):
     index: str = ""
     fields: tuple[FieldSpec, ...] = ()
 
+    def index_name(self, options: Mapping[str, Any]) -> str:
+        """The index the documents go to; tracks whose index depends on options override it."""
+        return self.index or self.name
+
     @abstractmethod
     def index_body(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """The settings and mappings of the track's index, as sent to ``PUT /<index>``."""

@@ -79,7 +79,7 @@ BENCHMARK = (
     Option(
         "target_throughput",
         "float",
-        "requests/s per rank (paced); unset: closed loop",
+        "requests/s of all workers together, paced (as Rally); unset: closed loop",
         None,
         (),
         0.001,

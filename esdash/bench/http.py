@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import http.client
-import socket
 import ssl
 from dataclasses import dataclass
 from typing import Any
@@ -77,7 +76,7 @@ class Connection:
             self._conn.request(method, path, body=body, headers=headers)
             response = self._conn.getresponse()
             data = response.read()
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             self.close()
             raise RequestFailed("timeout", f"no response within {self.timeout:g} s") from exc
         except (OSError, http.client.HTTPException) as exc:

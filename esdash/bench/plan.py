@@ -136,7 +136,7 @@ def make_plan(
     reingest: bool = False,
 ) -> BenchPlan:
     options = session.track.options
-    index = track.index or track.name
+    index = track.index_name(options)
     return BenchPlan(
         index=index,
         index_body=track.index_body(options),

@@ -1,30 +1,35 @@
-"""What every MPI rank of the benchmark step does; rank 0 also merges and writes the stream.
+"""The benchmark step: worker ranks generate load, rank 0 coordinates and records.
 
-Started as ``python -m esdash.bench.rank RUN_DIR`` by ``mpiexec`` or ``srun``.
+Started as ``python -m esdash.bench.rank RUN_DIR`` by ``mpiexec`` or ``srun`` with
+``workers + 1`` ranks.  Rank 0 does no load: it prepares the index, merges the workers'
+interval payloads into the run stream, releases the query steps once ingest is done, and
+writes the results.  Keeping it single-threaded and out of the load loops matters: MPICH
+aborts a multi-threaded rank when a peer dies, and merging must never stall on a slow
+request of its own.
 
-Timeline (wall clock, shared by all ranks through one broadcast):
+Timeline (wall clock, shared through one broadcast at the start):
 
-1. rank 0 prepares the index (creates it, or keeps a reused one with the right document
-   count) and broadcasts the start time ``T0``;
-2. ingest: every rank sends its byte-range slice of the corpus to its node in bulk requests;
-3. a non-blocking barrier with a deadline (a lost rank cannot stall the others), then rank 0
-   refreshes the index and broadcasts when the query steps start;
-4. query steps run on a fixed schedule from that moment: warm-up, then measurement;
-5. every rank sends its final report; rank 0 writes ``results.json`` and the final record.
+1. rank 0 creates the index (or keeps a reused one with the complete document count) and
+   broadcasts the start time ``T0``;
+2. ingest: each worker sends its byte-range slice of the corpus to its node in bulk requests,
+   then tells rank 0 it is done;
+3. when every worker is done or lost (silent for :data:`LOST_AFTER` seconds), rank 0
+   refreshes the index and tells the workers when the query steps start;
+4. the steps run on a fixed schedule from that moment: warm-up, then measurement;
+5. every worker sends its final report; rank 0 writes ``results.json`` and the final record.
 
-Every ``interval`` seconds each rank sends the recorder's interval payload to rank 0 with a
-non-blocking send.  A thread on rank 0 merges what arrived and appends one record per
-interval to ``stream.jsonl``; a rank whose payload is late is listed as missing in that
-record (its data is kept and counted later), never waited for.
+Every interval each worker sends the recorder's payload with a non-blocking send; it doubles
+as a heartbeat.  A worker whose payload is late is listed as missing in that interval's
+record (its data is still counted when it arrives); a lost worker is not waited for.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import sys
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -41,15 +46,19 @@ from esdash.paths import cache_dir
 TAG_INTERVAL = 11
 TAG_FINAL = 12
 TAG_START = 13
-#: How long past its end an interval waits for late ranks before it is written.
+TAG_INGEST_DONE = 14
+#: How long past its end an interval waits for late workers before it is written.
 GRACE_INTERVALS = 2.0
-#: How long rank 0 waits for the other ranks at synchronisation points and at the end.
-SYNC_TIMEOUT = 600.0
+#: A worker silent for this long (no payload, no final) is considered lost: at least
+#: this many seconds, and at least ten intervals.
+LOST_AFTER = 15.0
+#: How long workers wait for rank 0 to release the query steps.
+SYNC_TIMEOUT = 3600.0
 
 
 @dataclass
 class Schedule:
-    """The shared clock: interval numbers and phase boundaries in wall-clock seconds."""
+    """The shared clock: interval numbers and boundaries in wall-clock seconds."""
 
     t0: float
     interval: float
@@ -63,7 +72,7 @@ class Schedule:
 
 @dataclass
 class RankState:
-    """What this rank is doing, attached to every payload it sends."""
+    """What this worker is doing, attached to every payload it sends."""
 
     phase: str = "starting"
     step: int | None = None
@@ -72,6 +81,28 @@ class RankState:
 
 class Aborted(Exception):
     """SIGTERM or SIGINT arrived (Ctrl-C, scancel, a Slurm time limit): wrap up now."""
+
+
+def _watch_signals(state: RankState) -> None:
+    def on_signal(signum: int, _frame: object) -> None:
+        state.aborted = f"received {signal.Signals(signum).name}"
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+
+
+def _sleep_until(moment: float, state: RankState, tick: Any = None) -> None:
+    while not state.aborted:
+        left = moment - time.time()
+        if left <= 0:
+            return
+        if tick is not None:
+            tick()
+        time.sleep(min(left, 0.1))
+    raise Aborted(state.aborted)
+
+
+# ------------------------------------------------------------------------------ workers
 
 
 class Reporter:
@@ -93,9 +124,10 @@ class Reporter:
             self.flush(partial=False)
 
     def flush(self, partial: bool) -> None:
+        """Send what was recorded; ``partial`` at a phase change inside an interval."""
         now = time.time()
         seq = self.schedule.seq(now)
-        closing = seq - 1 if not partial else seq
+        closing = seq if partial else seq - 1
         message = {
             "rank": self.rank,
             "seq": closing,
@@ -110,47 +142,216 @@ class Reporter:
         if not partial:
             self.sent_through = closing
         self.next_boundary = self.schedule.boundary(seq)
-        self.pending.append(self.comm.isend(message, dest=0, tag=TAG_INTERVAL))
+        self.send(message, TAG_INTERVAL)
+
+    def send(self, message: Any, tag: int) -> None:
+        self.pending.append(self.comm.isend(message, dest=0, tag=tag))
         self.pending = [r for r in self.pending if not r.test()[0]]
 
     def add_progress(self, docs: int) -> None:
         self.progress += docs
 
+    def drain_sends(self, timeout: float) -> None:
+        deadline = time.time() + timeout
+        while self.pending and time.time() < deadline:
+            self.pending = [r for r in self.pending if not r.test()[0]]
+            time.sleep(0.01)
 
-class Aggregator(threading.Thread):
-    """Rank 0: receive payloads, write one stream record per interval, keep totals."""
 
-    def __init__(self, comm: Any, ranks: int, schedule: Schedule, sink: Any) -> None:
-        super().__init__(name="esdash-aggregator", daemon=True)
-        self.comm, self.ranks, self.schedule, self.sink = comm, ranks, schedule, sink
+@dataclass
+class Worker:
+    """One load-generating rank."""
+
+    plan: BenchPlan
+    index: int
+    workers: int
+    nodes: list[dict]
+    credentials: Any
+    state: RankState = field(default_factory=RankState)
+
+    def connection(self, node: dict, timeout: float = 120.0) -> Connection:
+        target = Target(
+            node["name"], f"{node['address']}:{node['http_port']}", self.credentials is not None
+        )
+        return Connection(target, self.credentials, timeout)
+
+    @property
+    def ingest_node(self) -> dict:
+        return self.nodes[self.index % len(self.nodes)]
+
+    def ingest(self, recorder: Any, reporter: Reporter) -> dict:
+        from esdash.bench.corpus import plan_slices, read_slice
+        from esdash.plugin_api import Corpus
+
+        plan = self.plan
+        corpus = Corpus(Path(plan.corpus_path), plan.corpus_documents, plan.corpus_has_actions)
+        part = plan_slices(corpus, self.workers, cache_dir() / "offsets")[self.index]
+        connection = self.connection(self.ingest_node)
+        began = time.time()
+        outcome = loadgen.ingest(
+            connection,
+            read_slice(corpus, part, plan.bulk_size, plan.index),
+            recorder,
+            reporter.tick,
+            reporter.add_progress,
+        )
+        connection.close()
+        return {
+            "node": self.ingest_node["name"],
+            "docs_sent": outcome.docs_sent,
+            "docs_indexed": outcome.docs_indexed,
+            "rejected": outcome.rejected,
+            "seconds": time.time() - began,
+        }
+
+    def query_steps(self, recorder: Any, reporter: Reporter, start: float) -> list[dict]:
+        """Run every step on the shared schedule; return what happened per step."""
+        outcomes = []
+        moment = start
+        for k, step in enumerate(self.plan.steps):
+            runnable = step.runnable
+            if not runnable:
+                outcomes.append({"step": step.name, "status": "unsupported"})
+                continue
+            warm_end = moment + step.warmup
+            end = warm_end + step.duration
+            # The seed makes target node and query order reproducible per worker and step.
+            rng = random.Random(self.plan.seed * 1_000_003 + self.index * 7_919 + k)
+            node = rng.choice(self.nodes)
+            connection = self.connection(node, timeout=max(30.0, step.duration))
+            prepared = [loadgen.PreparedQuery.of(q.name, q.index, q.body) for q in runnable]
+            order = loadgen.query_order(prepared, rng)
+            outcome: dict[str, Any] = {
+                "step": step.name,
+                "node": node["name"],
+                "order": [q.name for q in order],
+            }
+            _sleep_until(moment, self.state, reporter.tick)
+            self.state.phase, self.state.step = "warmup", k
+            try:
+                if step.warmup > 0:
+                    outcome["warmup_requests"] = loadgen.warm_up(
+                        connection, order, warm_end, recorder, reporter.tick
+                    )
+            except loadgen.WarmupFailed as exc:
+                outcome.update(status="warmup_failed", error=str(exc))
+                outcomes.append(outcome)
+                reporter.flush(partial=True)
+                _sleep_until(end, self.state, reporter.tick)
+                moment = end
+                continue
+            reporter.flush(partial=True)
+            self.state.phase = "measure"
+            rate = step.target_throughput / self.workers if step.target_throughput else None
+            outcome["requests"] = loadgen.measure(
+                connection, order, end, recorder, reporter.tick, rate, step.think_time
+            )
+            reporter.flush(partial=True)
+            connection.close()
+            outcome["status"] = "ok"
+            outcomes.append(outcome)
+            moment = end
+        return outcomes
+
+
+def _wait_for_start(comm: Any, state: RankState, reporter: Reporter) -> float:
+    request = comm.irecv(source=0, tag=TAG_START)
+    deadline = time.time() + SYNC_TIMEOUT
+    while time.time() < deadline:
+        done, moment = request.test()
+        if done:
+            return moment
+        reporter.tick()
+        time.sleep(0.01)
+    raise RuntimeError("rank 0 never released the query steps (lost?)")
+
+
+def run_worker(
+    comm: Any,
+    rank: int,
+    size: int,
+    plan: BenchPlan,
+    nodes: list[dict],
+    credentials: Any,
+    start: dict[str, Any],
+) -> int:
+    from esdash.bench.recorder import Recorder
+
+    worker = Worker(plan, rank - 1, size - 1, nodes, credentials)
+    _watch_signals(worker.state)
+    schedule = Schedule(start["t0"], plan.interval)
+    recorder = Recorder(rank)
+    reporter = Reporter(comm, rank, recorder, schedule, worker.state)
+    final: dict[str, Any] = {"rank": rank, "status": "ok"}
+    try:
+        _sleep_until(schedule.t0, worker.state)
+        recorder.drain()  # the wait for T0 is not part of any interval
+        if start["index"]["ingest"]:
+            worker.state.phase = "ingest"
+            final["ingest"] = worker.ingest(recorder, reporter)
+            reporter.flush(partial=True)
+        worker.state.phase = "sync"
+        reporter.send({"rank": rank}, TAG_INGEST_DONE)
+        query_start = _wait_for_start(comm, worker.state, reporter)
+        final["steps"] = worker.query_steps(recorder, reporter, query_start)
+    except Aborted as exc:
+        final.update(status="aborted", reason=str(exc))
+    except Exception as exc:
+        final.update(
+            status="failed",
+            reason=f"{type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc()[-2000:],
+        )
+    worker.state.phase = "done"
+    reporter.flush(partial=True)
+    reporter.send(final, TAG_FINAL)
+    reporter.drain_sends(30.0)
+    return 0 if final["status"] == "ok" else 1
+
+
+# ----------------------------------------------------------------------- coordinator
+
+
+class Coordinator:
+    """Rank 0: receives payloads, writes one stream record per interval, keeps totals."""
+
+    def __init__(self, comm: Any, workers: int, schedule: Schedule, sink: Any) -> None:
+        self.comm, self.workers, self.schedule, self.sink = comm, workers, schedule, sink
         self.reported: dict[int, set[int]] = {}
         self.buckets: dict[int, list[dict]] = {}
         self.late: list[dict] = []
-        self.written_through = -1
+        self.written_through = max(-1, schedule.seq(time.time()) - 1)  # nothing before T0
         self.finals: dict[int, dict] = {}
-        self.stop_event = threading.Event()
+        self.ingest_done: set[int] = set()
+        self.heard: dict[int, float] = {r: time.time() for r in range(1, workers + 1)}
         self.errors: list[str] = []
 
-    def run(self) -> None:
+    @property
+    def lost(self) -> set[int]:
+        now = time.time()
+        silence = max(LOST_AFTER, 10 * self.schedule.interval)
+        return {
+            r for r, seen in self.heard.items() if r not in self.finals and now - seen > silence
+        }
+
+    def receive(self) -> bool:
+        """Take every message that has arrived; True if there were any."""
         from mpi4py import MPI
 
         status = MPI.Status()
-        try:
-            while not self.stop_event.is_set():
-                busy = False
-                while self.comm.iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
-                    busy = True
-                    message = self.comm.recv(source=status.Get_source(), tag=status.Get_tag())
-                    if status.Get_tag() == TAG_FINAL:
-                        self.finals[message["rank"]] = message
-                    else:
-                        self._add(message)
-                self._emit_due(time.time())
-                if not busy:
-                    time.sleep(0.02)
-            self._emit_due(float("inf"))
-        except Exception:  # the run must end with a record of what went wrong
-            self.errors.append(traceback.format_exc())
+        busy = False
+        while self.comm.iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
+            busy = True
+            source, tag = status.Get_source(), status.Get_tag()
+            message = self.comm.recv(source=source, tag=tag)
+            self.heard[source] = time.time()
+            if tag == TAG_FINAL:
+                self.finals[source] = message
+            elif tag == TAG_INGEST_DONE:
+                self.ingest_done.add(source)
+            else:
+                self._add(message)
+        return busy
 
     def _add(self, message: dict) -> None:
         self.sink.accumulate(message)
@@ -163,265 +364,160 @@ class Aggregator(threading.Thread):
             for covered in range(message["from_seq"], seq + 1):
                 self.reported.setdefault(covered, set()).add(message["rank"])
 
-    def _emit_due(self, now: float) -> None:
+    def emit_due(self, now: float) -> None:
+        """Write every interval that is complete, or whose grace period has passed."""
         while True:
             seq = self.written_through + 1
             ends = self.schedule.boundary(seq)
             if now < ends:
                 return
-            everyone = len(self.reported.get(seq, ())) >= self.ranks - len(self.finals)
-            if not everyone and now < ends + GRACE_INTERVALS * self.schedule.interval:
+            expected = set(range(1, self.workers + 1)) - set(self.finals) - self.lost
+            complete = expected <= self.reported.get(seq, set())
+            if not complete and now < ends + GRACE_INTERVALS * self.schedule.interval:
                 return
             messages = self.buckets.pop(seq, []) + self.late
             self.late = []
             reporting = self.reported.pop(seq, set())
-            missing = sorted(
-                r for r in range(self.ranks) if r not in reporting and r not in self.finals
-            )
+            missing = sorted(expected - reporting)
             self.sink.interval(seq, messages, missing)
             self.written_through = seq
             if now == float("inf") and not self.buckets:
                 return
 
-
-def _target(node: dict, secure: bool) -> Target:
-    return Target(node["name"], f"{node['address']}:{node['http_port']}", secure)
-
-
-@dataclass
-class BenchRank:
-    """The work of one rank, from the plan and the cluster's topology."""
-
-    run: RunDir
-    plan: BenchPlan
-    rank: int
-    size: int
-    comm: Any
-    nodes: list[dict] = field(default_factory=list)
-    credentials: Any = None
-    state: RankState = field(default_factory=RankState)
-
-    def connection(self, node: dict, timeout: float = 120.0) -> Connection:
-        return Connection(_target(node, self.credentials is not None), self.credentials, timeout)
-
-    # ---------------------------------------------------------------- rank 0 admin
-    def prepare_index(self) -> dict:
-        """Create the index, or keep a reused one whose document count is complete."""
-        admin = self.connection(self.nodes[0])
-        index = self.plan.index
-        status, body = admin.request("GET", f"/{index}/_count")
-        if status == 200 and not self.plan.reingest and self.plan.corpus_documents:
-            count = int(json.loads(body)["count"])
-            if count == self.plan.corpus_documents:
-                return {"ingest": False, "reason": f"index {index} reused with {count} documents"}
-        if status == 200:
-            admin.request("DELETE", f"/{index}")
-        body_bytes = json.dumps(self.plan.index_body).encode()
-        status, body = admin.request("PUT", f"/{index}", body_bytes)
-        if status >= 300:
-            raise RuntimeError(
-                f"creating index {index} failed: HTTP {status}: "
-                f"{loadgen.server_message(status, body)}"
-            )
-        return {"ingest": True, "reason": f"index {index} created"}
-
-    def refresh(self) -> None:
-        self.connection(self.nodes[0]).request("POST", f"/{self.plan.index}/_refresh")
+    def serve(self, state: RankState, start: dict[str, Any], release: Any, end_by: Any) -> None:
+        """The main loop: receive, emit, release the query steps, until all finals are in."""
+        released = False
+        while True:
+            busy = self.receive()
+            now = time.time()
+            self.emit_due(now)
+            done_or_lost = self.ingest_done | set(self.finals) | self.lost
+            if not released and len(done_or_lost) >= self.workers:
+                release()
+                released = True
+            if len(set(self.finals) | self.lost) >= self.workers:
+                break
+            deadline = end_by()
+            if state.aborted and deadline is None:
+                deadline = now  # nothing will be released any more
+            if deadline is not None and now > deadline:
+                break
+            if not busy:
+                time.sleep(0.02)
+        self.receive()
+        self.emit_due(float("inf"))
 
 
-def _wait(request: Any, deadline: float) -> bool:
-    """Wait for a non-blocking MPI request until ``deadline`` (wall clock); True if done."""
-    while time.time() < deadline:
-        if request.Test():
-            return True
-        time.sleep(0.01)
-    return False
-
-
-def _sleep_until(moment: float, state: RankState) -> None:
-    while not state.aborted:
-        left = moment - time.time()
-        if left <= 0:
-            return
-        time.sleep(min(left, 0.1))
-    raise Aborted(state.aborted)
-
-
-def _ingest(bench: BenchRank, recorder: Any, reporter: Reporter) -> dict:
-    from esdash.bench.corpus import plan_slices, read_slice
-    from esdash.plugin_api import Corpus
-
-    plan = bench.plan
-    corpus = Corpus(Path(plan.corpus_path), plan.corpus_documents, plan.corpus_has_actions)
-    slices = plan_slices(corpus, bench.size, cache_dir() / "offsets")
-    node = bench.nodes[bench.rank % len(bench.nodes)]
-    connection = bench.connection(node)
-    outcome = loadgen.ingest(
-        connection,
-        read_slice(corpus, slices[bench.rank], plan.bulk_size, plan.index),
-        recorder,
-        reporter.tick,
-        reporter.add_progress,
-    )
-    connection.close()
-    return {
-        "node": node["name"],
-        "docs_sent": outcome.docs_sent,
-        "docs_indexed": outcome.docs_indexed,
-        "rejected": outcome.rejected,
-    }
-
-
-def _query_steps(bench: BenchRank, recorder: Any, reporter: Reporter, start: float) -> list[dict]:
-    """Run every step on the shared schedule; return what happened per step."""
-    plan, state = bench.plan, bench.state
-    outcomes = []
-    moment = start
-    for k, step in enumerate(plan.steps):
-        runnable = step.runnable
-        if not runnable:
-            outcomes.append({"step": step.name, "status": "unsupported"})
-            continue
-        warm_end = moment + step.warmup
-        end = warm_end + step.duration
-        rng = random.Random(plan.seed * 1_000_003 + bench.rank * 7_919 + k)
-        node = rng.choice(bench.nodes)
-        connection = bench.connection(node, timeout=max(30.0, step.duration))
-        prepared = [loadgen.PreparedQuery.of(q.name, q.index, q.body) for q in runnable]
-        order = loadgen.query_order(prepared, rng)
-        outcome = {"step": step.name, "node": node["name"], "order": [q.name for q in order]}
-        _sleep_until(moment, state)
-        state.phase, state.step = "warmup", k
-        try:
-            if step.warmup > 0:
-                outcome["warmup_requests"] = loadgen.warm_up(
-                    connection, order, warm_end, recorder, reporter.tick
-                )
-        except loadgen.WarmupFailed as exc:
-            outcome.update(status="warmup_failed", error=str(exc))
-            outcomes.append(outcome)
-            reporter.flush(partial=True)
-            _sleep_until(end, state)
-            moment = end
-            continue
-        reporter.flush(partial=True)
-        state.phase = "measure"
-        rate = step.target_throughput / bench.size if step.target_throughput else None
-        outcome["requests"] = loadgen.measure(
-            connection, order, end, recorder, reporter.tick, rate, step.think_time
+def _prepare_index(plan: BenchPlan, nodes: list[dict], credentials: Any) -> dict:
+    """Create the index, or keep a reused one whose document count is complete."""
+    node = nodes[0]
+    target = Target(node["name"], f"{node['address']}:{node['http_port']}", credentials is not None)
+    admin = Connection(target, credentials, timeout=120.0)
+    index = plan.index
+    status, body = admin.request("GET", f"/{index}/_count")
+    if status == 200 and not plan.reingest and plan.corpus_documents:
+        count = int(json.loads(body)["count"])
+        if count == plan.corpus_documents:
+            return {"ingest": False, "reason": f"index {index} reused with {count} documents"}
+    if status == 200:
+        admin.request("DELETE", f"/{index}")
+    status, body = admin.request("PUT", f"/{index}", json.dumps(plan.index_body).encode())
+    if status >= 300:
+        raise RuntimeError(
+            f"creating index {index} failed: HTTP {status}: {loadgen.server_message(status, body)}"
         )
-        reporter.flush(partial=True)
-        connection.close()
-        outcome["status"] = "ok"
-        outcomes.append(outcome)
-        moment = end
-    return outcomes
+    admin.close()
+    return {"ingest": True, "reason": f"index {index} created"}
 
 
-def _announce_query_start(bench: BenchRank, comm: Any, rank: int, size: int) -> float:
-    """Rank 0 refreshes the index and tells every rank when the query steps start.
+def _refresh(plan: BenchPlan, nodes: list[dict], credentials: Any) -> None:
+    node = nodes[0]
+    target = Target(node["name"], f"{node['address']}:{node['http_port']}", credentials is not None)
+    admin = Connection(target, credentials, timeout=300.0)
+    admin.request("POST", f"/{plan.index}/_refresh")
+    admin.close()
 
-    Point-to-point messages with a deadline rather than a broadcast: a lost rank must not
-    keep the others from starting.
-    """
-    if rank == 0:
-        bench.refresh()
+
+def run_coordinator(
+    comm: Any,
+    size: int,
+    run: RunDir,
+    plan: BenchPlan,
+    nodes: list[dict],
+    credentials: Any,
+    start: dict[str, Any],
+    everyone: list[dict],
+) -> int:
+    from esdash.bench.sink import StreamSink
+
+    state = RankState()
+    _watch_signals(state)
+    schedule = Schedule(start["t0"], plan.interval)
+    sink = StreamSink(run, plan, size - 1, read_json(run.topology_file))
+    sink.start(start, everyone)
+    coordinator = Coordinator(comm, size - 1, schedule, sink)
+    schedule_end: list[float] = []
+
+    def release() -> None:
+        if start["index"]["ingest"]:
+            _refresh(plan, nodes, credentials)
         moment = time.time() + 1.0
-        for other in range(1, size):
-            comm.isend(moment, dest=other, tag=TAG_START)
-        return moment
-    request = comm.irecv(source=0, tag=TAG_START)
-    deadline = time.time() + SYNC_TIMEOUT
-    while time.time() < deadline:
-        done, moment = request.test()
-        if done:
-            return moment
-        if bench.state.aborted:
-            raise Aborted(bench.state.aborted)
-        time.sleep(0.01)
-    raise RuntimeError("rank 0 never announced the query steps (lost?)")
+        for worker in range(1, size):
+            comm.isend(moment, dest=worker, tag=TAG_START)
+        total = sum(step.warmup + step.duration for step in plan.steps if step.runnable)
+        schedule_end.append(moment + total + max(60.0, 10 * plan.interval))
+        sink.event(
+            "steps",
+            f"query steps start; ingest done by {len(coordinator.ingest_done)}"
+            f" of {size - 1} workers",
+        )
+
+    if start["error"] is None:
+        try:
+            coordinator.serve(
+                state, start, release, lambda: schedule_end[0] if schedule_end else None
+            )
+        except Exception:
+            coordinator.errors.append(traceback.format_exc()[-2000:])
+    else:
+        coordinator.errors.append(start["error"])
+    if state.aborted:
+        coordinator.errors.append(state.aborted)
+    sink.finish(coordinator.finals, coordinator.errors, aborted=state.aborted)
+    return 0
 
 
 def run_bench_rank(run_path: Path) -> int:
     from mpi4py import MPI
 
-    from esdash.bench.recorder import Recorder
-    from esdash.bench.sink import StreamSink
-
     comm = MPI.COMM_WORLD
+    # A lost rank must raise in the others (and be reported), not abort the whole job.
+    comm.Set_errhandler(MPI.ERRORS_RETURN)
     rank, size = comm.Get_rank(), comm.Get_size()
     run = RunDir.open(run_path)
     plan = BenchPlan.read(run)
-    topology = read_json(run.topology_file)
+    nodes = read_json(run.topology_file)["nodes"]
     credentials = security.read_credentials(run.path) if run.credentials_file.exists() else None
-    state = RankState()
-
-    def on_signal(signum: int, _frame: object) -> None:
-        state.aborted = f"received {signal.Signals(signum).name}"
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
-
-    bench = BenchRank(run, plan, rank, size, comm, topology["nodes"], credentials, state)
     start = None
     if rank == 0:
         try:
-            start = {"t0": time.time() + 0.5, "index": bench.prepare_index(), "error": None}
+            start = {
+                "t0": time.time() + 0.5,
+                "index": _prepare_index(plan, nodes, credentials),
+                "error": None,
+            }
         except Exception as exc:
             start = {"t0": time.time(), "index": None, "error": f"{type(exc).__name__}: {exc}"}
     start = comm.bcast(start, root=0)
-    me = {
-        "rank": rank,
-        "host": MPI.Get_processor_name(),
-        "target": bench.nodes[rank % len(bench.nodes)]["name"],
-    }
+    me = {"rank": rank, "host": MPI.Get_processor_name(), "pid": os.getpid()}
+    if rank:
+        me["target"] = nodes[(rank - 1) % len(nodes)]["name"]
     everyone = comm.gather(me, root=0)
-    schedule = Schedule(start["t0"], plan.interval)
-    recorder = Recorder(rank)
-    reporter = Reporter(comm, rank, recorder, schedule, state)
-    sink = aggregator = None
     if rank == 0:
-        sink = StreamSink(run, plan, size, topology)
-        sink.start(start, everyone)
-        aggregator = Aggregator(comm, size, schedule, sink)
-        aggregator.start()
-    final: dict[str, Any] = {"rank": rank, "host": MPI.Get_processor_name(), "status": "ok"}
-    try:
-        if start["error"]:
-            raise RuntimeError(start["error"])
-        _sleep_until(schedule.t0, state)
-        recorder.drain()  # the wait for T0 is not part of any interval
-        if start["index"]["ingest"]:
-            state.phase = "ingest"
-            began = time.time()
-            final["ingest"] = _ingest(bench, recorder, reporter)
-            final["ingest"]["seconds"] = time.time() - began
-            reporter.flush(partial=True)
-        state.phase = "sync"
-        _wait(comm.Ibarrier(), time.time() + SYNC_TIMEOUT)
-        query_start = _announce_query_start(bench, comm, rank, size)
-        final["steps"] = _query_steps(bench, recorder, reporter, query_start)
-    except Aborted as exc:
-        final.update(status="aborted", reason=str(exc))
-    except Exception as exc:
-        final.update(
-            status="failed",
-            reason=f"{type(exc).__name__}: {exc}",
-            traceback=traceback.format_exc()[-2000:],
-        )
-    state.phase = "done"
-    reporter.flush(partial=True)
-    for pending in reporter.pending:
-        _wait(pending, time.time() + 30)
-    _wait(comm.isend(final, dest=0, tag=TAG_FINAL), time.time() + 30)
-    if rank == 0:
-        deadline = time.time() + max(30.0, 5 * plan.interval)
-        while len(aggregator.finals) < size and time.time() < deadline and not state.aborted:
-            time.sleep(0.05)
-        aggregator.stop_event.set()
-        aggregator.join(timeout=60)
-        sink.finish(aggregator.finals, aggregator.errors)
-    return 0 if final["status"] == "ok" else 1
+        return run_coordinator(comm, size, run, plan, nodes, credentials, start, everyone[1:])
+    if start["error"]:
+        return 1
+    return run_worker(comm, rank, size, plan, nodes, credentials, start)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -284,8 +284,7 @@ def _ingest_result(acc: RunAccumulator) -> dict[str, Any] | None:
 
 
 def _step_result(acc: RunAccumulator, index: int, planned: Mapping[str, Any]) -> dict[str, Any]:
-    parts = acc.parts()
-    measured = ("measure", index) in parts
+    measured = bool(acc.per_rank("measure", index))  # a window alone is not a measurement
     window = acc.window("measure", index)
     merged = acc.merged("measure", index)
     warm = acc.merged("warmup", index)

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from esdash.bench.corpus import check_corpus, plan_slices
 from esdash.bench.plan import make_plan
+from esdash.bench.sink import results_from_stream
 from esdash.bench.stepfile import query_steps_for
 from esdash.cluster import lifecycle
 from esdash.cluster.rundir import RunDir, read_json, tail
@@ -36,6 +37,9 @@ from esdash.launch import mpi
 from esdash.paths import cache_dir
 from esdash.plugins import get_plugins
 from esdash.session import Session
+
+#: Seconds the ranks may linger after the final record before they are terminated.
+LINGER_SECONDS = 20.0
 
 
 @dataclass
@@ -87,9 +91,10 @@ def _bench_run_dir(session: Session, cluster_run: RunDir) -> RunDir:
 
 
 def launch_bench(run: RunDir, session: Session) -> subprocess.Popen[bytes]:
-    ranks = session.benchmark.workers_per_node * session.cluster.nodes
-    per_host = session.benchmark.workers_per_node * session.cluster.nodes_per_host
-    command = mpi.rank_command(["esdash.bench.rank", str(run.path)], ranks, per_host)
+    workers = session.benchmark.workers_per_node * session.cluster.nodes
+    hosts = -(-session.cluster.nodes // session.cluster.nodes_per_host)
+    # one more rank than workers: rank 0 coordinates and records
+    command = mpi.rank_command(["esdash.bench.rank", str(run.path)], workers + 1, None, hosts)
     log = (run.path / "bench.log").open("ab")
     process = subprocess.Popen(
         command,
@@ -97,6 +102,8 @@ def launch_bench(run: RunDir, session: Session) -> subprocess.Popen[bytes]:
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        # Inherit Python's ignored SIGPIPE: hydra otherwise dies writing to a lost rank.
+        restore_signals=False,
         cwd=run.path,
     )
     log.close()
@@ -120,12 +127,22 @@ def follow(run: RunDir, process: subprocess.Popen[bytes], out: TextIO) -> bool:
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     printer = LivePrinter(run.path / "stream.jsonl", out, tty=out.isatty())
+    finished_at = None
     try:
         while process.poll() is None:
             printer.poll()
             time.sleep(0.2)
             if len(interrupted) > 1:  # a second Ctrl-C: stop waiting for the ranks
                 os.killpg(process.pid, signal.SIGKILL)
+            if printer.reader.finished and finished_at is None:
+                finished_at = time.monotonic()
+            if finished_at is not None:
+                # the results are written; a hung rank must not keep the job alive
+                lingering = time.monotonic() - finished_at
+                if lingering > LINGER_SECONDS + 15:
+                    os.killpg(process.pid, signal.SIGKILL)
+                elif lingering > LINGER_SECONDS:
+                    os.killpg(process.pid, signal.SIGTERM)
         printer.poll()
         printer.close()
     finally:
@@ -160,10 +177,15 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
         interrupted = follow(run, process, out)
         results_file = run.path / "results.json"
         if not results_file.exists():
-            raise EsdashError(
-                f"the benchmark ended without results (exit code {process.returncode}); "
-                f"its output ({run.path / 'bench.log'}):\n{tail(run.path / 'bench.log', 30)}"
+            # The MPI step ended before rank 0 wrote the results (with MPICH a lost rank
+            # takes the step down): keep what the stream recorded.
+            reason = (
+                f"the benchmark step ended early (exit code {process.returncode}); "
+                f"see {run.path / 'bench.log'}: {tail(run.path / 'bench.log', 3)}"
             )
+            if not (run.path / "stream.jsonl").exists():
+                raise EsdashError(reason)
+            results_from_stream(run, plan, reason)
         results = read_json(results_file)
         print(render_summary(results), file=out)
         failures = evaluate_thresholds(thresholds, results)

@@ -16,7 +16,9 @@ from esdash.bench.merge import Merged
 from esdash.bench.plan import BenchPlan
 from esdash.bench.results import RunAccumulator, build_results, export_authors_format
 from esdash.cluster.rundir import RunDir, write_json
+from esdash.errors import EsdashError
 from esdash.plugins import get_plugins
+from esdash.stream.reader import StreamReader
 from esdash.stream.schema import event_record, final_record, header_record, interval_record
 from esdash.stream.writer import StreamWriter
 
@@ -141,13 +143,20 @@ class StreamSink:
                 )
             )
 
-    def finish(self, finals: dict[int, dict[str, Any]], errors: list[str]) -> dict[str, Any]:
-        """Write the final record, ``results.json`` and the authors' export."""
-        missing = [r for r in range(self.ranks) if r not in finals]
+    def finish(
+        self, finals: dict[int, dict[str, Any]], errors: list[str], aborted: str = ""
+    ) -> dict[str, Any]:
+        """Write the final record, ``results.json`` and the authors' export.
+
+        Workers are ranks 1..N (rank 0 coordinates); ``finals`` is keyed by rank.
+        """
+        missing = [r for r in range(1, self.ranks + 1) if r not in finals]
         statuses = {f.get("status") for f in finals.values()}
-        if "aborted" in statuses:
+        if aborted or "aborted" in statuses:
             status = "aborted"
-            reason = next(f["reason"] for f in finals.values() if f.get("status") == "aborted")
+            reason = aborted or next(
+                f["reason"] for f in finals.values() if f.get("status") == "aborted"
+            )
         elif "failed" in statuses or errors:
             status = "failed"
             reasons = [
@@ -166,6 +175,8 @@ class StreamSink:
                 data={"ranks": missing},
             )
             reason = (reason + "; " if reason else "") + f"rank(s) {missing} lost"
+            if status == "ok":
+                status = "failed"  # the numbers are real, but not of the planned load
         self._step_events(finals)
         ingest_seconds = [f["ingest"]["seconds"] for f in finals.values() if f.get("ingest")]
         if ingest_seconds:
@@ -224,3 +235,33 @@ def _rank_summary(final: dict[str, Any]) -> dict[str, Any]:
         "ingest_node": (final.get("ingest") or {}).get("node"),
         "step_nodes": {s["step"]: s.get("node") for s in final.get("steps", [])},
     }
+
+
+def results_from_stream(run: RunDir, plan: BenchPlan, reason: str) -> dict[str, Any]:
+    """Results rebuilt from ``stream.jsonl`` when rank 0 could not write them.
+
+    The stream holds every interval merged over the ranks, so totals, rates and latency
+    statistics survive; per-rank breakdowns do not (they appear under rank ``-1``).
+    """
+    records = StreamReader(run.path / "stream.jsonl").read_all()
+    header = next((r for r in records if r.get("type") == "header"), None)
+    if header is None:
+        raise EsdashError(f"{reason}; the stream has no header, so there are no results")
+    acc = RunAccumulator(plan.interval)
+    for record in records:
+        if record.get("type") == "interval" and record.get("ops"):
+            payload = {"v": 1, "rank": None, "elapsed": record["elapsed"], "ops": record["ops"]}
+            acc.add_interval(record["phase"], record["step"], -1, payload, seq=record["seq"])
+    for k, step in enumerate(plan.steps):
+        acc.set_window("measure", k, step.duration)
+    last = records[-1] if records else {}
+    final = final_record(
+        t=float(last.get("t", 0.0)), wall=time.time(), status="failed", reason=reason
+    )
+    results = build_results(header, acc, final)
+    results["recovered_from_stream"] = True
+    write_json(run.path / "results.json", results)
+    if not any(r.get("type") == "final" for r in records):
+        with StreamWriter(run.path / "stream.jsonl") as writer:
+            writer.write(final)
+    return results

@@ -97,6 +97,8 @@ def launch(run: RunDir, session: Session, fresh: bool) -> subprocess.Popen[bytes
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            # Inherit Python's ignored SIGPIPE: hydra otherwise dies writing to a lost rank.
+            restore_signals=False,
             cwd=run.path,
         )
     run.update_run(

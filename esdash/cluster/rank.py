@@ -123,6 +123,7 @@ def run_rank(run_path: Path, fresh: bool) -> int:
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
+    comm.Set_errhandler(MPI.ERRORS_RETURN)  # a lost rank must not take the other nodes down
     rank = comm.Get_rank()
     run = RunDir.open(run_path)
     supervisor = Supervisor(run, rank)

@@ -68,18 +68,34 @@ def srun_mpi_option() -> str:
     return "--mpi=pmix" if mpi_flavor() == "openmpi" else "--mpi=pmi2"
 
 
-def rank_command(module_args: list[str], ranks: int, ranks_per_host: int) -> list[str]:
-    """The command that runs ``python -m <module_args>`` as ``ranks`` MPI ranks."""
+def rank_command(
+    module_args: list[str], ranks: int, ranks_per_host: int | None, hosts: int | None = None
+) -> list[str]:
+    """The command that runs ``python -m <module_args>`` as ``ranks`` MPI ranks.
+
+    Inside an allocation ``ranks_per_host`` fixes the placement (one search node per rank);
+    with ``None`` the ranks are dealt round-robin over ``hosts`` hosts (the benchmark's
+    workers plus its coordinator).
+    """
     python = [sys.executable, "-m", *module_args]
     if in_allocation():
+        if ranks_per_host is not None:
+            placement = [
+                f"--nodes={-(-ranks // ranks_per_host)}",
+                f"--ntasks-per-node={ranks_per_host}",
+            ]
+        else:
+            placement = [f"--nodes={hosts or 1}", "--distribution=cyclic"]
         return [
             "srun",
             srun_mpi_option(),
-            f"--nodes={-(-ranks // ranks_per_host)}",
+            *placement,
             f"--ntasks={ranks}",
-            f"--ntasks-per-node={ranks_per_host}",
             "--overlap",  # the benchmark step runs beside the cluster step
             "--kill-on-bad-exit=0",
             *python,
         ]
-    return [mpiexec(), "-n", str(ranks), *python]
+    # A rank that dies must not take the others with it (a lost node or rank is reported,
+    # the rest finish): hydra's -disable-auto-cleanup; srun does so by default.
+    keep_going = ["-disable-auto-cleanup"] if mpi_flavor() == "mpich" else []
+    return [mpiexec(), *keep_going, "-n", str(ranks), *python]
