@@ -167,6 +167,20 @@ class StreamSink:
             reason = "; ".join(reasons)[:2000]
         else:
             status, reason = "ok", None
+        warmup_failed = sorted(
+            {
+                s["step"]
+                for f in finals.values()
+                for s in f.get("steps", [])
+                if s.get("status") == "warmup_failed"
+            }
+        )
+        if warmup_failed:
+            reason = (reason + "; " if reason else "") + (
+                f"warm-up failed in step(s) {', '.join(warmup_failed)}"
+            )
+            if status == "ok":
+                status = "failed"  # a step without numbers is not a successful run
         if missing:
             self.event(
                 "ranks_missing",

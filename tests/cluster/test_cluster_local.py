@@ -18,7 +18,7 @@ from base64 import b64encode
 from pathlib import Path
 
 import pytest
-from conftest import (
+from support.cli import (
     ESDASH,
     esdash,
     java_pids_under,

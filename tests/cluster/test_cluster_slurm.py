@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import esdash, java_pids_under, write_session
+from support.cli import esdash, java_pids_under, write_session
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi, pytest.mark.slurm]
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import java_pids_under, write_session
+from support.cli import java_pids_under, write_session
 
 from esdash.cluster import lifecycle
 from esdash.cluster.rundir import RunDir

@@ -17,8 +17,8 @@ from base64 import b64encode
 from pathlib import Path
 
 import pytest
-from conftest import ESDASH, esdash, java_pids_under, run_dir_from, write_session
 from support import prereqs
+from support.cli import ESDASH, esdash, java_pids_under, run_dir_from, write_session
 
 from esdash.java import java_version
 

@@ -1,4 +1,4 @@
-"""Helpers for cluster tests: a directory the node user can reach, sessions, the CLI."""
+"""Driving the esdash CLI in tests: sessions on free ports, runs, process checks."""
 
 from __future__ import annotations
 
@@ -41,8 +41,14 @@ def write_session(
     interconnect: str = "loopback",
     user: str = "esdash",
     extra_cluster: str = "",
+    track: str = 'name = "mri"',
+    tables: str = "",
 ) -> Path:
-    """A session file for a small test cluster on free ports."""
+    """A session file for a small test cluster on free ports.
+
+    ``track`` is the body of the ``[track]`` table; ``tables`` is appended verbatim (e.g. an
+    ``[encryption]`` or ``[benchmark]`` table).
+    """
     http, transport = free_port_block(nodes), free_port_block(nodes)
     path = directory / f"{name}.toml"
     path.write_text(
@@ -51,7 +57,7 @@ def write_session(
         f'run_as = "{user}"\nsecurity = {str(security).lower()}\n'
         f"http_port = {http}\ntransport_port = {transport}\n"
         f'data_dir = "data-{name}"\n{extra_cluster}\n'
-        f'[track]\nname = "mri"\n'
+        f"[track]\n{track}\n{tables}\n"
     )
     return path
 
