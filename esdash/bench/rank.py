@@ -497,7 +497,13 @@ def run_bench_rank(run_path: Path) -> int:
     run = RunDir.open(run_path)
     plan = BenchPlan.read(run)
     nodes = read_json(run.topology_file)["nodes"]
-    credentials = security.read_credentials(run.path) if run.credentials_file.exists() else None
+    # a benchmark against a running cluster reads that cluster's credentials
+    cluster_run = RunDir(Path(run.read_run().get("cluster_run") or run.path))
+    credentials = (
+        security.read_credentials(cluster_run.path)
+        if cluster_run.credentials_file.exists()
+        else None
+    )
     start = None
     if rank == 0:
         try:

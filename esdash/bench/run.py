@@ -75,8 +75,6 @@ def _bench_run_dir(session: Session, cluster_run: RunDir) -> RunDir:
     (run.session_file).write_bytes(session.path.read_bytes())
     for name in ("topology.json",):
         (run.path / name).write_bytes((cluster_run.path / name).read_bytes())
-    if cluster_run.credentials_file.exists():
-        os.symlink(cluster_run.credentials_file, run.credentials_file)
     run.update_run(
         session_name=session.name,
         session_path=str(session.path.resolve()),

@@ -1,0 +1,440 @@
+"""`esdash run` end to end against real Elasticsearch nodes and real MPI ranks.
+
+One secure 2-node cluster is shared (`esdash run --cluster RUN`); scenarios that hurt a
+cluster (node loss) get their own.  Steps are short: the point is behaviour, not numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from support.cli import ESDASH, esdash, java_pids_under, pids_alive, run_dir_from, write_session
+
+from esdash.stream.reader import StreamReader
+from esdash.stream.schema import validate_record
+
+pytestmark = [pytest.mark.es, pytest.mark.mpi]
+
+BENCH = '[benchmark]\nworkers_per_node = 1\nwarmup = "1s"\nduration = "2s"\nbulk_size = 200\n'
+
+
+@pytest.fixture(scope="module")
+def cluster(shared_tmp: Path):
+    """A secure 2-node cluster; every run of this module attaches to it."""
+    runs = shared_tmp / "runs"
+    session = write_session(shared_tmp, "benchc", 2, track='name = "mri"\ndocuments = 1500')
+    run = run_dir_from(esdash("cluster", "up", str(session), env_runs=runs).stdout)
+    yield run, runs
+    esdash("cluster", "down", str(run), env_runs=runs)
+    assert java_pids_under(run) == []
+
+
+def bench_session(directory: Path, name: str, *, track: str, bench: str = BENCH) -> Path:
+    """A session for `--cluster` runs (its cluster table must match the running cluster)."""
+    return write_session(directory, name, 2, track=track, tables=bench)
+
+
+def run_output(result: subprocess.CompletedProcess) -> Path:
+    for line in result.stdout.splitlines():
+        if line.startswith("results: "):
+            return Path(line.split(": ", 1)[1]).parent
+    raise AssertionError(f"no results line:\n{result.stdout}\n{result.stderr}")
+
+
+def records(run: Path) -> list[dict]:
+    return StreamReader(run / "stream.jsonl").read_all()
+
+
+def test_mri_run_writes_a_complete_run_directory(cluster, shared_tmp: Path) -> None:
+    cluster_run, runs = cluster
+    session = bench_session(shared_tmp, "mri-e2e", track='name = "mri"\ndocuments = 1500')
+    result = esdash(
+        "run", str(session), "--cluster", str(cluster_run), "--reingest", env_runs=runs, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = run_output(result)
+    results = json.loads((run / "results.json").read_text())
+    assert results["status"] == "ok"
+    assert results["ingest"]["docs_sent"] == 1500 and results["ingest"]["docs_rejected"] == 0
+    steps = {s["name"]: s for s in results["steps"]}
+    for name in ("body_part", "vendor", "age", "body_part_resolution", "vendor_body_part"):
+        query = steps[name]["queries"][name]
+        assert query["requests"] > 0 and query["errors"] == {}, name
+        assert query["latency"]["gmean"] > 0
+    # the integ-test-zip has no painless: reported, never silently skipped
+    assert "needs scripting" in steps["brain_age"]["unsupported"]["brain_age"]
+    assert "brain_age/brain_age: not run: needs scripting" in result.stdout
+    stream = records(run)
+    assert stream[0]["type"] == "header" and stream[-1]["type"] == "final"
+    assert all(validate_record(r) == [] for r in stream)
+    assert {r["phase"] for r in stream if r["type"] == "interval"} >= {"warmup", "measure"}
+    assert json.loads((run / "results-authors-format.json").read_text())[0]["search_results"]
+
+
+def test_reused_index_is_not_ingested_again(cluster, shared_tmp: Path) -> None:
+    cluster_run, runs = cluster
+    session = bench_session(
+        shared_tmp,
+        "mri-reuse",
+        track='name = "mri"\ndocuments = 1500',
+        bench=BENCH + 'queries = "one-step.json"\n',
+    )
+    (shared_tmp / "one-step.json").write_text(
+        json.dumps(
+            [
+                {
+                    "name": "all",
+                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
+                    "warmup_time_secs": 0,
+                    "execution_time_secs": 1,
+                }
+            ]
+        )
+    )
+    esdash("run", str(session), "--cluster", str(cluster_run), "--reingest", env_runs=runs)
+    result = esdash("run", str(session), "--cluster", str(cluster_run), env_runs=runs)
+    assert "index mri reused with 1500 documents" in result.stdout
+    results = json.loads((run_output(result) / "results.json").read_text())
+    assert results["ingest"] is None or not results["ingest"].get("docs_sent")
+
+
+def test_bulk_rejections_are_counted_by_reason(cluster, shared_tmp: Path) -> None:
+    """Documents the strict mapping refuses are counted by reason, never silently lost."""
+    cluster_run, runs = cluster
+    track = shared_tmp / "badtrack"
+    (track / "operations").mkdir(parents=True)
+    (track / "index.json").write_text(
+        json.dumps(
+            {
+                "settings": {"number_of_shards": 1, "number_of_replicas": 0},
+                "mappings": {"dynamic": "strict", "properties": {"n": {"type": "integer"}}},
+            }
+        )
+    )
+    docs = [{"n": i} for i in range(90)] + [{"n": "not a number"}] * 7 + [{"x": 1}] * 3
+    (track / "docs.json").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (track / "track.json").write_text(
+        json.dumps(
+            {
+                "version": 2,
+                "indices": [{"name": "bad", "body": "index.json"}],
+                "corpora": [
+                    {
+                        "name": "bad",
+                        "documents": [
+                            {
+                                "source-file": "docs.json",
+                                "document-count": 100,
+                                "target-index": "bad",
+                            }
+                        ],
+                    }
+                ],
+                "schedule": [
+                    {"operation": {"name": "bulk", "operation-type": "bulk", "bulk-size": 50}},
+                    {
+                        "operation": {
+                            "name": "count",
+                            "operation-type": "search",
+                            "body": {"query": {"match_all": {}}},
+                        },
+                        "warmup-time-period": 0,
+                        "time-period": 1,
+                    },
+                ],
+            }
+        )
+    )
+    session = bench_session(shared_tmp, "bulkerr", track=f'name = "rally"\npath = "{track}"')
+    result = esdash("run", str(session), "--cluster", str(cluster_run), env_runs=runs, check=False)
+    results = json.loads((run_output(result) / "results.json").read_text())
+    ingest = results["ingest"]
+    assert ingest["docs_sent"] == 100
+    assert ingest["docs_rejected"] == 10
+    assert ingest["rejected_docs"] == {
+        "bulk_item_document_parsing_exception": 7,
+        "bulk_item_strict_dynamic_mapping_exception": 3,
+    }
+    assert "bulk_item_document_parsing_exception 7" in result.stdout  # shown in the summary
+
+
+def test_warmup_failure_aborts_the_step_with_the_server_message(cluster, shared_tmp: Path):
+    cluster_run, runs = cluster
+    (shared_tmp / "bad-steps.json").write_text(
+        json.dumps(
+            [
+                {
+                    "name": "broken",
+                    "search_queries": [{"name": "bad", "body": {"query": {"no_such_query": {}}}}],
+                    "warmup_time_secs": 1,
+                    "execution_time_secs": 1,
+                },
+                {
+                    "name": "fine",
+                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
+                    "warmup_time_secs": 1,
+                    "execution_time_secs": 1,
+                },
+            ]
+        )
+    )
+    session = bench_session(
+        shared_tmp,
+        "warmfail",
+        track='name = "mri"\ndocuments = 1500',
+        bench=BENCH + 'queries = "bad-steps.json"\n',
+    )
+    result = esdash("run", str(session), "--cluster", str(cluster_run), env_runs=runs, check=False)
+    assert result.returncode == 1, result.stdout
+    results = json.loads((run_output(result) / "results.json").read_text())
+    broken, fine = results["steps"]
+    assert "parsing_exception" in next(iter(broken["warmup_failed"].values()))
+    assert broken["status"].startswith("warm-up failed")
+    assert fine["queries"]["all"]["requests"] > 0
+    assert "warm-up failed in step(s) broken" in results["reason"]
+
+
+def test_paced_step_reaches_its_target_and_separates_latency(cluster, shared_tmp: Path):
+    """With a target throughput, latency runs from the scheduled send (Rally's definition)."""
+    cluster_run, runs = cluster
+    (shared_tmp / "paced.json").write_text(
+        json.dumps(
+            [
+                {
+                    "name": "paced",
+                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
+                    "warmup_time_secs": 0,
+                    "execution_time_secs": 4,
+                },
+            ]
+        )
+    )
+    bench = (
+        "[benchmark]\nworkers_per_node = 1\ntarget_throughput = 40\n"
+        'queries = "paced.json"\nbulk_size = 200\n'
+    )
+    session = bench_session(
+        shared_tmp, "paced", track='name = "mri"\ndocuments = 1500', bench=bench
+    )
+    result = esdash("run", str(session), "--cluster", str(cluster_run), env_runs=runs)
+    query = json.loads((run_output(result) / "results.json").read_text())["steps"][0]["queries"][
+        "all"
+    ]
+    assert 120 <= query["requests"] <= 170  # 40/s total over 4 s (2 workers at 20/s)
+    assert query["latency"]["gmean"] >= query["service_time"]["gmean"]
+
+
+def test_thresholds_set_the_exit_code(cluster, shared_tmp: Path) -> None:
+    cluster_run, runs = cluster
+    (shared_tmp / "t.json").write_text(
+        json.dumps(
+            [
+                {
+                    "name": "s",
+                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
+                    "warmup_time_secs": 0,
+                    "execution_time_secs": 1,
+                },
+            ]
+        )
+    )
+    session = bench_session(
+        shared_tmp,
+        "thr",
+        track='name = "mri"\ndocuments = 1500',
+        bench=BENCH + 'queries = "t.json"\n',
+    )
+    failing = esdash(
+        "run",
+        str(session),
+        "--cluster",
+        str(cluster_run),
+        "--threshold",
+        "all:p50<0.001ms",
+        env_runs=runs,
+        check=False,
+    )
+    assert failing.returncode == 3, failing.stdout
+    assert "threshold failed" in failing.stdout
+    bad = esdash(
+        "run",
+        str(session),
+        "--cluster",
+        str(cluster_run),
+        "--threshold",
+        "all:p50 under 5",
+        env_runs=runs,
+        check=False,
+    )
+    assert bad.returncode == 2 and "all:p50 under 5" in bad.stderr
+
+
+def test_ctrl_c_still_prints_the_summary(cluster, shared_tmp: Path) -> None:
+    cluster_run, runs = cluster
+    (shared_tmp / "long.json").write_text(
+        json.dumps(
+            [
+                {
+                    "name": "long",
+                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
+                    "warmup_time_secs": 0,
+                    "execution_time_secs": 60,
+                },
+            ]
+        )
+    )
+    session = bench_session(
+        shared_tmp,
+        "ctrlc",
+        track='name = "mri"\ndocuments = 1500',
+        bench=BENCH + 'queries = "long.json"\n',
+    )
+    env = {**os.environ, "ESDASH_RUNS": str(runs)}
+    proc = subprocess.Popen(
+        [*ESDASH, "run", str(session), "--cluster", str(cluster_run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "measure step" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(lines) + out + err
+    assert "aborted" in out and "long" in out  # the summary table is printed
+    run = run_output(subprocess.CompletedProcess([], 0, "".join(lines) + out, err))
+    assert json.loads((run / "results.json").read_text())["status"] == "aborted"
+
+
+def test_lost_rank_is_marked_missing_and_the_run_ends(cluster, shared_tmp: Path) -> None:
+    """A worker that stops reporting (a hung process, a dead node) is not waited for."""
+    cluster_run, runs = cluster
+    (shared_tmp / "lost.json").write_text(
+        json.dumps(
+            [
+                {
+                    "name": "s",
+                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
+                    "warmup_time_secs": 0,
+                    "execution_time_secs": 25,
+                },
+            ]
+        )
+    )
+    session = bench_session(
+        shared_tmp,
+        "lost",
+        track='name = "mri"\ndocuments = 1500',
+        bench=BENCH + 'queries = "lost.json"\n',
+    )
+    env = {**os.environ, "ESDASH_RUNS": str(runs)}
+    proc = subprocess.Popen(
+        [*ESDASH, "run", str(session), "--cluster", str(cluster_run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    run = None
+    pid = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and pid is None:
+            candidates = sorted(runs.glob("lost-*"), key=lambda p: p.stat().st_mtime)
+            if candidates and (candidates[-1] / "stream.jsonl").exists():
+                run = candidates[-1]
+                stream = records(run)
+                if any(r.get("phase") == "measure" for r in stream):
+                    pid = stream[0]["bench"]["per_rank"][1]["pid"]
+            time.sleep(0.5)
+        assert pid, "the run never reached its measured step"
+        os.kill(pid, signal.SIGSTOP)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if pid and pids_alive([pid]):
+            os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+    results = json.loads((run / "results.json").read_text())
+    assert results["missing_ranks"] == [2]
+    assert "rank(s) [2] lost" in results["reason"]
+    assert any(r.get("missing_ranks") == [2] for r in records(run) if r["type"] == "interval")
+    assert results["steps"][0]["queries"]["all"]["requests"] > 0  # the rest kept working
+    assert proc.returncode == 1, out + err
+
+
+def test_node_loss_during_a_step_is_counted_and_the_run_completes(shared_tmp: Path) -> None:
+    runs = shared_tmp / "runs"
+    (shared_tmp / "nodeloss.json").write_text(
+        json.dumps(
+            [
+                {
+                    "name": "s",
+                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
+                    "warmup_time_secs": 0,
+                    "execution_time_secs": 12,
+                },
+            ]
+        )
+    )
+    bench = (
+        '[benchmark]\nworkers_per_node = 2\nbulk_size = 200\nseed = 7\nqueries = "nodeloss.json"\n'
+    )
+    session = write_session(
+        shared_tmp,
+        "nodeloss",
+        2,
+        security=False,
+        track='name = "mri"\ndocuments = 500',
+        tables=bench,
+    )
+    # which node each of the 4 workers targets in step 0 (the seeded rule of the workers)
+    targets = [
+        random.Random(7 * 1_000_003 + w * 7_919).choice(["node-0", "node-1"]) for w in range(4)
+    ]
+    victim = "node-1" if "node-1" in targets else "node-0"
+    env = {**os.environ, "ESDASH_RUNS": str(runs)}
+    proc = subprocess.Popen(
+        [*ESDASH, "run", str(session)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    run = None
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            candidates = sorted(runs.glob("nodeloss-*"), key=lambda p: p.stat().st_mtime)
+            if candidates and (candidates[-1] / "stream.jsonl").exists():
+                run = candidates[-1]
+                if any(r.get("phase") == "measure" for r in records(run)):
+                    break
+            time.sleep(0.5)
+        statuses = {
+            json.loads(p.read_text())["name"]: json.loads(p.read_text())
+            for p in run.glob("nodes/*/status.json")
+        }
+        os.kill(statuses[victim]["pid"], signal.SIGKILL)
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    results = json.loads((run / "results.json").read_text())
+    query = results["steps"][0]["queries"]["all"]
+    assert query["errors"].get("connection", 0) > 0, query["errors"]
+    assert query["per_node"][victim]["errors"]
+    assert sorted(results["per_rank"]) == ["1", "2", "3", "4"]  # every rank's results kept
+    assert java_pids_under(run) == []
+    assert "run ended" in out
