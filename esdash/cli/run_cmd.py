@@ -43,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=lifecycle.DEFAULT_TIMEOUT,
         help="seconds to wait for a healthy cluster (default %(default)s)",
     )
+    parser.add_argument("--run-dir", type=Path, help=argparse.SUPPRESS)  # from esdash submit
     parser.set_defaults(func=run)
 
 
@@ -55,5 +56,6 @@ def run(args: argparse.Namespace) -> int:
         reingest=args.reingest,
         thresholds=tuple(args.threshold),
         timeout=args.timeout,
+        run_dir=args.run_dir,
     )
     return run_session(session, options)

@@ -13,6 +13,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("submit", help="submit a session's cluster as a Slurm job")
     parser.add_argument("session", metavar="SESSION", help="session file")
     parser.add_argument("--fresh", action="store_true", help="delete reused data of the data root")
+    parser.add_argument(
+        "--bench",
+        action="store_true",
+        help="run the whole benchmark in the job (esdash run), not only the cluster",
+    )
     parser.add_argument("--dry-run", action="store_true", help="write the script, do not submit")
     parser.set_defaults(func=run)
 
@@ -20,15 +25,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     session = load_session(args.session)
     run_dir = lifecycle.prepare_run(session)
-    command = slurm.python_command(
-        "cluster",
-        "up",
-        str(session.path.resolve()),
-        "--run-dir",
-        str(run_dir.path),
-        "--foreground",
-        *(["--fresh"] if args.fresh else []),
-    )
+    fresh = ["--fresh"] if args.fresh else []
+    session_path = str(session.path.resolve())
+    if args.bench:
+        command = slurm.python_command("run", session_path, "--run-dir", str(run_dir.path), *fresh)
+    else:
+        command = slurm.python_command(
+            "cluster", "up", session_path, "--run-dir", str(run_dir.path), "--foreground", *fresh
+        )
     script = run_dir.path / "job.sbatch"
     script.write_text(slurm.batch_script(session, run_dir, command))
     if args.dry_run:

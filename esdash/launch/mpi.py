@@ -85,7 +85,8 @@ def rank_command(
                 f"--ntasks-per-node={ranks_per_host}",
             ]
         else:
-            placement = [f"--nodes={hosts or 1}", "--distribution=cyclic"]
+            # more tasks than the job's task slots: the workers share the nodes' CPUs
+            placement = [f"--nodes={hosts or 1}", "--distribution=cyclic", "--overcommit"]
         return [
             "srun",
             srun_mpi_option(),

@@ -438,3 +438,26 @@ def test_node_loss_during_a_step_is_counted_and_the_run_completes(shared_tmp: Pa
     assert sorted(results["per_rank"]) == ["1", "2", "3", "4"]  # every rank's results kept
     assert java_pids_under(run) == []
     assert "run ended" in out
+
+
+def test_nyc_taxis_track_runs_every_step(cluster, shared_tmp: Path) -> None:
+    cluster_run, runs = cluster
+    bench = '[benchmark]\nworkers_per_node = 1\nwarmup = "0s"\nduration = "1s"\nbulk_size = 500\n'
+    session = bench_session(
+        shared_tmp, "nyc", track='name = "nyc_taxis"\ndocuments = 2000', bench=bench
+    )
+    result = esdash("run", str(session), "--cluster", str(cluster_run), env_runs=runs)
+    results = json.loads((run_output(result) / "results.json").read_text())
+    assert results["status"] == "ok", results["reason"]
+    assert results["ingest"]["docs_sent"] == 2000
+    measured = [s for s in results["steps"] if s["status"] == "measured"]
+    assert len(results["steps"]) == 18
+    # the integ-test-zip lacks the aggregations module: reported, not silently skipped
+    unsupported = {s["name"]: s["unsupported"] for s in results["steps"] if s["unsupported"]}
+    assert list(unsupported) == ["autohisto_agg"]
+    assert "auto_date_histogram" in unsupported["autohisto_agg"]["autohisto_agg"]
+    assert len(measured) == 17
+    assert "scaled_float" in result.stdout  # the mapping change is announced
+    for step in measured:
+        for name, query in step["queries"].items():
+            assert query["requests"] > 0 and not query["errors"], (step["name"], name)

@@ -89,3 +89,42 @@ def test_slurm_signals_stop_the_nodes_cleanly(slurm_cluster, shared_tmp: Path):
     node = info["nodes"]["0"]
     assert node["state"] == "stopped", node
     assert node["message"] == "received SIGTERM"
+
+
+def test_submit_bench_runs_the_whole_benchmark_in_the_job(slurm_cluster, shared_tmp: Path):
+    """`esdash submit --bench`: cluster and bench ranks both start with srun in the job."""
+    runs = shared_tmp / "runs"
+    (shared_tmp / "slurm-steps.json").write_text(
+        json.dumps(
+            [
+                {
+                    "name": "all",
+                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
+                    "warmup_time_secs": 1,
+                    "execution_time_secs": 2,
+                }
+            ]
+        )
+    )
+    session = write_session(
+        shared_tmp,
+        "slurmbench",
+        1,
+        track='name = "mri"\ndocuments = 300',
+        tables='[benchmark]\nworkers_per_node = 2\nqueries = "slurm-steps.json"\n',
+    )
+    out = esdash("submit", str(session), "--bench", env_runs=runs, env=slurm_cluster.env).stdout
+    job = out.split("submitted job ", 1)[1].split(";", 1)[0]
+    run = Path(out.split("run directory: ", 1)[1].splitlines()[0].strip())
+    wait_for(lambda i: i.get("slurm_state") == "FINISHED", run, runs, slurm_cluster.env, 300)
+    info = json.loads((run / "run.json").read_text())
+    assert info["slurm_job"] == job
+    assert info["launcher"]["command"][0] == "srun"
+    assert info["bench_launcher"]["command"][0] == "srun"
+    results = json.loads((run / "results.json").read_text())
+    assert results["status"] == "ok", results.get("reason")
+    assert results["steps"][0]["queries"]["all"]["requests"] > 0
+    assert sorted(results["per_rank"]) == ["1", "2"]
+    assert java_pids_under(run) == []
+    output = next(run.glob("slurm-*.out")).read_text()
+    assert "esdash run" in output and "results:" in output
