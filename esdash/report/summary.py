@@ -143,6 +143,7 @@ def render_summary(results: Mapping[str, Any]) -> str:
         f"esdash run {results.get('run_id')}: {results.get('status') or 'unfinished'}"
         + (f" ({results['reason']})" if results.get("reason") else "")
         + f", {results.get('ranks')} bench ranks"
+        + (f", encryption {results['encryption']}" if results.get("encryption") else "")
     ]
     ingest = results.get("ingest")
     if ingest:
@@ -164,7 +165,10 @@ def render_summary(results: Mapping[str, Any]) -> str:
     for step in results.get("steps", []):
         label = f"{step['index']} {step['name']}"
         if not step["queries"]:
-            rows.append([label, f"({step['status']})"] + [""] * (len(SUMMARY_HEADERS) - 2))
+            status = str(step["status"])
+            if status.startswith(("not run", "warm-up failed")):
+                status = status.split(":")[0] + ", see below"  # the reason is in the notes
+            rows.append([label, f"({status})"] + [""] * (len(SUMMARY_HEADERS) - 2))
         for name, op in step["queries"].items():
             rows.append(_op_row(label, name, op))
     lines.append("")
