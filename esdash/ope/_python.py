@@ -4,7 +4,7 @@ Written from the algorithm description in the research notes (``ope.md`` §1 and
 checklist of §4.1), not copied from pyope; pyope is only the test oracle.  It exists so that
 esdash works, bit-identically, on machines where the native backend could not be built.
 
-Why it is faster than pyope although it computes the same tree (about 4x, and 5-40x with the
+Why it is faster than pyope although it computes the same tree (about 4x, and 5-30x with the
 memo): each node's keystream comes from one AES-CTR call and is unpacked as big-endian 32-bit
 words instead of per-bit generators, HMAC is the one-shot :func:`hmac.digest`, dense nodes
 (as many plaintexts as ciphertexts) map by offset without any cryptography, and the shallow

@@ -5,10 +5,10 @@ only in speed:
 
 ``native``
     Rust (PyO3, abi3), the ``esdash_ope_native`` module built from ``native/ope``.  About
-    0.5 us per tree node, and batch calls release the GIL.  Optional: installed by
-    ``scripts/provision`` when cargo is available.
+    0.4 us per tree node (110-130x pyope per value without any cache), and batch calls
+    release the GIL.  Optional: installed by ``scripts/provision`` when cargo is available.
 ``python``
-    Pure Python (:mod:`esdash.ope._python`), about 5-40x faster than pyope; the fallback when
+    Pure Python (:mod:`esdash.ope._python`), 4-30x faster than pyope; the fallback when
     the native module is missing, so esdash never needs a Rust toolchain.
 ``pyope``
     pyope itself, without any cache: the paper's cost, for side-by-side campaigns.
