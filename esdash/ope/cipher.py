@@ -279,10 +279,14 @@ class OpeCipher:
                 except KeyError:  # evicted by another thread between the two calls
                     pass
                 return ciphertext
-        value = self._plaintext(plaintext)
+            lo, hi = self.in_range
+            value = plaintext if lo <= plaintext <= hi else self._plaintext(plaintext)
+        else:
+            value = self._plaintext(plaintext)
         ciphertext = self._engine.encrypt(value)
         self._counts[1] += 1
-        self._remember(value, ciphertext)
+        if self.lru_size:
+            self._remember(value, ciphertext)
         return ciphertext
 
     def decrypt(self, ciphertext: int) -> int:
@@ -297,7 +301,10 @@ class OpeCipher:
                 except KeyError:
                     pass
                 return plaintext
-        value = self._ciphertext(ciphertext)
+            lo, hi = self.out_range
+            value = ciphertext if lo <= ciphertext <= hi else self._ciphertext(ciphertext)
+        else:
+            value = self._ciphertext(ciphertext)
         self._counts[3] += 1
         try:
             plaintext = self._engine.decrypt(value)
@@ -305,7 +312,8 @@ class OpeCipher:
             raise
         except ValueError as error:  # the native module's invalid-ciphertext error
             raise InvalidCiphertextError(str(error)) from None
-        self._remember(plaintext, value)
+        if self.lru_size:
+            self._remember(plaintext, value)
         return plaintext
 
     # ---------------------------------------------------------------------------- batches
