@@ -52,6 +52,46 @@ def records(run: Path) -> list[dict]:
     return StreamReader(run / "stream.jsonl").read_all()
 
 
+def match_all_step(path: Path, seconds: int, name: str = "s", warmup: int = 0) -> Path:
+    """A query file with one step of one ``match_all`` query called ``all``."""
+    step = {
+        "name": name,
+        "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
+        "warmup_time_secs": warmup,
+        "execution_time_secs": seconds,
+    }
+    path.write_text(json.dumps([step]))
+    return path
+
+
+def start_run(runs: Path, *args: str) -> subprocess.Popen:
+    """`esdash run ARGS` in the background, its output captured."""
+    env = {**os.environ, "ESDASH_RUNS": str(runs)}
+    return subprocess.Popen(
+        [*ESDASH, "run", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def wait_until_measuring(runs: Path, prefix: str, timeout: float = 240) -> Path:
+    """The newest run called ``prefix-*`` once its stream shows the measured phase."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        candidates = sorted(runs.glob(f"{prefix}-*"), key=lambda p: p.stat().st_mtime)
+        stream = candidates[-1] / "stream.jsonl" if candidates else None
+        if (
+            stream
+            and stream.exists()
+            and any(r.get("phase") == "measure" for r in records(candidates[-1]))
+        ):
+            return candidates[-1]
+        time.sleep(0.5)
+    raise AssertionError(f"no run {prefix}-* reached its measured step in {timeout} s")
+
+
 def test_mri_run_writes_a_complete_run_directory(cluster, shared_tmp: Path) -> None:
     cluster_run, runs = cluster
     session = bench_session(shared_tmp, "mri-e2e", track='name = "mri"\ndocuments = 1500')
@@ -86,18 +126,7 @@ def test_reused_index_is_not_ingested_again(cluster, shared_tmp: Path) -> None:
         track='name = "mri"\ndocuments = 1500',
         bench=BENCH + 'queries = "one-step.json"\n',
     )
-    (shared_tmp / "one-step.json").write_text(
-        json.dumps(
-            [
-                {
-                    "name": "all",
-                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
-                    "warmup_time_secs": 0,
-                    "execution_time_secs": 1,
-                }
-            ]
-        )
-    )
+    match_all_step(shared_tmp / "one-step.json", 1, name="all")
     esdash("run", str(session), "--cluster", str(cluster_run), "--reingest", env_runs=runs)
     result = esdash("run", str(session), "--cluster", str(cluster_run), env_runs=runs)
     assert "index mri reused with 1500 documents" in result.stdout
@@ -204,18 +233,7 @@ def test_warmup_failure_aborts_the_step_with_the_server_message(cluster, shared_
 def test_paced_step_reaches_its_target_and_separates_latency(cluster, shared_tmp: Path):
     """With a target throughput, latency runs from the scheduled send (Rally's definition)."""
     cluster_run, runs = cluster
-    (shared_tmp / "paced.json").write_text(
-        json.dumps(
-            [
-                {
-                    "name": "paced",
-                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
-                    "warmup_time_secs": 0,
-                    "execution_time_secs": 4,
-                },
-            ]
-        )
-    )
+    match_all_step(shared_tmp / "paced.json", 4, name="paced")
     bench = (
         "[benchmark]\nworkers_per_node = 1\ntarget_throughput = 40\n"
         'queries = "paced.json"\nbulk_size = 200\n'
@@ -233,18 +251,7 @@ def test_paced_step_reaches_its_target_and_separates_latency(cluster, shared_tmp
 
 def test_thresholds_set_the_exit_code(cluster, shared_tmp: Path) -> None:
     cluster_run, runs = cluster
-    (shared_tmp / "t.json").write_text(
-        json.dumps(
-            [
-                {
-                    "name": "s",
-                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
-                    "warmup_time_secs": 0,
-                    "execution_time_secs": 1,
-                },
-            ]
-        )
-    )
+    match_all_step(shared_tmp / "t.json", 1)
     session = bench_session(
         shared_tmp,
         "thr",
@@ -278,32 +285,14 @@ def test_thresholds_set_the_exit_code(cluster, shared_tmp: Path) -> None:
 
 def test_ctrl_c_still_prints_the_summary(cluster, shared_tmp: Path) -> None:
     cluster_run, runs = cluster
-    (shared_tmp / "long.json").write_text(
-        json.dumps(
-            [
-                {
-                    "name": "long",
-                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
-                    "warmup_time_secs": 0,
-                    "execution_time_secs": 60,
-                },
-            ]
-        )
-    )
+    match_all_step(shared_tmp / "long.json", 60, name="long")
     session = bench_session(
         shared_tmp,
         "ctrlc",
         track='name = "mri"\ndocuments = 1500',
         bench=BENCH + 'queries = "long.json"\n',
     )
-    env = {**os.environ, "ESDASH_RUNS": str(runs)}
-    proc = subprocess.Popen(
-        [*ESDASH, "run", str(session), "--cluster", str(cluster_run)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = start_run(runs, str(session), "--cluster", str(cluster_run))
     lines = []
     for line in proc.stdout:
         lines.append(line)
@@ -320,45 +309,18 @@ def test_ctrl_c_still_prints_the_summary(cluster, shared_tmp: Path) -> None:
 def test_lost_rank_is_marked_missing_and_the_run_ends(cluster, shared_tmp: Path) -> None:
     """A worker that stops reporting (a hung process, a dead node) is not waited for."""
     cluster_run, runs = cluster
-    (shared_tmp / "lost.json").write_text(
-        json.dumps(
-            [
-                {
-                    "name": "s",
-                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
-                    "warmup_time_secs": 0,
-                    "execution_time_secs": 25,
-                },
-            ]
-        )
-    )
+    match_all_step(shared_tmp / "lost.json", 25)
     session = bench_session(
         shared_tmp,
         "lost",
         track='name = "mri"\ndocuments = 1500',
         bench=BENCH + 'queries = "lost.json"\n',
     )
-    env = {**os.environ, "ESDASH_RUNS": str(runs)}
-    proc = subprocess.Popen(
-        [*ESDASH, "run", str(session), "--cluster", str(cluster_run)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    run = None
+    proc = start_run(runs, str(session), "--cluster", str(cluster_run))
     pid = None
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and pid is None:
-            candidates = sorted(runs.glob("lost-*"), key=lambda p: p.stat().st_mtime)
-            if candidates and (candidates[-1] / "stream.jsonl").exists():
-                run = candidates[-1]
-                stream = records(run)
-                if any(r.get("phase") == "measure" for r in stream):
-                    pid = stream[0]["bench"]["per_rank"][1]["pid"]
-            time.sleep(0.5)
-        assert pid, "the run never reached its measured step"
+        run = wait_until_measuring(runs, "lost", 120)
+        pid = records(run)[0]["bench"]["per_rank"][1]["pid"]
         os.kill(pid, signal.SIGSTOP)
         out, err = proc.communicate(timeout=180)
     finally:
@@ -376,18 +338,7 @@ def test_lost_rank_is_marked_missing_and_the_run_ends(cluster, shared_tmp: Path)
 
 def test_node_loss_during_a_step_is_counted_and_the_run_completes(shared_tmp: Path) -> None:
     runs = shared_tmp / "runs"
-    (shared_tmp / "nodeloss.json").write_text(
-        json.dumps(
-            [
-                {
-                    "name": "s",
-                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
-                    "warmup_time_secs": 0,
-                    "execution_time_secs": 12,
-                },
-            ]
-        )
-    )
+    match_all_step(shared_tmp / "nodeloss.json", 12)
     bench = (
         '[benchmark]\nworkers_per_node = 2\nbulk_size = 200\nseed = 7\nqueries = "nodeloss.json"\n'
     )
@@ -404,24 +355,9 @@ def test_node_loss_during_a_step_is_counted_and_the_run_completes(shared_tmp: Pa
         random.Random(7 * 1_000_003 + w * 7_919).choice(["node-0", "node-1"]) for w in range(4)
     ]
     victim = "node-1" if "node-1" in targets else "node-0"
-    env = {**os.environ, "ESDASH_RUNS": str(runs)}
-    proc = subprocess.Popen(
-        [*ESDASH, "run", str(session)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    run = None
+    proc = start_run(runs, str(session))
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            candidates = sorted(runs.glob("nodeloss-*"), key=lambda p: p.stat().st_mtime)
-            if candidates and (candidates[-1] / "stream.jsonl").exists():
-                run = candidates[-1]
-                if any(r.get("phase") == "measure" for r in records(run)):
-                    break
-            time.sleep(0.5)
+        run = wait_until_measuring(runs, "nodeloss")
         statuses = {
             json.loads(p.read_text())["name"]: json.loads(p.read_text())
             for p in run.glob("nodes/*/status.json")
