@@ -50,6 +50,8 @@ class RunOptions:
     reingest: bool = False
     thresholds: tuple[str, ...] = ()
     timeout: float = lifecycle.DEFAULT_TIMEOUT
+    #: a run directory prepared in advance (``esdash submit --bench`` creates it)
+    run_dir: Path | None = None
 
 
 def prepare_workload(session: Session) -> tuple[Any, Any, tuple]:
@@ -66,12 +68,15 @@ def prepare_workload(session: Session) -> tuple[Any, Any, tuple]:
     return track, corpus, query_steps_for(session, track)
 
 
-def _bench_run_dir(session: Session, cluster_run: RunDir) -> RunDir:
-    """A new run directory for a benchmark against an already running cluster."""
+def _bench_run_dir(session: Session, cluster_run: RunDir, run: RunDir | None = None) -> RunDir:
+    """A new run directory for a benchmark against an already running cluster.
+
+    ``run`` is one created in advance (``esdash sweep`` records it before the run starts).
+    """
     from esdash.paths import runs_dir
 
     info = cluster_run.read_run()
-    run = RunDir.create(runs_dir(), session.name)
+    run = run or RunDir.create(runs_dir(), session.name)
     (run.session_file).write_bytes(session.path.read_bytes())
     for name in ("topology.json",):
         (run.path / name).write_bytes((cluster_run.path / name).read_bytes())
@@ -157,7 +162,8 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
     track, corpus, steps = prepare_workload(session)
     cluster_process = None
     if options.cluster is not None:
-        run = _bench_run_dir(session, RunDir.open(options.cluster))
+        prepared = RunDir.open(options.run_dir) if options.run_dir else None
+        run = _bench_run_dir(session, RunDir.open(options.cluster), prepared)
     else:
         run, cluster_process, _ = lifecycle.up(session, options.fresh, options.timeout)
         print(f"cluster up: {run.path}", file=out, flush=True)

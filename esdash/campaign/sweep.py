@@ -1,0 +1,432 @@
+"""``esdash sweep``: run a campaign's points inside one allocation (or on this machine).
+
+For each cluster group of the plan (:mod:`esdash.campaign.plan`) the sweep starts the
+cluster once (:func:`esdash.cluster.lifecycle.up`, in this process, on the group's data root)
+and runs every pending point of the group as ``esdash run POINT --cluster RUN`` in a child
+process, then stops the cluster.  A child process per point, rather than a call, because a
+point that crashes or hangs must not take the campaign down, and because ``esdash run``
+already knows how to abort its MPI ranks cleanly on SIGINT and still write its results.
+
+Resuming is the normal way to run: a point whose run completed (and whose session has not
+changed since) is skipped; a failed point is retried up to ``--retries`` times and otherwise
+reported.  Ctrl-C or SIGTERM (a Slurm time limit) is forwarded to the running point, which
+is recorded as interrupted; the cluster is stopped; the next sweep starts where this one
+ended.  Progress goes to the terminal as lines (batch logs) and to the campaign directory
+(``campaign.json``) for the dashboard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from esdash.campaign.plan import (
+    EACH,
+    FIRST,
+    ClusterGroup,
+    PlannedPoint,
+    matches,
+    parse_filters,
+    render_plan,
+)
+from esdash.campaign.plan import plan as make_plan
+from esdash.campaign.spec import Campaign, Point
+from esdash.campaign.state import CampaignDir
+from esdash.cluster import lifecycle
+from esdash.cluster.rundir import RunDir, read_json, tail
+from esdash.errors import EXIT_ABORT, EXIT_FAILURE, EXIT_OK, EXIT_THRESHOLD, EsdashError
+from esdash.launch import slurm
+from esdash.paths import runs_dir
+from esdash.session import load_session
+
+#: Seconds an interrupted point may take to abort before it is asked again, then killed.
+INTERRUPT_GRACE = 60.0
+
+
+class Interrupted(Exception):
+    """The user (or Slurm) asked the sweep to stop."""
+
+
+@dataclass
+class SweepOptions:
+    retries: int = 1
+    fresh: bool = False
+    only: tuple[str, ...] = ()
+    quiet: bool = False
+    timeout: float = lifecycle.DEFAULT_TIMEOUT
+    dry_run: bool = False
+
+
+@dataclass
+class _Cluster:
+    run: RunDir
+    process: subprocess.Popen[bytes]
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+
+@dataclass
+class Sweep:
+    campaign: Campaign
+    directory: CampaignDir
+    points: list[Point]
+    options: SweepOptions = field(default_factory=SweepOptions)
+    out: TextIO = sys.stdout
+
+    def __post_init__(self) -> None:
+        self.groups: list[ClusterGroup] = make_plan(self.points, self.campaign.ingest)
+        self.child: subprocess.Popen[str] | None = None
+        self.interrupted = False
+        self.wiped: set[str] = set()
+        self.done = 0
+        self.total = 0
+        self.failed: list[tuple[Point, str]] = []
+
+    # ------------------------------------------------------------------- output
+    def say(self, message: str) -> None:
+        print(f"esdash sweep: {message}", file=self.out, flush=True)
+
+    def summary(self) -> None:
+        self.directory.write_summary(self.campaign, self.groups)
+
+    # ----------------------------------------------------------------- the run
+    def todo(self) -> list[tuple[int, ClusterGroup, list[PlannedPoint]]]:
+        """Per group, the selected points that still have to run."""
+        filters = parse_filters(self.options.only, self.campaign)
+        result = []
+        for number, group in enumerate(self.groups, 1):
+            pending = []
+            for planned in group.points:
+                if not matches(planned.point, filters):
+                    continue
+                status = self.directory.status(planned.point)
+                if status == "completed":
+                    continue
+                if status == "running":
+                    runner = self.directory.read_point(planned.point.id).get("runner") or {}
+                    self.say(
+                        f"{planned.point.label}: skipped, running in another sweep "
+                        f"(pid {runner.get('pid')} on {runner.get('host')})"
+                    )
+                    continue
+                pending.append(planned)
+            if pending:
+                result.append((number, group, pending))
+        return result
+
+    def run(self) -> int:
+        self.directory.prepare(self.campaign, self.points)
+        todo = self.todo()
+        self.total = sum(len(pending) for _n, _g, pending in todo)
+        completed = sum(self.directory.status(p) == "completed" for p in self.points)
+        self.say(
+            f"campaign {self.campaign.name}: {len(self.points)} points, {completed} completed, "
+            f"{self.total} to run on {len(todo)} cluster(s); directory {self.directory.path}"
+        )
+        if self.options.dry_run:
+            status = {p.id: self.directory.status(p) for p in self.points}
+            for line in render_plan(self.groups, status):
+                print(line, file=self.out)
+            self.summary()
+            return EXIT_OK
+        if not todo:
+            self.summary()
+            return EXIT_OK
+        self.directory.write_runner(state="running", only=list(self.options.only), current=None)
+        self.summary()
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        outcome = "finished"
+        try:
+            for number, group, pending in todo:
+                self._run_group(number, group, pending)
+        except (Interrupted, KeyboardInterrupt):
+            outcome = "interrupted"
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self.directory.write_runner(state=outcome, current=None, cluster=None)
+            self.summary()
+        return self._report(outcome)
+
+    def _report(self, outcome: str) -> int:
+        for point, reason in self.failed:
+            self.say(f"FAILED {point.label}: {reason}")
+        counts = self.directory.write_summary(self.campaign, self.groups)["counts"]
+        self.say(
+            f"{outcome}: {counts['completed']}/{counts['total']} points completed, "
+            f"{counts['failed']} failed, {counts['interrupted']} interrupted; "
+            f"report with: esdash report {self.directory.path}"
+        )
+        if outcome == "interrupted":
+            self.say(f"resume with: esdash sweep {self.campaign.path}")
+            return EXIT_ABORT
+        return EXIT_FAILURE if self.failed else EXIT_OK
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        first = not self.interrupted
+        self.interrupted = True
+        child = self.child
+        if child is not None and child.poll() is None:
+            # `esdash run` aborts its ranks on SIGINT and still writes its results; a second
+            # SIGINT makes it kill them.  Ranks that do not react are not waited for forever.
+            os.kill(child.pid, signal.SIGINT)
+            if first:
+                self._watchdog(child)
+            return
+        raise KeyboardInterrupt
+
+    def _watchdog(self, child: subprocess.Popen[str]) -> None:
+        """Escalate when an interrupted point does not end: SIGINT again, then SIGKILL."""
+
+        def escalate(sig: int, then: float | None) -> None:
+            if child.poll() is not None:
+                return
+            self.say(f"the interrupted run is still going; sending {signal.Signals(sig).name}")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, sig)
+            if then is not None:
+                later = threading.Timer(then, escalate, (signal.SIGKILL, None))
+                later.daemon = True
+                later.start()
+
+        timer = threading.Timer(INTERRUPT_GRACE, escalate, (signal.SIGINT, INTERRUPT_GRACE))
+        timer.daemon = True
+        timer.start()
+
+    # ------------------------------------------------------------------ a group
+    def _run_group(self, number: int, group: ClusterGroup, pending: list[PlannedPoint]) -> None:
+        cluster: _Cluster | None = None
+        try:
+            for index, planned in enumerate(pending):
+                attempts = 0
+                while True:
+                    attempts += 1
+                    if cluster is not None and not cluster.alive():
+                        self.say(f"cluster {number}: the cluster stopped; starting a new one")
+                        self._stop(cluster, "failed")
+                        cluster = None
+                    if cluster is None:
+                        try:
+                            cluster = self._start_cluster(number, group, planned.point)
+                        except EsdashError as exc:
+                            self._cluster_failed(group, pending[index:], str(exc))
+                            return
+                    outcome = self._run_point(planned, cluster, attempts)
+                    if outcome == "completed":
+                        break
+                    if outcome == "interrupted":
+                        raise Interrupted
+                    if attempts > self.options.retries:
+                        reason = self.directory.read_point(planned.point.id).get("reason")
+                        self.failed.append((planned.point, str(reason)))
+                        break
+                    self.say(f"{planned.point.label}: retrying ({attempts}/{self.options.retries})")
+        finally:
+            if cluster is not None:
+                self._stop(cluster, "stopped")
+
+    def _start_cluster(self, number: int, group: ClusterGroup, point: Point) -> _Cluster:
+        """Start the group's cluster (retried like a point); raise if it never comes up."""
+        session = load_session(self.directory.session_file(point.id))
+        fresh = self.options.fresh and group.root_label not in self.wiped
+        last = ""
+        for attempt in range(1, self.options.retries + 2):
+            run = RunDir.create(runs_dir(), session.name)
+            run.update_run(campaign=str(self.directory.path), campaign_cluster=number)
+            self.say(
+                f"cluster {number}/{len(self.groups)} ({group.label}): starting "
+                f"{session.cluster.nodes} node(s) in {run.path}"
+                + (", wiping its data root (--fresh)" if fresh else "")
+            )
+            self.directory.write_runner(
+                cluster={"number": number, "label": group.label, "run": str(run.path)}
+            )
+            started = time.monotonic()
+            try:
+                run, process, _health = lifecycle.up(session, fresh, self.options.timeout, run)
+            except EsdashError as exc:
+                last = str(exc)
+                self.say(f"cluster {number}: failed to start (attempt {attempt}): {last}")
+                continue
+            self.wiped.add(group.root_label)
+            self.say(f"cluster {number}: up in {time.monotonic() - started:.0f} s")
+            return _Cluster(run, process)
+        raise EsdashError(last)
+
+    def _cluster_failed(
+        self, group: ClusterGroup, pending: list[PlannedPoint], reason: str
+    ) -> None:
+        message = f"its cluster ({group.label}) did not start: {reason.splitlines()[0]}"
+        for planned in pending:
+            self.directory.write_point(
+                planned.point, status="failed", reason=message, digest=planned.point.digest
+            )
+            self.failed.append((planned.point, message))
+            self.done += 1
+        self.summary()
+
+    def _stop(self, cluster: _Cluster, reason: str) -> None:
+        """Stop a cluster; further Ctrl-C waits until it is down (no node is left behind)."""
+        previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.say(f"stopping the cluster {cluster.run.path}")
+            lifecycle.stop(cluster.run, cluster.process, reason=reason)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self.directory.write_runner(cluster=None)
+
+    # ------------------------------------------------------------------ a point
+    def _run_point(self, planned: PlannedPoint, cluster: _Cluster, attempt: int) -> str:
+        point = planned.point
+        name = str(point.session["name"])
+        run = RunDir.create(runs_dir(), name)
+        run.update_run(
+            campaign=str(self.directory.path),
+            campaign_point=point.id,
+            session_name=name,
+            state="prepared",
+            created=time.time(),
+        )
+        started = time.time()
+        state = self.directory.read_point(point.id)
+        attempts = list(state.get("attempts") or [])
+        attempts.append(
+            {"run": str(run.path), "cluster_run": str(cluster.run.path), "started": started}
+        )
+        self.directory.write_point(
+            point,
+            status="running",
+            run=str(run.path),
+            cluster_run=str(cluster.run.path),
+            digest=point.digest,
+            started=started,
+            ended=None,
+            reason=None,
+            attempts=attempts,
+            runner={"host": socket.gethostname(), "pid": os.getpid()},
+        )
+        self.directory.write_runner(
+            current={
+                "point": point.id,
+                "label": point.label,
+                "run": str(run.path),
+                "cluster_run": str(cluster.run.path),
+                "attempt": attempt,
+                "started": started,
+            }
+        )
+        self.summary()
+        action = {FIRST: "ingests unless the index is complete", EACH: "re-ingests"}.get(
+            planned.ingest, "reuses the index"
+        )
+        self.say(f"[{self.done + 1}/{self.total}] {point.label}: running ({action}) in {run.path}")
+        command = slurm.python_command(
+            "run",
+            str(self.directory.session_file(point.id)),
+            "--cluster",
+            str(cluster.run.path),
+            "--run-dir",
+            str(run.path),
+            *(["--reingest"] if planned.ingest == EACH else []),
+        )
+        code = self._child(command, self.directory.log_file(point.id))
+        results = _results(run.path)
+        status, reason = _outcome(code, results, self.directory.log_file(point.id))
+        if self.interrupted:
+            status, reason = "interrupted", "interrupted (Ctrl-C or SIGTERM)"
+        attempts[-1].update(ended=time.time(), exit_code=code, status=status, reason=reason)
+        self.directory.write_point(
+            point, status=status, reason=reason, ended=time.time(), attempts=attempts
+        )
+        self.directory.write_runner(current=None)
+        self.summary()
+        seconds = time.time() - started
+        if status == "completed":
+            self.done += 1
+            self.say(
+                f"[{self.done}/{self.total}] {point.label}: completed in {seconds:.0f} s; "
+                f"{_brief(results)}"
+            )
+        else:
+            self.say(f"{point.label}: {status} after {seconds:.0f} s: {reason}")
+            if status == "failed" and attempt > self.options.retries:
+                self.done += 1
+        return status
+
+    def _child(self, command: list[str], log_path: Path) -> int:
+        """Run ``esdash run``; its lines go to the point's log and (indented) to our output."""
+        with log_path.open("a") as log:
+            log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(command)}\n")
+            log.flush()
+            self.child = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+                start_new_session=True,  # signals reach it only through _on_signal
+            )
+            assert self.child.stdout is not None
+            for line in self.child.stdout:
+                log.write(line)
+                log.flush()
+                if not self.options.quiet:
+                    self.out.write("    " + line)
+                    self.out.flush()
+            code = self.child.wait()
+        self.child = None
+        return code
+
+
+def _results(run: Path) -> dict[str, Any] | None:
+    try:
+        return read_json(run / "results.json")
+    except (OSError, ValueError):
+        return None
+
+
+def _outcome(code: int, results: dict[str, Any] | None, log: Path) -> tuple[str, str | None]:
+    """``completed`` needs exit 0 (or 3: thresholds are not the sweep's business) and a
+    results.json whose status is ok."""
+    if code == EXIT_ABORT:
+        return "interrupted", "the run was aborted"
+    if code in (EXIT_OK, EXIT_THRESHOLD) and results and results.get("status") == "ok":
+        return "completed", None
+    if results and results.get("reason"):
+        return "failed", f"exit {code}: {results['reason']}"
+    last = [line for line in tail(log, 5).splitlines() if line.strip()]
+    return "failed", f"exit {code}: {last[-1].strip() if last else 'no output'}"
+
+
+def _brief(results: dict[str, Any] | None) -> str:
+    """One line of numbers for the log: ingest and the first few queries."""
+    if not results:
+        return "no results"
+    parts = []
+    ingest = results.get("ingest") or {}
+    if ingest.get("docs"):
+        parts.append(f"ingest {ingest['docs']:,} docs {ingest.get('docs_per_s') or 0:,.0f} docs/s")
+    queries = [
+        (name, op) for step in results.get("steps", []) for name, op in step["queries"].items()
+    ]
+    for name, op in queries[:3]:
+        rate = (op.get("throughput") or {}).get("requests_per_s")
+        gmean = (op.get("latency") or {}).get("gmean")
+        parts.append(
+            f"{name} {rate or 0:,.1f} req/s gmean {gmean if gmean is not None else '-'} ms"
+        )
+    if len(queries) > 3:
+        parts.append(f"+{len(queries) - 3} more queries")
+    return "; ".join(parts) or "no queries"

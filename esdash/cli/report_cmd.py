@@ -1,0 +1,63 @@
+"""``esdash report RUN_OR_CAMPAIGN...``: the paper's tables and figures from runs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="tables, figures, environment and sessions of runs and campaigns",
+        description=(
+            "Writes a report directory from run directories, campaign directories (or "
+            "campaign files) and the authors' result files. INPUT#key=value,... selects "
+            "campaign points (#setup=abe,nodes=3) or describes an authors' file "
+            "(#nodes=3,workers_per_node=1,setup=none,docs=N). Definitions: docs/campaign.md."
+        ),
+    )
+    parser.add_argument("inputs", nargs="+", metavar="RUN_OR_CAMPAIGN", help="what to report on")
+    parser.add_argument(
+        "--format",
+        action="append",
+        default=[],
+        metavar="FMT",
+        help="md, html, csv or json; repeatable or comma-separated (default md)",
+    )
+    parser.add_argument("--out", type=Path, help="report directory (default: see below)")
+    parser.add_argument(
+        "--baseline", default="none", help="setup the overhead is relative to (default none)"
+    )
+    parser.add_argument("--no-figures", action="store_true", help="tables only, no matplotlib")
+    parser.add_argument(
+        "--self-contained", action="store_true", help="HTML: embed the figures in the page"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from esdash.errors import BadInput
+    from esdash.report.document import REPORT_FORMATS, build_report, write_report
+    from esdash.report.inputs import load_inputs
+
+    formats = [f.strip() for spec in (args.format or ["md"]) for f in spec.split(",") if f.strip()]
+    unknown = [f for f in formats if f not in REPORT_FORMATS]
+    if unknown:
+        raise BadInput(f"--format {', '.join(unknown)}: expected {', '.join(REPORT_FORMATS)}")
+    inputs = load_inputs(args.inputs)
+    if not inputs.entries:
+        raise BadInput("no completed runs in the inputs")
+    out = args.out
+    if out is None:
+        dirs = {Path(c["dir"]) for c in inputs.campaigns}
+        out = dirs.pop() / "report" if len(dirs) == 1 else Path("esdash-report")
+    report = build_report(inputs, args.baseline)
+    written = write_report(report, out, formats, not args.no_figures, args.self_contained)
+    for path in written:
+        print(f"wrote {path}")
+    if report.figures:
+        print(f"wrote {len(report.figures)} figure(s) in {out / 'figures'}")
+    for note in report.notes:
+        print(f"note: {note}")
+    return 0

@@ -1,0 +1,102 @@
+"""``esdash sweep CAMPAIGN``: run a campaign's points, resumably (``docs/campaign.md``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from esdash.cluster import lifecycle
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "sweep",
+        help="run a campaign: every combination of its axes, resumably",
+        description=(
+            "Runs the points of a campaign file, reusing clusters and ingested indices where "
+            "the axes allow. Completed points are skipped, so running it again resumes. "
+            "Exit codes: 0 every selected point completed, 1 some failed, 2 bad input, "
+            "130 interrupted."
+        ),
+    )
+    parser.add_argument("campaign", metavar="CAMPAIGN", help="campaign file (TOML)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        help="campaign directory (default: <runs>/campaigns/<name>)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run only points with this axis value, e.g. nodes=3; repeatable",
+    )
+    parser.add_argument(
+        "--retries", type=int, default=1, help="extra attempts for a failed point (default 1)"
+    )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="wipe each data root before its first cluster starts (re-ingests everything)",
+    )
+    parser.add_argument(
+        "--submit",
+        action="store_true",
+        help="from a login node: submit one Slurm job per cluster size instead of running",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (with --submit: write the job scripts) and run nothing",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="only the sweep's own lines, not each run's output"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=lifecycle.DEFAULT_TIMEOUT,
+        help="seconds to wait for each cluster to become healthy (default %(default)s)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from esdash.campaign.plan import parse_filters
+    from esdash.campaign.spec import load_campaign
+    from esdash.campaign.state import CampaignDir, default_directory
+    from esdash.campaign.sweep import Sweep, SweepOptions
+    from esdash.errors import BadInput
+
+    if args.retries < 0:
+        raise BadInput("--retries must be 0 or more")
+    campaign = load_campaign(args.campaign)
+    parse_filters(args.only, campaign)  # a bad --only stops before anything is written
+    directory = CampaignDir((args.dir or default_directory(campaign)).resolve())
+    points = campaign.points(directory.path)
+    if args.submit:
+        from esdash.campaign.submit import submit_jobs
+
+        extra = ["--retries", str(args.retries)] + (["--fresh"] if args.fresh else [])
+        submit_jobs(campaign, directory, points, args.only, extra, _stdout(), args.dry_run)
+        from esdash.campaign.plan import plan
+
+        directory.write_summary(campaign, plan(points, campaign.ingest))
+        print(f"campaign directory: {directory.path}")
+        return 0
+    options = SweepOptions(
+        retries=args.retries,
+        fresh=args.fresh,
+        only=tuple(args.only),
+        quiet=args.quiet,
+        timeout=args.timeout,
+        dry_run=args.dry_run,
+    )
+    return Sweep(campaign, directory, points, options, _stdout()).run()
+
+
+def _stdout():
+    import sys
+
+    return sys.stdout

@@ -1,0 +1,227 @@
+"""Reading the reference implementation's result files, to put their numbers beside ours.
+
+Two formats (``reference-impl.md`` §2b and §2c):
+
+* **query results** (``queryer.py``'s JSON): a list of steps, each ``{"search_results":
+  [{"query": {"body": ...}, "responses": [[rank 0's responses], [rank 1's], ...]}],
+  "warmup_time_secs", "execution_time_secs", "sleep_between_requests_secs"}``; a response is
+  ``{"latency": seconds, "docs": n}`` or ``{"error_code": status}``;
+* **ingest times** (``results_<epoch>.txt``): each rank's list of bulk durations as Python
+  list reprs of ``"H:MM:SS.ff"`` strings, glued together (``['0:00:00.49', ...]['0:00:00.51',
+  ...]``) or one list per line.
+
+Both become a ``results.json``-shaped document (:mod:`esdash.bench.results`), so reports and
+comparisons treat them like runs.  The statistics follow esdash's definitions, applied to
+what the authors stored (their files hold every latency, so these are exact):
+
+* throughput = successful requests / ``execution_time_secs`` (the authors had no timestamps,
+  so there is no per-interval spread: ``intervals.n`` is 0);
+* latency = the authors' measured time (send to response, which is Rally's *service time*);
+  it fills both ``latency`` and ``service_time``;
+* errors: ``http_<status>`` per ``error_code`` (``-1`` becomes ``other``);
+* ingest: duration = the slowest rank's summed bulk time (the report's "wall clock"); the
+  files record no document count, so docs/s appears only when ``docs=N`` is given.
+
+Nothing about the cluster is in their files (size, workers, setup): pass it as metadata,
+``FILE#nodes=3,workers_per_node=1,setup=none,interconnect=ethernet,docs=165346692``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from esdash.bench.merge import SeriesData
+from esdash.bench.recorder import HDR_HIGHEST_US, HDR_LOWEST_US
+from esdash.errors import BadInput
+from esdash.stats import spread, summarize
+
+SCHEMA = "esdash.results/1"
+_LIST = re.compile(r"\[[^\[\]]*\]")
+_TIME = re.compile(r"^(\d+):(\d{1,2}):(\d{1,2}(?:\.\d*)?)$")
+
+
+def sniff(path: Path) -> str | None:
+    """``"queries"``, ``"ingest"`` or None: which of the authors' formats ``path`` holds."""
+    try:
+        head = path.read_bytes()[:4096].decode("utf-8", "replace").lstrip()
+    except OSError:
+        return None
+    if head.startswith("[") and '"search_results"' in head:
+        return "queries"
+    if head.startswith("[") and re.match(r"^\[\s*'\d+:\d", head):
+        return "ingest"
+    return None
+
+
+def _op(
+    latencies: list[float], docs: int, errors: Mapping[str, int], seconds: float | None
+) -> dict:
+    """A results.json ``<op>`` from exact per-request values (latencies in seconds)."""
+    series = SeriesData()
+    for value in latencies:
+        series.histogram.record_value(min(max(round(value * 1e6), HDR_LOWEST_US), HDR_HIGHEST_US))
+        logged = math.log(max(value, 1e-6))
+        series.ln_sum += logged
+        series.ln_sq_sum += logged * logged
+    series.count = len(latencies)
+    series.sum = math.fsum(latencies)
+    series.min = min(latencies, default=None)
+    series.max = max(latencies, default=None)
+    ok = len(latencies)
+    failed = sum(errors.values())
+    stats = summarize(series).to_dict(scale=1000.0, digits=4)
+    hdr = series.to_payload()["hdr"]
+    rate = None if not seconds else round(ok / seconds, 3)
+    return {
+        "requests": ok + failed,
+        "ok": ok,
+        "failed": failed,
+        "errors": dict(sorted(errors.items())),
+        "error_rate": round(failed / (ok + failed), 6) if ok + failed else None,
+        "docs": docs,
+        "bytes": 0,
+        "rejected_docs": {},
+        "throughput": {
+            "requests_per_s": rate,
+            "docs_per_s": None if not seconds else round(docs / seconds, 3),
+            "intervals": spread([]).to_dict(),
+            "docs_intervals": spread([]).to_dict(),
+        },
+        "latency": stats,
+        "service_time": dict(stats),
+        "error_time_mean": None,
+        "per_rank": {},
+        "per_node": {},
+        "last_errors": {},
+        "histograms": {"latency": hdr, "service_time": hdr},
+    }
+
+
+def _query_name(query: Mapping[str, Any], taken: set[str], index: int) -> str:
+    name = query.get("name") if isinstance(query.get("name"), str) else f"q{index}"
+    while name in taken:
+        name += "'"
+    taken.add(name)
+    return name
+
+
+def load_queries(path: Path, label: str) -> dict[str, Any]:
+    """The authors' query result JSON as a results document (see the module docstring)."""
+    try:
+        steps = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"{path}: not the authors' query result JSON: {exc}") from None
+    if not isinstance(steps, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("search_results"), list) for s in steps
+    ):
+        raise BadInput(f"{path}: expected a list of steps with search_results (their §2b format)")
+    out_steps = []
+    ranks = 0
+    for k, step in enumerate(steps):
+        seconds = step.get("execution_time_secs")
+        seconds = float(seconds) if isinstance(seconds, int | float) and seconds > 0 else None
+        queries: dict[str, Any] = {}
+        taken: set[str] = set()
+        for j, result in enumerate(step["search_results"]):
+            query = result.get("query") if isinstance(result.get("query"), dict) else {}
+            responses = result.get("responses") or []
+            ranks = max(ranks, len(responses))
+            latencies: list[float] = []
+            docs = 0
+            errors: dict[str, int] = {}
+            for rank in responses:
+                for response in rank or []:
+                    if "error_code" in response:
+                        code = int(response["error_code"])
+                        key = f"http_{code}" if code > 0 else "other"
+                        errors[key] = errors.get(key, 0) + 1
+                    else:
+                        latencies.append(float(response["latency"]))
+                        docs += int(response.get("docs") or 0)
+            op = _op(latencies, docs, errors, seconds)
+            op["body"] = query.get("body")
+            queries[_query_name(query, taken, j)] = op
+        out_steps.append(
+            {
+                "index": k,
+                "name": step.get("name") if isinstance(step.get("name"), str) else f"step{k}",
+                "planned": {
+                    "queries": list(queries),
+                    "warmup": step.get("warmup_time_secs"),
+                    "duration": step.get("execution_time_secs"),
+                    "target_throughput": None,
+                    "think_time": step.get("sleep_between_requests_secs"),
+                },
+                "status": "measured",
+                "duration_s": seconds,
+                "warmup": {"requests": None, "errors": None},
+                "queries": queries,
+            }
+        )
+    return {
+        "schema": SCHEMA,
+        "run_id": label,
+        "started": None,
+        "ended": None,
+        "status": "ok",
+        "reason": None,
+        "ranks": ranks,
+        "ingest": None,
+        "steps": out_steps,
+        "imported_from": {"format": "authors-queries", "path": str(path)},
+    }
+
+
+def _seconds(text: str) -> float:
+    match = _TIME.match(text.strip())
+    if not match:
+        raise ValueError(text)
+    hours, minutes, seconds = match.groups()
+    return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+def load_ingest(path: Path, label: str, docs: int | None = None) -> dict[str, Any]:
+    """The authors' ingest time file as a results document with only ``ingest``."""
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read: {exc}") from None
+    ranks = []
+    for number, chunk in enumerate(_LIST.findall(text)):
+        try:
+            ranks.append([_seconds(item) for item in ast.literal_eval(chunk)])
+        except (ValueError, SyntaxError):
+            raise BadInput(
+                f"{path}: list {number + 1} is not a list of 'H:MM:SS.ff' bulk times"
+            ) from None
+    if not ranks:
+        raise BadInput(f"{path}: no bulk time lists found (their §2c ingest format)")
+    duration = max(sum(rank) for rank in ranks)
+    op = _op([t for rank in ranks for t in rank], docs or 0, {}, duration)
+    if docs is None:
+        op["throughput"]["docs_per_s"] = None
+    return {
+        "schema": SCHEMA,
+        "run_id": label,
+        "started": None,
+        "ended": None,
+        "status": "ok",
+        "reason": None,
+        "ranks": len(ranks),
+        "ingest": {
+            "duration_s": round(duration, 3),
+            "docs": docs,
+            "docs_per_s": None if docs is None or not duration else round(docs / duration, 3),
+            "rejected_docs": {},
+            "ops": {"bulk": op},
+            "cpu_time_s": round(sum(sum(rank) for rank in ranks), 3),
+        },
+        "steps": [],
+        "imported_from": {"format": "authors-ingest", "path": str(path)},
+    }

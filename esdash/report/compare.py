@@ -1,0 +1,213 @@
+"""``esdash compare BASELINE CONTENDER...``: per-query differences, with a noise check.
+
+Each argument is one *side*: a run, a set of repetitions (a campaign directory narrowed to
+one configuration with ``#key=value``), or a result file of the authors.  Queries are matched
+by step and query name (the authors' unnamed queries by their request bodies, see
+:func:`esdash.report.inputs.align_queries`).  For every contender, query and metric the
+output has the baseline's and the contender's value, the difference and the difference in
+percent of the baseline.
+
+Metrics: throughput (successful requests per second over the step's window), latency
+gmean and p99 (ms).  A side with repetitions contributes the mean of its runs' values.
+
+**When is a difference inside the noise?**  (The note column; ``~`` marks it.)
+
+* If either side has repetitions (two or more runs): the difference is *within run-to-run
+  spread* when the ranges [min, max] of the two sides' run values overlap (a side with one
+  run is a range of one value).  This is the Accumulo study's view of five iterations:
+  what matters is whether the fastest run of one setup beats the slowest of the other.
+* If both sides are single runs: the spread is the interval-to-interval standard deviation
+  of the metric inside the run (throughput: the per-interval request rates in
+  ``results.json``; latency: the per-interval gmean or p99 from ``stream.jsonl``); the
+  difference is *within interval spread* when it is no larger than the larger of the two
+  sides' spreads.  Without any spread (imported files, runs shorter than two intervals)
+  the note says so.
+
+Neither rule is a statistical test; they say when a difference is too small to mean much.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from esdash.errors import BadInput
+from esdash.report.inputs import Entry, align_queries, config_label, load_inputs
+from esdash.report.intervals import latency_spread, measured, read_intervals
+from esdash.report.summary import fmt_ms, fmt_rate, table
+from esdash.report.tables import op_of, queries_of, query_label
+
+
+@dataclass
+class Side:
+    spec: str
+    entries: list[Entry]
+    _intervals: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        entry = self.entries[0]
+        if len(self.entries) == 1:
+            return entry.id
+        return f"{config_label(entry.config)} ({len(self.entries)} runs)"
+
+    def intervals(self, entry: Entry) -> list:
+        if entry.id not in self._intervals:
+            self._intervals[entry.id] = read_intervals(entry.stream)[1]
+        return self._intervals[entry.id]
+
+
+def load_side(spec: str) -> Side:
+    entries = load_inputs([spec]).entries
+    if not entries:
+        raise BadInput(f"{spec}: no completed runs")
+    configs = {e.key: e for e in entries}
+    if len(configs) > 1:
+        listed = "; ".join(config_label(e.config) for e in configs.values())
+        raise BadInput(
+            f"{spec} holds {len(configs)} configurations ({listed}); compare one at a time, "
+            f"e.g. {spec}#setup=none,nodes=1"
+        )
+    return Side(spec, entries)
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    value: Callable[[Mapping[str, Any]], float | None]
+    #: "throughput" (from results) or a latency statistic read per interval
+    spread: str
+    fmt: Callable[[float | None], str]
+
+
+METRICS = (
+    Metric("req/s", lambda op: op["throughput"]["requests_per_s"], "throughput", fmt_rate),
+    Metric("gmean ms", lambda op: op["latency"].get("gmean"), "gmean", fmt_ms),
+    Metric("p99 ms", lambda op: op["latency"].get("p99"), "p99", fmt_ms),
+)
+
+
+def _single_spread(side: Side, entry: Entry, metric: Metric, step: str, query: str) -> float | None:
+    op = op_of(entry, step, query)
+    if op is None:
+        return None
+    if metric.spread == "throughput":
+        return (op["throughput"].get("intervals") or {}).get("std")
+    return latency_spread(measured(side.intervals(entry), step, query), metric.spread)
+
+
+def judge(
+    base: Sequence[float],
+    other: Sequence[float],
+    base_spread: float | None,
+    other_spread: float | None,
+) -> tuple[bool | None, str]:
+    """(significant, note) by the rules in the module docstring."""
+    diff = statistics.fmean(other) - statistics.fmean(base)
+    if len(base) > 1 or len(other) > 1:
+        overlap = max(min(base), min(other)) <= min(max(base), max(other))
+        if overlap:
+            return False, "~ within run-to-run spread (ranges overlap)"
+        return True, "outside run-to-run spread"
+    spreads = [s for s in (base_spread, other_spread) if s is not None]
+    if not spreads:
+        return None, "no spread known"
+    spread = max(spreads)
+    if abs(diff) <= spread:
+        return False, f"~ within interval spread (+-{spread:.3g})"
+    return True, f"beyond interval spread (+-{spread:.3g})"
+
+
+def compare(baseline: Side, contenders: Sequence[Side]) -> list[dict[str, Any]]:
+    """One record per contender x query x metric (see the module docstring)."""
+    align_queries([e for side in (baseline, *contenders) for e in side.entries])
+    records = []
+    for contender in contenders:
+        queries = queries_of(baseline.entries)
+        queries += [q for q in queries_of(contender.entries) if q not in queries]
+        for step, query in queries:
+            for metric in METRICS:
+                base = [
+                    v
+                    for e in baseline.entries
+                    if (op := op_of(e, step, query)) and (v := metric.value(op)) is not None
+                ]
+                other = [
+                    v
+                    for e in contender.entries
+                    if (op := op_of(e, step, query)) and (v := metric.value(op)) is not None
+                ]
+                record: dict[str, Any] = {
+                    "contender": contender.label,
+                    "step": step,
+                    "query": query,
+                    "metric": metric.name,
+                    "baseline": statistics.fmean(base) if base else None,
+                    "value": statistics.fmean(other) if other else None,
+                    "baseline_runs": base,
+                    "contender_runs": other,
+                }
+                if not base or not other:
+                    side = "baseline" if not base else "contender"
+                    entries = baseline.entries if not base else contender.entries
+                    ran = any(op_of(e, step, query) for e in entries)
+                    note = "too few samples" if ran else f"not in {side}"
+                    record.update(diff=None, pct=None, significant=None, note=note)
+                    records.append(record)
+                    continue
+                diff = record["value"] - record["baseline"]
+                spreads = (
+                    _single_spread(baseline, baseline.entries[0], metric, step, query)
+                    if len(base) == 1
+                    else None,
+                    _single_spread(contender, contender.entries[0], metric, step, query)
+                    if len(other) == 1
+                    else None,
+                )
+                significant, note = judge(base, other, *spreads)
+                record.update(
+                    diff=diff,
+                    pct=diff / record["baseline"] * 100.0 if record["baseline"] else None,
+                    significant=significant,
+                    note=note,
+                )
+                records.append(record)
+    return records
+
+
+HEADERS = ("contender", "query", "metric", "baseline", "contender", "diff", "diff %", "note")
+
+
+def _cells(record: Mapping[str, Any]) -> list[str]:
+    fmt = next(m.fmt for m in METRICS if m.name == record["metric"])
+    diff = record["diff"]
+    return [
+        record["contender"],
+        query_label(record["step"], record["query"]),
+        record["metric"],
+        fmt(record["baseline"]),
+        fmt(record["value"]),
+        "-" if diff is None else ("+" if diff >= 0 else "-") + fmt(abs(diff)),
+        "-" if record["pct"] is None else f"{record['pct']:+.1f}%",
+        record["note"],
+    ]
+
+
+def render(baseline: Side, records: Sequence[Mapping[str, Any]], fmt: str) -> str:
+    if fmt == "json":
+        return (
+            json.dumps({"baseline": baseline.label, "comparisons": list(records)}, indent=2) + "\n"
+        )
+    rows = [_cells(r) for r in records]
+    if fmt == "md":
+        lines = [f"Baseline: {baseline.label}", ""]
+        lines.append("| " + " | ".join(HEADERS) + " |")
+        lines.append("|" + "|".join("---" for _ in HEADERS) + "|")
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+        return "\n".join(lines) + "\n"
+    lines = [f"baseline: {baseline.label}", ""] + table(HEADERS, rows, left=3)
+    lines += ["", "~ : the difference is inside the spread (see `esdash compare --help`)"]
+    return "\n".join(lines) + "\n"

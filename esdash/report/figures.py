@@ -1,0 +1,385 @@
+"""Figures of a report, as PNG and SVG (matplotlib, imported only here and only when drawing).
+
+* ``latency-<query>``: the latency distribution of one query, one line per configuration
+  (repetitions merged): share of requests per logarithmic latency bin, from the merged HDR
+  histograms in ``results.json``; both axes logarithmic, so the super-exponential decay the
+  paper describes shows as a bending curve.
+* ``timeline-<run>``: latency over the whole run as a density view: one column per stream
+  interval, one row per logarithmic latency bin, colour = requests (log scale), with the
+  interval's p50 and p99 drawn over it.  Bands (e.g. workers that happen to query their own
+  host) appear as separate horizontal ridges; steps are marked.  The stream keeps one
+  histogram per interval, not single requests, so this is the density view at the stream's
+  resolution for runs of any size.
+* ``throughput-vs-nodes`` / ``latency-vs-nodes`` and ``...-vs-workers``: one panel per query,
+  one line per setup (and the other axis), error bars = the tables' ± (std; for latency the
+  gmean's ÷/× gstd range).
+* ``ingest-scaling``: docs/s against workers per node and against cluster size.
+
+matplotlib is heavy and only reports need it: never import this module from the run path.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from esdash.report.inputs import Entry, config_label
+from esdash.report.tables import group_configs, op_of, queries_of, query_label
+
+FORMATS = ("png", "svg")
+#: Panels per scaling figure; more queries than this get a second look in the tables.
+MAX_PANELS = 12
+_SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass
+class Figure:
+    id: str
+    title: str
+    caption: str
+    files: dict[str, str] = field(default_factory=dict)  # format -> path relative to the report
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(
+        {"svg.hashsalt": "esdash", "figure.dpi": 100, "font.size": 9, "axes.titlesize": 9}
+    )
+    return plt
+
+
+def slug(text: str) -> str:
+    return _SLUG.sub("-", text).strip("-")[:80] or "x"
+
+
+class Drawer:
+    """Draws into ``<out>/figures/`` and remembers what it drew."""
+
+    def __init__(self, out: Path, formats: Sequence[str] = FORMATS) -> None:
+        self.out = out
+        self.formats = tuple(formats)
+        self.figures: list[Figure] = []
+        self.plt = _pyplot()
+        (out / "figures").mkdir(parents=True, exist_ok=True)
+
+    def save(self, fig: Any, name: str, title: str, caption: str) -> None:
+        figure = Figure(name, title, caption)
+        for fmt in self.formats:
+            relative = f"figures/{name}.{fmt}"
+            metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+            fig.savefig(self.out / relative, format=fmt, metadata=metadata, bbox_inches="tight")
+            figure.files[fmt] = relative
+        self.plt.close(fig)
+        self.figures.append(figure)
+
+
+# -------------------------------------------------------------------- distributions
+
+
+def _merged_histogram(ops: Sequence[Mapping[str, Any]]) -> Any:
+    from hdrh.histogram import HdrHistogram
+
+    merged = None
+    for op in ops:
+        encoded = (op.get("histograms") or {}).get("latency")
+        if not encoded or not op["latency"].get("count"):
+            continue
+        histogram = HdrHistogram.decode(encoded)
+        if merged is None:
+            merged = histogram
+        else:
+            merged.add(histogram)
+    return merged
+
+
+def latency_distributions(drawer: Drawer, entries: Sequence[Entry]) -> None:
+    from esdash.stats import bucket_counts, recorded_values
+
+    groups = group_configs(entries)
+    for step, query in queries_of(entries):
+        lines = []
+        for group in groups:
+            ops = [op for e in group if (op := op_of(e, step, query)) is not None]
+            histogram = _merged_histogram(ops)
+            if histogram is not None:
+                lines.append((config_label(group[0].config), group[0].source, histogram))
+        if not lines:
+            continue
+        values = [v for _l, _s, h in lines for v in recorded_values(h)]
+        lowest = min(low for low, _high, _count in values)
+        highest = max(high for _low, high, _count in values) * 1.001 + 1e-6
+        fig, ax = drawer.plt.subplots(figsize=(6.4, 3.8))
+        for label, source, histogram in lines:
+            buckets = bucket_counts(histogram, 40, lowest, highest)
+            total = sum(b.count for b in buckets) or 1
+            xs = [math.sqrt(b.low * b.high) * 1000.0 for b in buckets if b.count]
+            ys = [b.count / total for b in buckets if b.count]
+            suffix = f" [{source}]" if source != "esdash" else ""
+            ax.plot(xs, ys, marker=".", linewidth=1, label=label + suffix)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("latency (ms, log)")
+        ax.set_ylabel("share of requests per bin (log)")
+        ax.set_title(f"Latency distribution: {query_label(step, query)}")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=7)
+        drawer.save(
+            fig,
+            f"latency-{slug(query_label(step, query))}",
+            f"Latency distribution of {query_label(step, query)}",
+            "Share of successful requests per logarithmic latency bin, per configuration "
+            "(repetitions merged), from the merged HDR histograms.",
+        )
+
+
+# ------------------------------------------------------------------------- timeline
+
+
+def timeline(drawer: Drawer, entry: Entry, bins: int = 60) -> None:
+    """The density view of one run's latency over time (see the module docstring)."""
+    from matplotlib.colors import LogNorm
+
+    from esdash.report.intervals import read_intervals
+    from esdash.stats import bucket_counts, histogram_percentiles, recorded_values
+
+    _header, ops = read_intervals(entry.stream)
+    ops = [o for o in ops if o.phase in ("warmup", "measure") and o.histogram is not None]
+    if not ops:
+        return
+    values = [v for o in ops for v in recorded_values(o.histogram)]
+    lowest = max(min(v[0] for v in values), 1e-6)
+    highest = max(v[1] for v in values) * 1.001 + 1e-6
+    columns: dict[tuple[float, float], list[Any]] = {}
+    for o in ops:
+        columns.setdefault((round(o.t - o.elapsed, 3), round(o.t, 3)), []).append(o)
+    spans = sorted(columns)
+    edges = [
+        math.exp(math.log(lowest) + k * (math.log(highest / lowest) / bins))
+        for k in range(bins + 1)
+    ]
+    grid = [[0.0] * len(spans) for _ in range(bins)]
+    p50: list[float | None] = []
+    p99: list[float | None] = []
+    for column, span in enumerate(spans):
+        merged = None
+        for o in columns[span]:
+            for row, bucket in enumerate(bucket_counts(o.histogram, bins, lowest, highest)):
+                grid[row][column] += bucket.count
+            if merged is None:
+                from esdash.bench.recorder import new_histogram
+
+                merged = new_histogram()
+            merged.add(o.histogram)
+        count = merged.get_total_count() if merged is not None else 0
+        wanted = [p for p, need in ((50.0, 2), (99.0, 100)) if count >= need]
+        found = histogram_percentiles(merged, wanted) if merged is not None else {}
+        p50.append(found.get(50.0))
+        p99.append(found.get(99.0))
+    xs = [span[0] for span in spans] + [spans[-1][1]]
+    for k in range(1, len(xs) - 1):  # close tiny gaps between records
+        xs[k] = max(xs[k], xs[k - 1] + 1e-3)
+    masked = [[value if value > 0 else float("nan") for value in row] for row in grid]
+    fig, ax = drawer.plt.subplots(figsize=(8.0, 4.0))
+    peak = max((v for row in grid for v in row), default=1.0) or 1.0
+    mesh = ax.pcolormesh(
+        xs,
+        [e * 1000.0 for e in edges],
+        masked,
+        norm=LogNorm(vmin=1, vmax=max(peak, 2.0)),
+        cmap="viridis",
+        shading="flat",
+    )
+    middles = [(a + b) / 2 for a, b in spans]
+    for series, label, style in ((p50, "p50", "w-"), (p99, "p99", "r-")):
+        points = [(x, v * 1000.0) for x, v in zip(middles, series, strict=True) if v is not None]
+        if points:
+            ax.plot(*zip(*points, strict=True), style, linewidth=0.8, label=label)
+    seen = set()
+    for o in sorted(ops, key=lambda o: o.t - o.elapsed):
+        key = (o.phase, o.step)
+        if key in seen:
+            continue
+        seen.add(key)
+        start = o.t - o.elapsed
+        ax.axvline(
+            start, color="grey", linewidth=0.5, linestyle=":" if o.phase == "warmup" else "-"
+        )
+        if o.phase == "measure":
+            ax.text(start, highest * 1000.0, f" {o.step_name}", fontsize=6, va="top", rotation=90)
+    ax.set_yscale("log")
+    ax.set_xlabel("time since start (s); dotted: warm-up begins, solid: measurement begins")
+    ax.set_ylabel("latency (ms, log)")
+    ax.set_title(f"Latency over time: {entry.id} ({config_label(entry.config)})")
+    fig.colorbar(mesh, ax=ax, label="requests per interval and bin")
+    ax.legend(fontsize=7, loc="lower right")
+    drawer.save(
+        fig,
+        f"timeline-{slug(entry.id)}",
+        f"Latency over time, {entry.id}",
+        "Density of request latencies per stream interval (colour, log scale) with the "
+        "interval's p50 (white) and p99 (red); bands show as horizontal ridges.",
+    )
+
+
+# -------------------------------------------------------------------------- scaling
+
+
+def _series_key(record: Mapping[str, Any], axis: str) -> str:
+    parts = [str(record.get("setup"))]
+    if record.get("source") != "esdash":
+        parts.append(f"[{record.get('source')}]")
+    for name in ("interconnect", "nodes", "workers_per_node"):
+        value = record.get(name)
+        if name == axis or value is None:
+            continue
+        if name == "nodes":
+            parts.append(f"{value} node{'s' if value != 1 else ''}")
+        elif name == "workers_per_node":
+            parts.append(f"{value} workers/node")
+        else:
+            parts.append(str(value))
+    return ", ".join(parts)
+
+
+def scaling(drawer: Drawer, records: Sequence[Mapping[str, Any]], axis: str) -> None:
+    """Throughput and latency against ``axis`` (``nodes`` or ``workers_per_node``)."""
+    values = {r.get(axis) for r in records if isinstance(r.get(axis), int | float)}
+    if len(values) < 2:
+        return
+    queries: list[tuple[str, str]] = []
+    for r in records:
+        if (r["step"], r["query"]) not in queries:
+            queries.append((r["step"], r["query"]))
+    queries = queries[:MAX_PANELS]
+    columns = min(3, len(queries))
+    rows = math.ceil(len(queries) / columns)
+    name = {"nodes": "cluster size (nodes)", "workers_per_node": "workers per node"}[axis]
+    for metric in ("throughput", "latency"):
+        fig, axes = drawer.plt.subplots(
+            rows, columns, figsize=(3.4 * columns, 2.6 * rows), squeeze=False
+        )
+        for index, (step, query) in enumerate(queries):
+            ax = axes[index // columns][index % columns]
+            series: dict[str, list[Mapping[str, Any]]] = {}
+            for r in records:
+                if (r["step"], r["query"]) == (step, query) and isinstance(
+                    r.get(axis), int | float
+                ):
+                    series.setdefault(_series_key(r, axis), []).append(r)
+            for label, points in series.items():
+                points = sorted(points, key=lambda r: r[axis])
+                xs = [r[axis] for r in points]
+                if metric == "throughput":
+                    ys = [r["throughput_mean"] for r in points]
+                    errors = [r["throughput_std"] or 0.0 for r in points]
+                    ax.errorbar(
+                        xs, ys, yerr=errors, marker="o", capsize=2, linewidth=1, label=label
+                    )
+                else:
+                    ys = [r["latency_gmean_ms"] for r in points]
+                    low = [
+                        (g - g / s) if g and s else 0.0
+                        for g, s in zip(ys, [r["latency_gstd"] for r in points], strict=True)
+                    ]
+                    high = [
+                        (g * s - g) if g and s else 0.0
+                        for g, s in zip(ys, [r["latency_gstd"] for r in points], strict=True)
+                    ]
+                    ax.errorbar(
+                        xs, ys, yerr=[low, high], marker="o", capsize=2, linewidth=1, label=label
+                    )
+            ax.set_title(query_label(step, query))
+            ax.set_xlabel(name)
+            ax.set_xticks(sorted(values))
+            ax.grid(True, alpha=0.3)
+            if metric == "latency":
+                ax.set_yscale("log")
+        for index in range(len(queries), rows * columns):
+            axes[index // columns][index % columns].axis("off")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels) or 1), fontsize=7)
+        unit = "req/s (mean +- std)" if metric == "throughput" else "latency gmean ms (x/ gstd)"
+        fig.supylabel(unit)
+        fig.tight_layout(rect=(0, 0.1, 1, 1))
+        short = "nodes" if axis == "nodes" else "workers"
+        drawer.save(
+            fig,
+            f"{metric}-vs-{short}",
+            f"{metric.capitalize()} against {name}",
+            f"{unit} per query against {name}; one line per setup and the other axes.",
+        )
+
+
+def ingest_scaling(drawer: Drawer, records: Sequence[Mapping[str, Any]]) -> None:
+    axes_used = [
+        axis
+        for axis in ("workers_per_node", "nodes")
+        if len({r.get(axis) for r in records if isinstance(r.get(axis), int | float)}) >= 2
+    ]
+    if not axes_used:
+        return
+    fig, axes = drawer.plt.subplots(
+        1, len(axes_used), figsize=(4.2 * len(axes_used), 3.2), squeeze=False
+    )
+    for ax, axis in zip(axes[0], axes_used, strict=True):
+        series: dict[str, list[Mapping[str, Any]]] = {}
+        for r in records:
+            if isinstance(r.get(axis), int | float) and r.get("docs_per_s_mean") is not None:
+                series.setdefault(_series_key(r, axis), []).append(r)
+        for label, points in series.items():
+            points = sorted(points, key=lambda r: r[axis])
+            ax.errorbar(
+                [r[axis] for r in points],
+                [r["docs_per_s_mean"] for r in points],
+                yerr=[r["docs_per_s_std"] or 0.0 for r in points],
+                marker="o",
+                capsize=2,
+                linewidth=1,
+                label=label,
+            )
+        ax.set_xlabel(
+            {"nodes": "cluster size (nodes)", "workers_per_node": "workers per node"}[axis]
+        )
+        ax.set_ylabel("ingest docs/s")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    drawer.save(
+        fig,
+        "ingest-scaling",
+        "Ingest scaling",
+        "Documents per second of the ingest (mean +- std over repetitions) against workers "
+        "per node and cluster size.",
+    )
+
+
+def make_figures(
+    out: Path,
+    entries: Sequence[Entry],
+    query_records: Sequence[Mapping[str, Any]],
+    ingest_records: Sequence[Mapping[str, Any]],
+    formats: Sequence[str] = FORMATS,
+    max_timelines: int = 24,
+) -> list[Figure]:
+    drawer = Drawer(out, formats)
+    latency_distributions(drawer, entries)
+    timelines = 0
+    for group in group_configs(entries):
+        if timelines >= max_timelines:
+            break
+        first = next((e for e in group if e.stream is not None), None)
+        if first is not None:
+            timeline(drawer, first)
+            timelines += 1
+    scaling(drawer, query_records, "nodes")
+    scaling(drawer, query_records, "workers_per_node")
+    ingest_scaling(drawer, ingest_records)
+    return drawer.figures

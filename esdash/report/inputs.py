@@ -1,0 +1,408 @@
+"""What a report or a comparison is made of: runs, campaigns and the authors' files.
+
+Every input becomes one or more :class:`Entry` objects — one per run — with the run's
+``results.json`` document and its *configuration*: the setup (encryption mode), the
+interconnect, the cluster size, workers per node, and for campaign runs the campaign's
+other axes.  Entries with the same configuration are repetitions of one point: the tables
+pool them, the overhead table and ``compare`` use their spread.
+
+Accepted inputs (``esdash report`` / ``compare`` arguments):
+
+* a run directory (``results.json`` in it);
+* a campaign directory (``campaign.json``) or a campaign file (its default directory): its
+  completed points;
+* a file in the authors' query or ingest format (:mod:`esdash.report.authors`).
+
+``INPUT#key=value,...`` selects points of a campaign (``#mode=abe,nodes=3``; axis short
+names, key paths, or the configuration names ``setup``, ``nodes``, ``workers_per_node``,
+``interconnect``) and gives the authors' files what they do not record (``#nodes=3,
+workers_per_node=1,setup=none,interconnect=ethernet,docs=165346692``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from esdash.cluster.rundir import read_json
+from esdash.errors import BadInput
+from esdash.session import tomllib
+
+#: Configuration fields every entry has, in display order.
+CONFIG_FIELDS = ("setup", "interconnect", "nodes", "workers_per_node")
+#: Baseline setup for overheads: the encryption mode without encryption.
+BASELINE = "none"
+_ALIASES = {"ppn": "workers_per_node", "workers": "workers_per_node", "mode": "setup"}
+
+
+@dataclass
+class Entry:
+    """One run (or one imported result file) in a report."""
+
+    id: str
+    source: str  # "esdash" or "authors"
+    path: Path
+    results: dict[str, Any]
+    config: dict[str, Any]
+    repetition: int = 1
+    campaign: str | None = None
+    session_text: str | None = None
+    env: dict[str, Any] = field(default_factory=dict)
+    stream: Path | None = None
+    #: the planned steps: ``{"name", "think_time", "queries": {name: body}}``, to match the
+    #: authors' unnamed queries to esdash's by their request bodies
+    plan: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple:
+        """Identifies the configuration: entries with equal keys are repetitions."""
+        return (self.source, *sorted((k, str(v)) for k, v in self.config.items()))
+
+
+@dataclass
+class Inputs:
+    entries: list[Entry]
+    #: campaign points without a completed run, as (campaign, label, status, reason)
+    missing: list[tuple[str, str, str, str | None]] = field(default_factory=list)
+    campaigns: list[dict[str, Any]] = field(default_factory=list)
+
+
+def config_label(config: Mapping[str, Any]) -> str:
+    """``none, loopback, 3 nodes, 2 workers/node`` (+ other axes)."""
+    parts = []
+    for name in CONFIG_FIELDS:
+        value = config.get(name)
+        if value is None:
+            continue
+        if name == "nodes":
+            parts.append(f"{value} node{'s' if value != 1 else ''}")
+        elif name == "workers_per_node":
+            parts.append(f"{value} workers/node")
+        else:
+            parts.append(str(value))
+    parts += [f"{k}={v}" for k, v in config.items() if k not in CONFIG_FIELDS]
+    return ", ".join(parts)
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def split_spec(spec: str) -> tuple[Path, dict[str, str]]:
+    """``PATH#k=v,k=v`` -> (PATH, {k: v}); a ``#`` that is part of an existing path stays."""
+    if "#" in spec and not Path(spec).exists():
+        path, _, meta = spec.rpartition("#")
+        pairs: dict[str, str] = {}
+        for item in filter(None, (part.strip() for part in meta.split(","))):
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise BadInput(f"{spec}: expected KEY=VALUE after '#', found {item!r}")
+            pairs[_ALIASES.get(key.strip(), key.strip())] = value.strip()
+        return Path(path), pairs
+    return Path(spec), {}
+
+
+def _number(value: Any) -> Any:
+    with contextlib.suppress(TypeError, ValueError):
+        return int(value)
+    return value
+
+
+def _session_config(session: Mapping[str, Any]) -> dict[str, Any]:
+    cluster = session.get("cluster") or {}
+    encryption = session.get("encryption") or {}
+    setup = str(encryption.get("mode", "none"))
+    if cluster.get("security", True) is False:
+        setup += " (no TLS)"
+    return {
+        "setup": setup,
+        "interconnect": cluster.get("interconnect", "loopback"),
+        "nodes": cluster.get("nodes", 1),
+        "workers_per_node": (session.get("benchmark") or {}).get("workers_per_node", 1),
+    }
+
+
+def _first_line(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return json.loads(handle.readline() or b"{}")
+    except (OSError, ValueError):
+        return {}
+
+
+def _plan(run: Path) -> list[dict[str, Any]]:
+    try:
+        plan = read_json(run / "bench.json")
+    except (OSError, ValueError):
+        return []
+    return [
+        {
+            "name": step.get("name"),
+            "think_time": step.get("think_time") or 0.0,
+            "queries": {q.get("name"): q.get("body") for q in step.get("queries", [])},
+        }
+        for step in plan.get("steps", [])
+    ]
+
+
+def load_run(path: Path, extra: Mapping[str, Any] | None = None) -> Entry:
+    """A run directory as an entry (its session, environment and results)."""
+    path = path.resolve()
+    results_file = path / "results.json"
+    if not results_file.is_file():
+        if (path / "run.json").is_file():
+            raise BadInput(
+                f"{path}: the run has no results.json (still running, or it failed before "
+                f"the benchmark ended)"
+            )
+        raise BadInput(f"{path}: not a run directory, campaign directory or result file")
+    try:
+        results = read_json(results_file)
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"{results_file}: cannot read: {exc}") from None
+    info: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        info = read_json(path / "run.json")
+    session_text = None
+    session: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError, tomllib.TOMLDecodeError):
+        session_text = (path / "session.toml").read_text("utf-8")
+        session = tomllib.loads(session_text)
+    header = _first_line(path / "stream.jsonl")
+    if not session and isinstance(header.get("session"), dict):
+        session = header["session"]
+    topology = header.get("topology") or {}
+    if not topology:
+        with contextlib.suppress(OSError, ValueError):
+            topology = read_json(path / "topology.json")
+    hosts = sorted({str(n.get("host")) for n in topology.get("nodes", []) if n.get("host")})
+    config = _session_config(session)
+    if results.get("encryption") and not (session.get("encryption") or {}).get("mode"):
+        config["setup"] = str(results["encryption"])
+    config.update(extra or {})
+    env = {
+        "run": str(path),
+        "status": results.get("status"),
+        "started": results.get("started"),
+        "ended": results.get("ended"),
+        "distribution": info.get("version"),
+        "home": info.get("home"),
+        "plugins": header.get("plugins") or {},
+        "hosts": hosts,
+        "bench_ranks": results.get("ranks"),
+        "slurm_job": header.get("slurm_job_id") or info.get("slurm_job"),
+        "track": (session.get("track") or {}).get("name"),
+        "cluster_run": info.get("cluster_run"),
+    }
+    return Entry(
+        id=str(results.get("run_id") or path.name),
+        source="esdash",
+        path=path,
+        results=results,
+        config=config,
+        session_text=session_text,
+        env=env,
+        stream=path / "stream.jsonl" if (path / "stream.jsonl").is_file() else None,
+        plan=_plan(path),
+    )
+
+
+def _selected(point: Mapping[str, Any], shorts: Mapping[str, str], entry_config: Mapping, meta):
+    from esdash.campaign.spec import value_key
+
+    for key, wanted in meta.items():
+        if key in ("repetition", "r"):
+            if str(point.get("repetition")) != wanted:
+                return False
+            continue
+        value = None
+        for dotted, found in (point.get("values") or {}).items():
+            if key in (dotted, shorts.get(dotted)):
+                value = value_key(found)
+        if value is None and key in entry_config:
+            value = str(entry_config[key])
+        if value is None:
+            return False
+        if value != wanted:
+            return False
+    return True
+
+
+def load_campaign_dir(path: Path, meta: Mapping[str, str], inputs: Inputs) -> None:
+    """The completed points of a campaign directory (filtered by ``meta``)."""
+    try:
+        summary = read_json(path / "campaign.json")
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"{path}/campaign.json: cannot read: {exc}") from None
+    from esdash.campaign.spec import value_key
+
+    shorts = summary.get("short_names") or {}
+    inputs.campaigns.append(summary)
+    found = 0
+    for point in summary.get("points", []):
+        run = point.get("run")
+        if point.get("status") != "completed" or not run or not Path(run, "results.json").is_file():
+            if _selected(point, shorts, {}, {k: v for k, v in meta.items() if k != "setup"}):
+                inputs.missing.append(
+                    (
+                        summary.get("name"),
+                        point.get("label"),
+                        point.get("status"),
+                        point.get("reason"),
+                    )
+                )
+            continue
+        extra = {
+            shorts.get(dotted, dotted): _number(value_key(value))
+            for dotted, value in (point.get("values") or {}).items()
+            if dotted
+            not in (
+                "cluster.nodes",
+                "benchmark.workers_per_node",
+                "encryption.mode",
+                "cluster.interconnect",
+            )
+            and not isinstance(value, dict)
+        }
+        entry = load_run(Path(run), extra)
+        if not _selected(point, shorts, entry.config, meta):
+            continue
+        entry.id = f"{summary.get('name')}/{point.get('id')}"
+        entry.repetition = int(point.get("repetition") or 1)
+        entry.campaign = summary.get("name")
+        inputs.entries.append(entry)
+        found += 1
+    if not found and not inputs.missing:
+        raise BadInput(f"{path}: no completed point matches {meta or 'the campaign'}")
+
+
+def load_authors(path: Path, meta: Mapping[str, str]) -> Entry:
+    from esdash.report import authors
+
+    kind = authors.sniff(path)
+    label = meta.get("label") or path.stem
+    if kind == "queries":
+        results = authors.load_queries(path, label)
+    elif kind == "ingest":
+        docs = meta.get("docs")
+        results = authors.load_ingest(path, label, int(docs) if docs else None)
+    else:
+        raise BadInput(
+            f"{path}: not a run or campaign directory, nor a file in the authors' query or "
+            f"ingest format"
+        )
+    config = {
+        "setup": meta.get("setup", "none"),
+        "interconnect": meta.get("interconnect"),
+        "nodes": _number(meta.get("nodes")),
+        "workers_per_node": _number(meta.get("workers_per_node")),
+    }
+    config.update(
+        {
+            k: _number(v)
+            for k, v in meta.items()
+            if k not in (*CONFIG_FIELDS, "docs", "label", "repetition")
+        }
+    )
+    plan = [
+        {
+            "name": step["name"],
+            "think_time": step["planned"].get("think_time") or 0.0,
+            "queries": {name: op.get("body") for name, op in step["queries"].items()},
+        }
+        for step in results["steps"]
+    ]
+    return Entry(
+        id=f"authors:{label}",
+        source="authors",
+        path=path.resolve(),
+        results=results,
+        config=config,
+        repetition=int(meta.get("repetition", 1)),
+        env={"run": str(path.resolve()), "imported": results["imported_from"]["format"]},
+        plan=plan,
+    )
+
+
+def load_inputs(specs: Sequence[str]) -> Inputs:
+    """Every input of a report, in the order given; the same run is used once."""
+    inputs = Inputs([])
+    for spec in specs:
+        path, meta = split_spec(spec)
+        if path.is_dir() and (path / "campaign.json").is_file():
+            load_campaign_dir(path, meta, inputs)
+        elif path.is_dir():
+            entry = load_run(path, {k: _number(v) for k, v in meta.items()})
+            inputs.entries.append(entry)
+        elif path.is_file() and path.suffix == ".toml":
+            from esdash.campaign.spec import load_campaign
+            from esdash.campaign.state import default_directory
+
+            directory = default_directory(load_campaign(path))
+            if not (directory / "campaign.json").is_file():
+                raise BadInput(f"{path}: the campaign has not run yet ({directory} is empty)")
+            load_campaign_dir(directory, meta, inputs)
+        elif path.is_file():
+            inputs.entries.append(load_authors(path, meta))
+        else:
+            raise BadInput(f"{path}: no such run, campaign or file")
+    seen: set[tuple[str, Path]] = set()
+    unique = []
+    for entry in inputs.entries:
+        if (entry.source, entry.path) not in seen:
+            seen.add((entry.source, entry.path))
+            unique.append(entry)
+    inputs.entries = unique
+    align_queries(inputs.entries)
+    return inputs
+
+
+def _body(body: Any) -> str:
+    return json.dumps(body, sort_keys=True)
+
+
+def _step_key(step: Mapping[str, Any]) -> tuple:
+    bodies = tuple(sorted(_body(b) for b in step["queries"].values()))
+    return bodies, round(float(step.get("think_time") or 0.0), 6)
+
+
+def align_queries(entries: Iterable[Entry]) -> None:
+    """Rename imported steps and queries to esdash's names where the requests are equal.
+
+    The authors' files carry no names.  A step of an esdash run in the same report with the
+    same request bodies and the same think time gives the imported step its name, and each
+    imported query the name of the query with its body, so both land in one row.  Steps that
+    look alike (the nyc_taxis sleep steps share one body) are matched in order.
+    """
+    entries = list(entries)
+    candidates: dict[tuple, list[dict[str, Any]]] = {}
+    for entry in entries:
+        if entry.source != "esdash":
+            continue
+        for step in entry.plan:
+            same = candidates.setdefault(_step_key(step), [])
+            if all(s["name"] != step["name"] for s in same):
+                same.append(step)
+    if not candidates:
+        return
+    for entry in entries:
+        if entry.source != "authors":
+            continue
+        used: dict[tuple, int] = {}
+        for planned, step in zip(entry.plan, entry.results.get("steps", []), strict=False):
+            key = _step_key(planned)
+            options = candidates.get(key, [])
+            index = used.get(key, 0)
+            used[key] = index + 1
+            if index >= len(options):
+                continue
+            match = options[index]
+            names = {_body(body): name for name, body in match["queries"].items()}
+            step["name"] = planned["name"] = match["name"]
+            step["queries"] = {
+                names.get(_body(op.get("body")), name): op for name, op in step["queries"].items()
+            }
+            step["planned"]["queries"] = list(step["queries"])

@@ -1,0 +1,95 @@
+"""Per-interval numbers from a run's stream: the time axis of a run.
+
+``results.json`` holds each query's totals; how latency moved *during* a step (the bands and
+beating patterns the paper shows) and how much it varies from interval to interval are only
+in ``stream.jsonl``, whose interval records carry one HDR histogram per operation.  Figures
+(latency over time) and ``compare`` (interval-to-interval spread of single runs) read them
+through :func:`read_intervals`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from esdash.bench.merge import Merged
+from esdash.stats import geometric, histogram_percentiles
+
+
+@dataclass
+class IntervalOp:
+    """One operation in one interval record."""
+
+    t: float  # end of the record, seconds from the run's start
+    elapsed: float
+    phase: str
+    step: int | None
+    step_name: str | None
+    op: str
+    ok: int
+    gmean: float | None  # seconds
+    histogram: HdrHistogram | None  # microseconds; None without samples
+
+    @property
+    def rate(self) -> float | None:
+        return self.ok / self.elapsed if self.elapsed > 0 else None
+
+    def percentile(self, p: float) -> float | None:
+        """Seconds; only where the interval has the samples for it (p99 needs 100)."""
+        from esdash.stats import min_samples
+
+        if self.histogram is None or self.ok < min_samples(p):
+            return None
+        return histogram_percentiles(self.histogram, [p]).get(p)
+
+
+def read_intervals(stream: Path | None) -> tuple[dict[str, Any], list[IntervalOp]]:
+    """The stream's header and every operation of every interval record, in order."""
+    if stream is None or not Path(stream).is_file():
+        return {}, []
+    from esdash.stream.reader import StreamReader
+
+    header: dict[str, Any] = {}
+    found: list[IntervalOp] = []
+    for record in StreamReader(Path(stream)).read_all():
+        if record.get("type") == "header":
+            header = record
+        if record.get("type") != "interval":
+            continue
+        merged = Merged().add({"v": 1, "ops": record.get("ops", {})})
+        for name, data in merged.ops.items():
+            series = data.latency
+            gmean, _ = geometric(series.count, series.ln_sum, series.ln_sq_sum)
+            found.append(
+                IntervalOp(
+                    t=float(record.get("t", 0.0)),
+                    elapsed=float(record.get("elapsed") or 0.0),
+                    phase=str(record.get("phase")),
+                    step=record.get("step"),
+                    step_name=record.get("step_name"),
+                    op=name,
+                    ok=series.count,
+                    gmean=gmean,
+                    histogram=series.histogram if series.count else None,
+                )
+            )
+    return header, found
+
+
+def measured(ops: Sequence[IntervalOp], step: str, query: str) -> list[IntervalOp]:
+    return [o for o in ops if o.phase == "measure" and o.step_name == step and o.op == query]
+
+
+def latency_spread(ops: Sequence[IntervalOp], metric: str) -> float | None:
+    """Std (ms) over a query's measured intervals of its per-interval gmean or percentile."""
+    if metric == "gmean":
+        values = [o.gmean * 1000.0 for o in ops if o.gmean is not None]
+    else:
+        p = float(metric[1:])
+        values = [v * 1000.0 for o in ops if (v := o.percentile(p)) is not None]
+    return statistics.stdev(values) if len(values) > 1 else None

@@ -1,0 +1,734 @@
+"""The paper's tables, computed from runs' ``results.json`` documents.
+
+Every table keeps two forms of each row: display cells (text, as the paper prints them) and
+a record of raw numbers (for CSV and JSON, and for tests that check the numbers against the
+runs).  Definitions — the same as ``docs/stream.md`` wherever a run is alone:
+
+* **Query table**, one row per configuration x step x query, repetitions pooled:
+  throughput = mean ± std of the per-interval request rates, pooled over the repetitions'
+  intervals (exact pooled mean and variance from each run's ``n``, mean and std); when no
+  run has full intervals, mean ± std over the runs' overall rates.  Latency = gmean and gstd
+  pooled exactly from each run's count, gmean and gstd; p1 and p99 from the runs' merged HDR
+  histograms.  With one run, every number is that run's own.
+* **Ingest table**, one row per configuration with an ingest (a run that reused the index
+  has none): time and docs/s as mean ± std over repetitions.
+* **Overhead table** (the Accumulo study's layout): for each setup other than the baseline
+  and each query, median, min and max over repetitions of the run-level throughput and
+  latency gmean, for the setup and for the baseline with the same cluster size, workers
+  and interconnect; overhead % = (setup / baseline - 1) x 100 for median vs median, min vs
+  min, max vs max.  Positive means *larger*: slower for latency and ingest time, faster for
+  throughput.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from esdash.report.inputs import BASELINE, CONFIG_FIELDS, Entry, config_label
+from esdash.report.summary import fmt_count, fmt_factor, fmt_ms, fmt_rate
+from esdash.stats import geometric, histogram_percentiles, supported_percentiles
+
+NA = "-"
+
+
+@dataclass
+class Table:
+    id: str
+    title: str
+    note: str
+    headers: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------- grouping
+
+
+def setup_order(entries: Iterable[Entry], baseline: str = BASELINE) -> dict[str, int]:
+    order: dict[str, int] = {baseline: 0}
+    for entry in entries:
+        order.setdefault(str(entry.config.get("setup")), len(order))
+    return order
+
+
+def _sort_value(value: Any) -> tuple:
+    return (0, value, "") if isinstance(value, int | float) else (1, 0, str(value))
+
+
+def group_configs(entries: Sequence[Entry], baseline: str = BASELINE) -> list[list[Entry]]:
+    """Entries grouped by configuration (repetitions together), in the tables' order."""
+    groups: dict[tuple, list[Entry]] = {}
+    for entry in entries:
+        groups.setdefault(entry.key, []).append(entry)
+    order = setup_order(entries, baseline)
+
+    def key(group: list[Entry]) -> tuple:
+        config = group[0].config
+        extra = tuple(_sort_value(v) for k, v in sorted(config.items()) if k not in CONFIG_FIELDS)
+        return (
+            order.get(str(config.get("setup")), 99),
+            str(config.get("interconnect")),
+            _sort_value(config.get("nodes")),
+            _sort_value(config.get("workers_per_node")),
+            extra,
+            group[0].source != "esdash",
+        )
+
+    return sorted(groups.values(), key=key)
+
+
+def queries_of(entries: Iterable[Entry]) -> list[tuple[str, str]]:
+    """Every (step name, query name), in step order of first appearance."""
+    found: dict[tuple[str, str], tuple[int, int, int]] = {}
+    for number, entry in enumerate(entries):
+        for step in entry.results.get("steps", []):
+            for position, name in enumerate(step.get("queries") or {}):
+                found.setdefault((step["name"], name), (step.get("index", 0), number, position))
+    return sorted(found, key=lambda k: found[k])
+
+
+def op_of(entry: Entry, step: str, query: str) -> dict[str, Any] | None:
+    for candidate in entry.results.get("steps", []):
+        if candidate.get("name") == step and query in (candidate.get("queries") or {}):
+            return candidate["queries"][query]
+    return None
+
+
+def query_label(step: str, query: str) -> str:
+    return query if step == query else f"{step}/{query}"
+
+
+def config_cells(config: Mapping[str, Any], source: str) -> list[str]:
+    setup = str(config.get("setup"))
+    if source != "esdash":
+        setup += f" [{source}]"
+    return [
+        setup,
+        str(config.get("interconnect") or NA),
+        str(config.get("nodes") if config.get("nodes") is not None else NA),
+        str(config.get("workers_per_node") if config.get("workers_per_node") is not None else NA),
+    ]
+
+
+CONFIG_HEADERS = ["setup", "interconnect", "nodes", "workers/node"]
+
+
+def _config_record(group: list[Entry]) -> dict[str, Any]:
+    return {"source": group[0].source, **group[0].config}
+
+
+# ----------------------------------------------------------------------- pooling
+
+
+def pooled_spread(parts: Sequence[Mapping[str, Any]]) -> tuple[int, float | None, float | None]:
+    """Exact mean and sample std of the union of series given as ``{n, mean, std}``."""
+    parts = [p for p in parts if p and p.get("n")]
+    total = sum(int(p["n"]) for p in parts)
+    if not total:
+        return 0, None, None
+    mean = sum(p["n"] * p["mean"] for p in parts) / total
+    if total < 2:
+        return total, mean, None
+    within = sum((p["n"] - 1) * (p.get("std") or 0.0) ** 2 for p in parts)
+    between = sum(p["n"] * (p["mean"] - mean) ** 2 for p in parts)
+    return total, mean, math.sqrt(max(within + between, 0.0) / (total - 1))
+
+
+def pooled_geometric(stats: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | None]:
+    """gmean (ms) and gstd of the union, from each part's count, gmean and gstd."""
+    count = ln_sum = ln_sq = 0.0
+    for part in stats:
+        n = int(part.get("count") or 0)
+        if not n or part.get("gmean") is None:
+            continue
+        m = math.log(part["gmean"])
+        s = math.log(part["gstd"]) if part.get("gstd") else 0.0
+        count += n
+        ln_sum += n * m
+        ln_sq += (n - 1) * s * s + n * m * m
+    return geometric(int(count), ln_sum, ln_sq)
+
+
+def pooled_percentiles(ops: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    """Percentiles (ms) of the runs' latencies together, from their merged HDR histograms."""
+    if len(ops) == 1:
+        return {name: ops[0]["latency"].get(name) for name in names}
+    from hdrh.histogram import HdrHistogram
+
+    merged = None
+    low = high = None
+    for op in ops:
+        encoded = (op.get("histograms") or {}).get("latency")
+        if not encoded or not op["latency"].get("count"):
+            if op["latency"].get("count"):
+                return dict.fromkeys(names)  # a run without its histogram: no pooled value
+            continue
+        histogram = HdrHistogram.decode(encoded)
+        if merged is None:
+            merged = histogram
+        else:
+            merged.add(histogram)
+        low = op["latency"]["min"] if low is None else min(low, op["latency"]["min"])
+        high = op["latency"]["max"] if high is None else max(high, op["latency"]["max"])
+    if merged is None:
+        return dict.fromkeys(names)
+    wanted = [float(n[1:]) for n in names]
+    supported = set(supported_percentiles(merged.get_total_count(), wanted))
+    values = histogram_percentiles(merged, [p for p in wanted if p in supported])
+    return {
+        name: None
+        if float(name[1:]) not in values
+        else round(min(max(values[float(name[1:])] * 1000.0, low), high), 4)
+        for name in names
+    }
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None
+
+
+def pm(mean: float | None, std: float | None, fmt: Callable[[float | None], str]) -> str:
+    if mean is None:
+        return NA
+    return f"{fmt(mean)} +- {fmt(std)}" if std is not None else fmt(mean)
+
+
+# --------------------------------------------------------------------- the tables
+
+
+def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[dict[str, Any]]:
+    """One record per configuration x query with the pooled numbers (see the docstring)."""
+    records = []
+    queries = queries_of(entries)
+    for group in group_configs(entries, baseline):
+        for step, query in queries:
+            pairs = [(e, op) for e in group if (op := op_of(e, step, query)) is not None]
+            if not pairs:
+                continue
+            ops = [op for _e, op in pairs]
+            n, mean, std = pooled_spread([op["throughput"]["intervals"] for op in ops])
+            basis = "intervals"
+            if not n:
+                mean, std = _mean_std([op["throughput"]["requests_per_s"] for op in ops])
+                n, basis = len(ops), "runs"
+            docs_n, docs_mean, _docs_std = pooled_spread(
+                [op["throughput"].get("docs_intervals") or {} for op in ops]
+            )
+            if not docs_n:
+                docs_mean, _ = _mean_std([op["throughput"]["docs_per_s"] for op in ops])
+            if len(ops) == 1:
+                gmean, gstd = ops[0]["latency"].get("gmean"), ops[0]["latency"].get("gstd")
+            else:
+                gmean, gstd = pooled_geometric([op["latency"] for op in ops])
+                gmean = None if gmean is None else round(gmean, 4)
+                gstd = None if gstd is None else round(gstd, 4)
+            percentiles = pooled_percentiles(ops, ["p1", "p50", "p99"])
+            requests = sum(op["requests"] for op in ops)
+            failed = sum(op["failed"] for op in ops)
+            records.append(
+                {
+                    **_config_record(group),
+                    "step": step,
+                    "query": query,
+                    "runs": len(ops),
+                    "run_ids": [e.id for e, _op in pairs],
+                    "requests": requests,
+                    "failed": failed,
+                    "error_rate": failed / requests if requests else None,
+                    "throughput_mean": mean,
+                    "throughput_std": std,
+                    "throughput_n": n,
+                    "throughput_basis": basis,
+                    "docs_per_s": docs_mean,
+                    "latency_gmean_ms": gmean,
+                    "latency_gstd": gstd,
+                    "latency_p1_ms": percentiles["p1"],
+                    "latency_p50_ms": percentiles["p50"],
+                    "latency_p99_ms": percentiles["p99"],
+                }
+            )
+    return records
+
+
+def _errors_cell(failed: int, requests: int) -> str:
+    if not failed:
+        return "0"
+    return f"{failed:,} ({failed / requests * 100:.2f}%)"
+
+
+def query_table(records: Sequence[Mapping[str, Any]]) -> Table:
+    table = Table(
+        "queries",
+        "Query throughput and latency",
+        "req/s: mean +- std over measured intervals (repetitions pooled); latency of "
+        "successful requests in ms: geometric mean, geometric std (a factor), p1 and p99 "
+        "('-' where the sample count cannot support the percentile).",
+        [
+            *CONFIG_HEADERS,
+            "query",
+            "runs",
+            "requests",
+            "req/s (mean +- std)",
+            "docs/s",
+            "gmean ms",
+            "gstd",
+            "p1 ms",
+            "p99 ms",
+            "errors",
+        ],
+    )
+    for r in records:
+        table.rows.append(
+            [
+                *config_cells(r, r["source"]),
+                query_label(r["step"], r["query"]),
+                str(r["runs"]),
+                fmt_count(r["requests"]),
+                pm(r["throughput_mean"], r["throughput_std"], fmt_rate),
+                fmt_rate(r["docs_per_s"]),
+                fmt_ms(r["latency_gmean_ms"]),
+                fmt_factor(r["latency_gstd"]),
+                fmt_ms(r["latency_p1_ms"]),
+                fmt_ms(r["latency_p99_ms"]),
+                _errors_cell(r["failed"], r["requests"]),
+            ]
+        )
+        table.records.append(dict(r))
+    return table
+
+
+def wide_tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
+    """The paper's layout: one row per setup x cluster size, one column per query."""
+    queries: list[tuple[str, str]] = []
+    rows: dict[tuple, dict[tuple[str, str], Mapping[str, Any]]] = {}
+    for r in records:
+        if (r["step"], r["query"]) not in queries:
+            queries.append((r["step"], r["query"]))
+        key = tuple(config_cells(r, r["source"]))
+        rows.setdefault(key, {})[(r["step"], r["query"])] = r
+    headers = [*CONFIG_HEADERS, *(query_label(s, q) for s, q in queries)]
+    throughput = Table(
+        "throughput_wide",
+        "Throughput by setup and cluster size (req/s, mean +- std)",
+        "The paper's throughput table: each cell as in the query table.",
+        list(headers),
+    )
+    latency = Table(
+        "latency_wide",
+        "Latency by setup and cluster size (ms, gmean x/ gstd)",
+        "The paper's latency table: geometric mean and, after 'x/', the geometric std.",
+        list(headers),
+    )
+    for key, cells in rows.items():
+        t_row, l_row = list(key), list(key)
+        for query in queries:
+            r = cells.get(query)
+            if r is None:
+                t_row.append(NA)
+                l_row.append(NA)
+                continue
+            t_row.append(pm(r["throughput_mean"], r["throughput_std"], fmt_rate))
+            gmean = fmt_ms(r["latency_gmean_ms"])
+            l_row.append(
+                gmean
+                if r["latency_gstd"] is None
+                else f"{gmean} x/ {fmt_factor(r['latency_gstd'])}"
+            )
+        throughput.rows.append(t_row)
+        latency.rows.append(l_row)
+    return [throughput, latency]
+
+
+def ingest_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[dict[str, Any]]:
+    records = []
+    for group in group_configs(entries, baseline):
+        runs = [
+            (e, e.results["ingest"])
+            for e in group
+            if e.results.get("ingest")
+            and (e.results["ingest"].get("duration_s") or 0) > 0
+            and (e.results["ingest"].get("docs") or e.source != "esdash")
+        ]
+        if not runs:
+            continue
+        durations = [i["duration_s"] for _e, i in runs]
+        rates = [i.get("docs_per_s") for _e, i in runs if i.get("docs_per_s") is not None]
+        bulk = [i["ops"]["bulk"]["latency"] for _e, i in runs if "bulk" in (i.get("ops") or {})]
+        gmean, _gstd = (bulk[0].get("gmean"), None) if len(bulk) == 1 else pooled_geometric(bulk)
+        time_mean, time_std = _mean_std(durations)
+        rate_mean, rate_std = _mean_std(rates)
+        encode = [i["encode_seconds"] for _e, i in runs if i.get("encode_seconds") is not None]
+        records.append(
+            {
+                **_config_record(group),
+                "runs": len(runs),
+                "run_ids": [e.id for e, _i in runs],
+                "docs": runs[0][1].get("docs"),
+                "duration_s_mean": time_mean,
+                "duration_s_std": time_std,
+                "docs_per_s_mean": rate_mean,
+                "docs_per_s_std": rate_std,
+                "bulk_gmean_ms": gmean,
+                "rejected_docs": sum(
+                    sum((i.get("rejected_docs") or {}).values()) for _e, i in runs
+                ),
+                "encode_seconds_mean": _mean_std(encode)[0],
+            }
+        )
+    return records
+
+
+def ingest_table(records: Sequence[Mapping[str, Any]]) -> Table:
+    table = Table(
+        "ingest",
+        "Ingest",
+        "time: the ingest window (longest rank); docs/s = documents / time; mean +- std over "
+        "repetitions. Runs that reused an existing index have no ingest and are not counted. "
+        "'encode s': client-side encryption time summed over the ingest ranks.",
+        [
+            *CONFIG_HEADERS,
+            "runs",
+            "docs",
+            "time s (mean +- std)",
+            "docs/s (mean +- std)",
+            "bulk gmean ms",
+            "rejected",
+            "encode s",
+        ],
+    )
+
+    def seconds(value: float | None) -> str:
+        return NA if value is None else f"{value:,.2f}"
+
+    for r in records:
+        table.rows.append(
+            [
+                *config_cells(r, r["source"]),
+                str(r["runs"]),
+                fmt_count(r["docs"]),
+                pm(r["duration_s_mean"], r["duration_s_std"], seconds),
+                pm(r["docs_per_s_mean"], r["docs_per_s_std"], fmt_rate),
+                fmt_ms(r["bulk_gmean_ms"]),
+                fmt_count(r["rejected_docs"]),
+                seconds(r["encode_seconds_mean"]),
+            ]
+        )
+        table.records.append(dict(r))
+    return table
+
+
+# ------------------------------------------------------------------------ overhead
+
+#: (label, unit, getter on an op or on the ingest section)
+QUERY_METRICS: tuple[tuple[str, Callable[[Mapping[str, Any]], float | None]], ...] = (
+    ("throughput req/s", lambda op: op["throughput"]["requests_per_s"]),
+    ("latency gmean ms", lambda op: op["latency"].get("gmean")),
+)
+INGEST_METRICS: tuple[tuple[str, Callable[[Mapping[str, Any]], float | None]], ...] = (
+    ("ingest time s", lambda ingest: ingest.get("duration_s")),
+    ("ingest docs/s", lambda ingest: ingest.get("docs_per_s")),
+)
+
+
+def _spread3(values: Sequence[float]) -> dict[str, Any]:
+    return {
+        "n": len(values),
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "std": statistics.stdev(values) if len(values) > 1 else None,
+        "values": list(values),
+    }
+
+
+def _change(setup: float, base: float) -> float | None:
+    return None if not base else (setup / base - 1.0) * 100.0
+
+
+def overhead_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[dict[str, Any]]:
+    groups = group_configs(entries, baseline)
+    queries = queries_of(entries)
+    records = []
+    for group in groups:
+        config = group[0].config
+        if str(config.get("setup")) == baseline:
+            continue
+        rest = {k: v for k, v in config.items() if k != "setup"}
+        base = None
+        for candidate in groups:
+            if (
+                str(candidate[0].config.get("setup")) == baseline
+                and candidate[0].source == group[0].source
+                and {k: v for k, v in candidate[0].config.items() if k != "setup"} == rest
+            ):
+                base = candidate
+        if base is None:
+            continue
+        items: list[tuple[str, str, str, list[float], list[float]]] = []
+        for step, query in queries:
+            for metric, get in QUERY_METRICS:
+                mine = [get(op) for e in group if (op := op_of(e, step, query))]
+                theirs = [get(op) for e in base if (op := op_of(e, step, query))]
+                items.append((step, query, metric, theirs, mine))
+        for metric, get in INGEST_METRICS:
+            mine = [get(e.results["ingest"]) for e in group if _ingested(e)]
+            theirs = [get(e.results["ingest"]) for e in base if _ingested(e)]
+            items.append(("ingest", "bulk", metric, theirs, mine))
+        for step, query, metric, theirs, mine in items:
+            theirs = [v for v in theirs if v is not None]
+            mine = [v for v in mine if v is not None]
+            if not theirs or not mine:
+                continue
+            b, s = _spread3(theirs), _spread3(mine)
+            records.append(
+                {
+                    **_config_record(group),
+                    "baseline": baseline,
+                    "step": step,
+                    "query": query,
+                    "metric": metric,
+                    "baseline_stats": b,
+                    "setup_stats": s,
+                    "change_median_pct": _change(s["median"], b["median"]),
+                    "change_min_pct": _change(s["min"], b["min"]),
+                    "change_max_pct": _change(s["max"], b["max"]),
+                }
+            )
+    return records
+
+
+def _ingested(entry: Entry) -> bool:
+    ingest = entry.results.get("ingest")
+    return bool(ingest and (ingest.get("duration_s") or 0) > 0 and ingest.get("docs"))
+
+
+def _pct(value: float | None) -> str:
+    return NA if value is None else f"{value:+.2f}%"
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return NA
+    return fmt_ms(value) if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def overhead_table(records: Sequence[Mapping[str, Any]]) -> Table:
+    table = Table(
+        "overhead",
+        "Overhead of each setup relative to the baseline",
+        "As in the Accumulo security study: median, min and max over repetitions of each "
+        "run's value; % change = setup / baseline - 1 for median vs median, min vs min, max "
+        "vs max. Positive means larger: slower for latency and ingest time, faster for "
+        "throughput.",
+        [
+            *CONFIG_HEADERS,
+            "query",
+            "metric",
+            "baseline median [min, max] (n)",
+            "median",
+            "std",
+            "min",
+            "max",
+            "n",
+            "% median",
+            "% min",
+            "% max",
+        ],
+    )
+    for r in records:
+        b, s = r["baseline_stats"], r["setup_stats"]
+        table.rows.append(
+            [
+                *config_cells(r, r["source"]),
+                query_label(r["step"], r["query"]),
+                r["metric"],
+                f"{_num(b['median'])} [{_num(b['min'])}, {_num(b['max'])}] ({b['n']})",
+                _num(s["median"]),
+                _num(s["std"]),
+                _num(s["min"]),
+                _num(s["max"]),
+                str(s["n"]),
+                _pct(r["change_median_pct"]),
+                _pct(r["change_min_pct"]),
+                _pct(r["change_max_pct"]),
+            ]
+        )
+        table.records.append(dict(r))
+    return table
+
+
+# ---------------------------------------------------------------- per run (CSV)
+
+RUN_FIELDS = (
+    "run",
+    "source",
+    "campaign",
+    "repetition",
+    *CONFIG_FIELDS,
+    "step",
+    "query",
+    "requests",
+    "ok",
+    "failed",
+    "error_rate",
+    "requests_per_s",
+    "interval_n",
+    "interval_mean",
+    "interval_std",
+    "docs_per_s",
+    "latency_gmean_ms",
+    "latency_gstd",
+    "latency_p1_ms",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_max_ms",
+    "service_gmean_ms",
+    "service_p99_ms",
+)
+
+
+def run_rows(entries: Sequence[Entry]) -> list[dict[str, Any]]:
+    """One row per run x query with that run's own numbers (the CSV's rows)."""
+    rows = []
+    for entry in entries:
+        extra = {k: v for k, v in entry.config.items() if k not in CONFIG_FIELDS}
+        for step in entry.results.get("steps", []):
+            for name, op in (step.get("queries") or {}).items():
+                latency, service = op["latency"], op.get("service_time") or {}
+                intervals = op["throughput"].get("intervals") or {}
+                rows.append(
+                    {
+                        "run": entry.id,
+                        "source": entry.source,
+                        "campaign": entry.campaign,
+                        "repetition": entry.repetition,
+                        **{k: entry.config.get(k) for k in CONFIG_FIELDS},
+                        "step": step["name"],
+                        "query": name,
+                        "requests": op["requests"],
+                        "ok": op["ok"],
+                        "failed": op["failed"],
+                        "error_rate": op.get("error_rate"),
+                        "requests_per_s": op["throughput"]["requests_per_s"],
+                        "interval_n": intervals.get("n"),
+                        "interval_mean": intervals.get("mean"),
+                        "interval_std": intervals.get("std"),
+                        "docs_per_s": op["throughput"].get("docs_per_s"),
+                        "latency_gmean_ms": latency.get("gmean"),
+                        "latency_gstd": latency.get("gstd"),
+                        "latency_p1_ms": latency.get("p1"),
+                        "latency_p50_ms": latency.get("p50"),
+                        "latency_p90_ms": latency.get("p90"),
+                        "latency_p99_ms": latency.get("p99"),
+                        "latency_max_ms": latency.get("max"),
+                        "service_gmean_ms": service.get("gmean"),
+                        "service_p99_ms": service.get("p99"),
+                        **extra,
+                    }
+                )
+    return rows
+
+
+# --------------------------------------------------------------------- environment
+
+
+def environment(entries: Sequence[Entry]) -> dict[str, Any]:
+    """What a reader needs to reproduce the report: versions, machines, jobs, sessions."""
+    from esdash import __version__
+
+    runs = []
+    for entry in entries:
+        env = dict(entry.env)
+        runs.append(
+            {
+                "id": entry.id,
+                "source": entry.source,
+                "config": config_label(entry.config),
+                "repetition": entry.repetition,
+                **env,
+                "started_utc": _utc(env.get("started")),
+                "session": entry.session_text,
+            }
+        )
+    return {
+        "generated_utc": _utc(time.time()),
+        "esdash": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "runs": runs,
+    }
+
+
+def _utc(epoch: float | None) -> str | None:
+    if not epoch:
+        return None
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(epoch)))
+
+
+def environment_table(env: Mapping[str, Any]) -> Table:
+    table = Table(
+        "environment",
+        "Environment",
+        f"Report made {env['generated_utc']} by esdash {env['esdash']} (Python "
+        f"{env['python']}, {env['platform']}). Plugins as recorded by each run.",
+        [
+            "run",
+            "configuration",
+            "status",
+            "started",
+            "distribution",
+            "plugins",
+            "hosts",
+            "bench ranks",
+            "slurm job",
+        ],
+    )
+    for run in env["runs"]:
+        plugins = run.get("plugins") or {}
+        table.rows.append(
+            [
+                run["id"],
+                run["config"],
+                str(run.get("status") or run.get("imported") or NA),
+                run.get("started_utc") or NA,
+                str(run.get("distribution") or NA),
+                ", ".join(f"{k} {v}" for k, v in sorted(plugins.items())) or NA,
+                ", ".join(run.get("hosts") or []) or NA,
+                str(run.get("bench_ranks") or NA),
+                str(run.get("slurm_job") or NA),
+            ]
+        )
+        table.records.append({k: v for k, v in run.items() if k != "session"})
+    return table
+
+
+def notes(entries: Sequence[Entry], missing: Sequence[tuple]) -> list[str]:
+    """What a reader must know: points without a run, runs not ok, queries not run."""
+    found = []
+    for campaign, label, status, reason in missing:
+        found.append(
+            f"campaign {campaign}: point {label} has no completed run ({status}"
+            + (f": {reason}" if reason else "")
+            + ")"
+        )
+    for entry in entries:
+        status = entry.results.get("status")
+        if status not in (None, "ok"):
+            found.append(f"{entry.id}: status {status}: {entry.results.get('reason')}")
+        for step in entry.results.get("steps", []):
+            for query, reason in sorted((step.get("unsupported") or {}).items()):
+                found.append(f"{entry.id}: {step['name']}/{query} not run: {reason}")
+            for rank, error in sorted((step.get("warmup_failed") or {}).items()):
+                found.append(f"{entry.id}: {step['name']}: warm-up failed on rank {rank}: {error}")
+    return found

@@ -1,0 +1,97 @@
+"""`esdash sweep` without running anything: the plan, Slurm job scripts, campaign.json, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from support.cli import esdash
+
+CAMPAIGN = """
+name = "plan"
+session = "base.toml"
+repetitions = 2
+
+[axes]
+cluster.nodes = [3, 1]
+benchmark.workers_per_node = [1, 2]
+
+[slurm]
+time = "03:00:00"
+"""
+BASE = """
+name = "base"
+[cluster]
+heap = "256m"
+nodes_per_host = 1
+[track]
+name = "mri"
+documents = 500
+[slurm]
+partition = "debug"
+"""
+
+
+def setup(tmp_path: Path) -> Path:
+    (tmp_path / "base.toml").write_text(BASE)
+    (tmp_path / "plan.toml").write_text(CAMPAIGN)
+    return tmp_path / "plan.toml"
+
+
+def test_dry_run_prints_the_plan_and_writes_campaign_json(tmp_path: Path) -> None:
+    campaign = setup(tmp_path)
+    result = esdash("sweep", str(campaign), "--dry-run", env_runs=tmp_path / "runs")
+    lines = result.stdout.splitlines()
+    assert "8 points, 0 completed, 8 to run on 2 cluster(s)" in lines[0]
+    assert lines[1:6] == [
+        "cluster 1: 1n-none over loopback",
+        "  nodes=1 workers_per_node=1 #1: ingest (unless the index is complete)",
+        "  nodes=1 workers_per_node=2 #1: reuse index",
+        "  nodes=1 workers_per_node=1 #2: reuse index",
+        "  nodes=1 workers_per_node=2 #2: reuse index",
+    ]
+    directory = tmp_path / "runs" / "campaigns" / "plan"
+    summary = json.loads((directory / "campaign.json").read_text())
+    assert summary["schema"] == "esdash.campaign/1" and summary["state"] == "pending"
+    assert summary["counts"]["total"] == 8 and summary["counts"]["pending"] == 8
+    assert summary["axes"] == {"cluster.nodes": [3, 1], "benchmark.workers_per_node": [1, 2]}
+    first = summary["points"][0]
+    assert first["cluster"] == 1 and first["ingest"] == "first" and first["nodes"] == 1
+    session = Path(first["session"]).read_text()
+    assert 'data_dir = "' + str(directory / "data" / "1n-none") + '"' in session
+    assert 'name = "plan-1n-none"' in session
+
+
+def test_submit_writes_one_job_per_cluster_size(tmp_path: Path) -> None:
+    campaign = setup(tmp_path)
+    result = esdash(
+        "sweep",
+        str(campaign),
+        "--submit",
+        "--dry-run",
+        "--retries",
+        "2",
+        env_runs=tmp_path / "runs",
+    )
+    directory = tmp_path / "runs" / "campaigns" / "plan"
+    assert f"campaign directory: {directory}" in result.stdout
+    for nodes in (1, 3):
+        script = (directory / "jobs" / f"nodes-{nodes}" / "job.sbatch").read_text()
+        assert f"#SBATCH --nodes={nodes}" in script  # one host per node
+        assert "#SBATCH --time=03:00:00" in script and "#SBATCH --partition=debug" in script
+        assert f"--only cluster.nodes={nodes} --retries 2" in script
+        assert f"sweep {campaign.resolve()} --dir {directory}" in script
+    jobs = json.loads((directory / "campaign.json").read_text())["jobs"]
+    assert [(j["nodes"], j["points"], j["job"]) for j in jobs] == [(1, 4, None), (3, 4, None)]
+
+
+def test_errors_exit_2_naming_file_and_key(tmp_path: Path) -> None:
+    campaign = setup(tmp_path)
+    bad = esdash(
+        "sweep", str(campaign), "--only", "nodes=7", env_runs=tmp_path / "runs", check=False
+    )
+    assert bad.returncode == 2 and "the axis cluster.nodes has the values 3, 1" in bad.stderr
+    campaign.write_text(CAMPAIGN.replace("repetitions = 2", "repetition = 2"))
+    bad = esdash("sweep", str(campaign), "--dry-run", env_runs=tmp_path / "runs", check=False)
+    assert bad.returncode == 2
+    assert f'{campaign}: repetition: unknown key (did you mean "repetitions"?)' in bad.stderr
