@@ -1,0 +1,58 @@
+"""``esdash tui``: the dashboard's home screen — sessions, runs, plugins; launch, watch, stop."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from esdash.errors import BadInput
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "tui",
+        help="open the dashboard: sessions, runs, plugins; launch, watch, compare, stop",
+        description=(
+            "The dashboard's home screen. Sessions come from ./sessions, every --sessions "
+            "DIR and ESDASH_SESSIONS; runs from the runs directory (ESDASH_RUNS, default "
+            "./runs). Quitting never stops a run."
+        ),
+    )
+    parser.add_argument(
+        "--sessions",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="another directory of session files (repeatable)",
+    )
+    parser.add_argument("--runs", type=Path, metavar="DIR", help="runs directory (ESDASH_RUNS)")
+    parser.add_argument(
+        "--fps", type=float, default=4.0, help="redraws per second (default %(default)s)"
+    )
+    parser.set_defaults(func=run)
+
+
+def require_terminal(command: str) -> None:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise BadInput(
+            f"esdash {command} needs a terminal; in a batch job use `esdash run` (headless "
+            f"progress) and read the run directory later with `esdash watch`"
+        )
+
+
+def check_fps(fps: float) -> float:
+    if not 0.5 <= fps <= 30:
+        raise BadInput(f"--fps {fps:g}: use 0.5 to 30 redraws per second")
+    return fps
+
+
+def run(args: argparse.Namespace) -> int:
+    require_terminal("tui")
+    from esdash.runs import session_dirs
+    from esdash.tui import run_home
+
+    runs_root = args.runs.resolve() if args.runs else None
+    run_home(session_dirs(args.sessions), runs_root, fps=check_fps(args.fps))
+    return 0

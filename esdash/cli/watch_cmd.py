@@ -1,0 +1,56 @@
+"""``esdash watch RUN [--compare RUN2]``: follow a run live, replay it, or compare two runs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from esdash.errors import BadInput
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "watch",
+        help="follow a run live in the dashboard, replay a finished one, or compare two",
+        description=(
+            "RUN is a run directory, or the name of one in the runs directory (ESDASH_RUNS). "
+            "A run that is over opens with its timeline at the end, ready to replay. "
+            "Quitting never stops the run."
+        ),
+    )
+    parser.add_argument("run", metavar="RUN", help="run directory (or its name)")
+    parser.add_argument(
+        "--compare", metavar="RUN2", help="show RUN (baseline) and RUN2 side by side"
+    )
+    parser.add_argument(
+        "--fps", type=float, default=4.0, help="redraws per second (default %(default)s)"
+    )
+    parser.set_defaults(func=run)
+
+
+def resolve_run(value: str) -> Path:
+    """A run directory given as a path or as a name under the runs directory."""
+    from esdash.paths import runs_dir
+
+    path = Path(value).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    named = runs_dir() / value
+    if named.is_dir():
+        return named
+    raise BadInput(
+        f"{value}: no such run directory (nor {named}); pass the directory `esdash run`, "
+        f"`esdash submit` or `esdash cluster up` printed, or see `esdash tui` for the list"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from esdash.cli.tui_cmd import check_fps, require_terminal
+
+    run_path = resolve_run(args.run)
+    other = resolve_run(args.compare) if args.compare else None
+    require_terminal("watch")
+    from esdash.tui import run_watch
+
+    run_watch(run_path, other, fps=check_fps(args.fps))
+    return 0

@@ -1,0 +1,1132 @@
+"""What a live view shows, folded from a run directory: pure Python, no Textual.
+
+The dashboard (``esdash.tui``) and any other viewer feed :class:`RunModel` with what
+:class:`esdash.live_source.RunSource` polled (stream records, cluster samples, run state)
+and ask it for an immutable :class:`Snapshot` of one moment of the run: the newest one when
+following a live run, or any earlier one when replaying (``ViewParams.upto``).
+
+Folding (``_Fold``) keeps, per *scope* — ingest, the warm-up of step k, the measurement of
+step k — and per operation, the cumulative counters and latency histogram of the scope, plus
+the records of the last :data:`MAX_WINDOW` seconds for the sliding window.  Statistics are
+those of :mod:`esdash.stats` (percentiles only where the sample count supports them, exact
+gmean/gstd from the ``ln`` sums), computed on plain lists of HDR bucket counts: decoding a
+record's histogram once and adding count lists is far cheaper than summing ``HdrHistogram``
+objects and walking them in Python, which is what keeps a 4 Hz redraw of a 64-rank run light.
+
+Definitions (same as ``results.json`` where both exist):
+
+* **now** = the sliding window: the records of the current scope whose ``t`` lies within the
+  last ``window`` seconds; **all** = the whole scope so far;
+* **throughput** = successful requests (docs) / seconds covered (sum of the records'
+  ``elapsed``); latency = Rally's latency of successful requests;
+* **phase** labels: queued, starting cluster, starting benchmark, ingest, warm-up step k/n,
+  measuring step k/n, done / failed / aborted;
+* **STALLED**: a run without a final record whose newest record is older than
+  :data:`STALL_INTERVALS` intervals (by the writer's wall clock, so skew adds to it).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import accumulate
+from operator import add
+from typing import Any
+
+from hdrh.histogram import HdrHistogram
+
+from esdash.bench.recorder import new_histogram
+from esdash.stats import Bucket, geometric, supported_percentiles
+
+#: Percentiles the dashboard shows (each only where the sample count supports it).
+SHOWN_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9)
+#: Sliding-window lengths a view can choose (seconds); the model keeps enough for the longest.
+WINDOWS: tuple[float, ...] = (5.0, 10.0, 30.0, 60.0)
+MAX_WINDOW = max(WINDOWS)
+#: Time spans of the charts (seconds; None = the whole run).
+SPANS: tuple[float | None, ...] = (15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, None)
+#: STALLED after this many intervals without a record (and at least STALL_MIN seconds).
+STALL_INTERVALS = 3
+STALL_MIN = 5.0
+#: At most this many points per chart series (longer series are thinned evenly).
+MAX_POINTS = 600
+#: Cluster samples kept for replay (2 s apart: 40 minutes).
+CLUSTER_SAMPLES = 1200
+
+_REF = new_histogram()
+_US = 1e-6
+
+Scope = tuple[str, "int | None"]
+
+
+# ------------------------------------------------------------------ histogram counts
+
+
+def decode_counts(encoded: str) -> list[int]:
+    """The bucket counts of an encoded HDR histogram, up to its highest non-empty bucket.
+
+    The layout is esdash's (1 µs .. 1 h, 3 significant digits); a histogram with another
+    layout is re-binned into it.
+    """
+    histogram = HdrHistogram.decode(encoded)
+    if not histogram.get_total_count():
+        return []
+    if (
+        histogram.lowest_trackable_value != _REF.lowest_trackable_value
+        or histogram.highest_trackable_value != _REF.highest_trackable_value
+        or histogram.significant_figures != _REF.significant_figures
+    ):
+        rebinned = new_histogram()
+        rebinned.add(histogram)
+        histogram = rebinned
+    last = histogram.get_counts_array_index(histogram.get_max_value())
+    return histogram.counts[: last + 1]
+
+
+def add_counts(into: list[int], counts: Sequence[int]) -> None:
+    """Add ``counts`` bucket by bucket into ``into`` (which grows as needed)."""
+    if len(counts) > len(into):
+        into.extend([0] * (len(counts) - len(into)))
+    into[: len(counts)] = map(add, into, counts)
+
+
+def counts_percentiles(counts: Sequence[int], percentiles: Sequence[float]) -> dict[float, float]:
+    """Values in seconds of ``percentiles``, exactly as ``HdrHistogram`` computes them."""
+    if not percentiles or not counts:
+        return {}
+    cumulative = list(accumulate(counts))
+    total = cumulative[-1]
+    if not total:
+        return {}
+    values = {}
+    for percentile in percentiles:
+        target = max(int(percentile * total / 100 + 0.5), 1)
+        index = bisect_left(cumulative, target)
+        value = _REF.get_highest_equivalent_value(_REF.get_value_from_index(index))
+        values[percentile] = value * _US
+    return values
+
+
+def counts_range(counts: Sequence[int]) -> tuple[float, float] | None:
+    """Lowest and highest value (seconds) of the non-empty buckets (None: no samples)."""
+    first = next((i for i, c in enumerate(counts) if c), None)
+    if first is None:
+        return None
+    last = len(counts) - 1
+    while last > first and not counts[last]:
+        last -= 1
+    low = max(_REF.get_lowest_equivalent_value(_REF.get_value_from_index(first)), 1)
+    high = _REF.get_highest_equivalent_value(_REF.get_value_from_index(last)) + 1
+    return low * _US, high * _US
+
+
+def log_buckets(
+    counts: Sequence[int],
+    buckets: int,
+    lowest: float | None = None,
+    highest: float | None = None,
+) -> list[Bucket]:
+    """``buckets`` bars of equal width on a log scale, by default from the lowest to the
+    highest value; ``lowest``/``highest`` (seconds) give two histograms one axis.
+
+    Like :func:`esdash.stats.bucket_counts`, but on count lists: an HDR bucket goes to the
+    bar its value falls in, values outside the range to the first or last bar, so the
+    counts always add up to the total.
+    """
+    buckets = max(1, buckets)
+    found = counts_range(counts)
+    if found is None:
+        return []
+    low_us = max((lowest if lowest is not None else found[0]) / _US, 1.0)
+    high_us = (highest if highest is not None else found[1]) / _US
+    if high_us <= low_us:
+        high_us = low_us * 10
+    log_low, width = math.log(low_us), (math.log(high_us) - math.log(low_us)) / buckets
+    edges = [math.exp(log_low + k * width) for k in range(buckets)] + [high_us]
+    size = len(counts)
+    bounds = [0]
+    for edge in edges[1:-1]:
+        bounds.append(min(size, max(bounds[-1], _REF.get_counts_array_index(math.ceil(edge)))))
+    bounds.append(size)
+    return [
+        Bucket(edges[k] * _US, edges[k + 1] * _US, sum(counts[bounds[k] : bounds[k + 1]]))
+        for k in range(buckets)
+    ]
+
+
+# --------------------------------------------------------------------- statistics
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Latency statistics in seconds (``gstd`` is a factor)."""
+
+    count: int = 0
+    percentiles: Mapping[float, float] = field(default_factory=dict)
+    mean: float | None = None
+    gmean: float | None = None
+    gstd: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+    def p(self, percentile: float) -> float | None:
+        return self.percentiles.get(percentile)
+
+
+class OpAcc:
+    """Counters and latency of one operation over some records (merged by addition)."""
+
+    __slots__ = (
+        "requests",
+        "docs",
+        "errors",
+        "doc_errors",
+        "count",
+        "sum",
+        "ln_sum",
+        "ln_sq_sum",
+        "min",
+        "max",
+        "counts",
+    )
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.docs = 0
+        self.errors: dict[str, int] = {}
+        self.doc_errors: dict[str, int] = {}
+        self.count = 0
+        self.sum = 0.0
+        self.ln_sum = 0.0
+        self.ln_sq_sum = 0.0
+        self.min: float | None = None
+        self.max: float | None = None
+        self.counts: list[int] = []
+
+    @classmethod
+    def from_payload(cls, data: Mapping[str, Any], decode: bool = True) -> OpAcc:
+        """One op payload of an interval record (its latency histogram decoded if asked)."""
+        acc = cls()
+        acc.requests = int(data.get("requests") or 0)
+        acc.docs = int(data.get("docs") or 0)
+        acc.errors = {k: int(v) for k, v in (data.get("errors") or {}).items()}
+        acc.doc_errors = {k: int(v) for k, v in (data.get("doc_errors") or {}).items()}
+        latency = data.get("latency") or {}
+        acc.count = int(latency.get("count") or 0)
+        acc.sum = float(latency.get("sum") or 0.0)
+        acc.ln_sum = float(latency.get("ln_sum") or 0.0)
+        acc.ln_sq_sum = float(latency.get("ln_sq_sum") or 0.0)
+        acc.min, acc.max = latency.get("min"), latency.get("max")
+        if decode and acc.count and latency.get("hdr"):
+            acc.counts = decode_counts(latency["hdr"])
+        return acc
+
+    def merge(self, other: OpAcc) -> OpAcc:
+        self.requests += other.requests
+        self.docs += other.docs
+        for key, value in other.errors.items():
+            self.errors[key] = self.errors.get(key, 0) + value
+        for key, value in other.doc_errors.items():
+            self.doc_errors[key] = self.doc_errors.get(key, 0) + value
+        self.count += other.count
+        self.sum += other.sum
+        self.ln_sum += other.ln_sum
+        self.ln_sq_sum += other.ln_sq_sum
+        if other.min is not None:
+            self.min = other.min if self.min is None else min(self.min, other.min)
+        if other.max is not None:
+            self.max = other.max if self.max is None else max(self.max, other.max)
+        if other.counts:
+            add_counts(self.counts, other.counts)
+        return self
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
+
+    @property
+    def ok(self) -> int:
+        return self.requests - self.failed
+
+    def latency(self, percentiles: Sequence[float] = SHOWN_PERCENTILES) -> Latency:
+        """Statistics as :func:`esdash.stats.summarize` gives them (same rules, same values)."""
+        if self.count <= 0:
+            return Latency()
+        gmean, gstd = geometric(self.count, self.ln_sum, self.ln_sq_sum)
+        values = counts_percentiles(self.counts, supported_percentiles(self.count, percentiles))
+        if self.min is not None and self.max is not None:
+            values = {p: min(max(v, self.min), self.max) for p, v in values.items()}
+        return Latency(
+            count=self.count,
+            percentiles=values,
+            mean=self.sum / self.count,
+            gmean=gmean,
+            gstd=gstd,
+            min=self.min,
+            max=self.max,
+        )
+
+
+# ------------------------------------------------------------------------ folding
+
+
+@dataclass(frozen=True)
+class OpPoint:
+    """One operation in one interval record, for the time series."""
+
+    requests: int
+    errors: int
+    rate: float | None  # successful requests per second
+    docs_rate: float | None
+    p50: float | None
+    p99: float | None
+
+
+@dataclass(frozen=True)
+class Point:
+    """One interval record, light: what the charts draw."""
+
+    seq: int
+    t: float
+    wall: float
+    phase: str
+    step: int | None
+    ops: Mapping[str, OpPoint]
+
+
+@dataclass
+class _Scope:
+    elapsed: float = 0.0
+    records: int = 0
+    first_t: float | None = None
+    last_t: float | None = None
+    ops: dict[str, OpAcc] = field(default_factory=dict)
+
+
+@dataclass
+class _Recent:
+    t: float
+    scope: Scope
+    elapsed: float
+    ops: dict[str, OpAcc]
+
+
+def scope_of(record: Mapping[str, Any]) -> Scope:
+    return (str(record.get("phase")), record.get("step"))
+
+
+class _Fold:
+    """Records folded in order: per-scope totals, a sliding window, run-level errors.
+
+    ``only`` limits the decoding of histograms to one scope: a replay position needs the
+    latency of its own scope only, and decoding is what folding costs.
+    """
+
+    def __init__(self, keep: int, only: Scope | None = None) -> None:
+        self.only = only
+        self.count = 0
+        self.scopes: dict[Scope, _Scope] = {}
+        self.recent: deque[_Recent] = deque(maxlen=keep)
+        self.errors: dict[str, int] = {}
+        self.last_errors: dict[str, list[dict[str, Any]]] = {}
+        self.ingest: dict[str, Any] | None = None
+        self.ingest_elapsed = 0.0
+        self.last: Mapping[str, Any] | None = None
+
+    def add(self, record: Mapping[str, Any], point: bool = False) -> Point | None:
+        scope = scope_of(record)
+        entry = self.scopes.get(scope)
+        if entry is None:
+            entry = self.scopes[scope] = _Scope()
+        elapsed = float(record.get("elapsed") or 0.0)
+        t = float(record.get("t") or 0.0)
+        entry.elapsed += elapsed
+        entry.records += 1
+        entry.first_t = t if entry.first_t is None else entry.first_t
+        entry.last_t = t
+        ops: dict[str, OpAcc] = {}
+        points: dict[str, OpPoint] = {}
+        decode = self.only is None or scope == self.only
+        for name, data in (record.get("ops") or {}).items():
+            acc = OpAcc.from_payload(data, decode)
+            ops[name] = acc
+            target = entry.ops.get(name)
+            if target is None:
+                target = entry.ops[name] = OpAcc()
+            target.merge(acc)
+            for cls, value in acc.errors.items():
+                self.errors[cls] = self.errors.get(cls, 0) + value
+            for cls, value in acc.doc_errors.items():
+                self.errors[cls] = self.errors.get(cls, 0) + value
+            for cls, items in (data.get("last_errors") or {}).items():
+                kept = self.last_errors.setdefault(cls, [])
+                kept.extend({**item, "op": name} for item in items)
+                kept.sort(key=lambda item: item.get("wall") or 0.0)
+                del kept[:-3]
+            if point:
+                values = counts_percentiles(
+                    acc.counts, supported_percentiles(acc.count, (50.0, 99.0))
+                )
+                points[name] = OpPoint(
+                    requests=acc.requests,
+                    errors=acc.failed,
+                    rate=acc.ok / elapsed if elapsed > 0 else None,
+                    docs_rate=acc.docs / elapsed if elapsed > 0 else None,
+                    p50=values.get(50.0),
+                    p99=values.get(99.0),
+                )
+        if record.get("ingest"):
+            self.ingest = dict(record["ingest"])
+        if scope[0] == "ingest":
+            self.ingest_elapsed += elapsed
+        self.recent.append(_Recent(t, scope, elapsed, ops))
+        self.last = record
+        self.count += 1
+        if not point:
+            return None
+        return Point(
+            seq=int(record.get("seq") or 0),
+            t=t,
+            wall=float(record.get("wall") or 0.0),
+            phase=scope[0],
+            step=scope[1],
+            ops=points,
+        )
+
+    def window(self, scope: Scope, t: float, seconds: float) -> tuple[float, dict[str, OpAcc]]:
+        """Seconds covered and per-op totals of the scope's records in ``(t - seconds, t]``."""
+        elapsed = 0.0
+        ops: dict[str, OpAcc] = {}
+        for recent in reversed(self.recent):
+            if recent.t <= t - seconds:
+                break
+            if recent.scope != scope or recent.t > t:
+                continue
+            elapsed += recent.elapsed
+            for name, acc in recent.ops.items():
+                ops.setdefault(name, OpAcc()).merge(acc)
+        return elapsed, ops
+
+
+# ------------------------------------------------------------------ model inputs
+
+
+@dataclass
+class Update:
+    """What one poll of a run directory found (see :class:`esdash.live_source.RunSource`)."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    cluster: list[dict[str, Any]] = field(default_factory=list)
+    run_info: dict[str, Any] | None = None
+    session: dict[str, Any] | None = None
+    nodes: dict[int, dict[str, Any]] | None = None
+    slurm_state: str | None = None
+    log: tuple[str, str] | None = None
+    problems: list[str] = field(default_factory=list)
+    stream_exists: bool | None = None
+    results: dict[str, Any] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.records
+            or self.cluster
+            or self.run_info is not None
+            or self.session is not None
+            or self.nodes is not None
+            or self.slurm_state is not None
+            or self.log is not None
+            or self.problems
+            or self.stream_exists is not None
+            or self.results is not None
+        )
+
+
+@dataclass(frozen=True)
+class ViewParams:
+    """What the viewer asks for: a position, a window, a chart span, a selected operation."""
+
+    upto: int | None = None  # index of the newest interval record shown; None: follow
+    window: float = 10.0
+    span: float | None = 120.0
+    selected: str | None = None
+    hist_cumulative: bool = True
+    hist_rows: int = 12
+
+
+# --------------------------------------------------------------------- snapshot
+
+
+@dataclass(frozen=True)
+class OpRow:
+    name: str
+    requests: int
+    errors: int
+    window_requests: int
+    window_errors: int
+    rate_now: float | None
+    docs_now: float | None
+    rate_all: float | None
+    docs_all: float | None
+    now: Latency
+    all: Latency
+
+
+@dataclass(frozen=True)
+class IngestView:
+    docs_done: int
+    docs_total: int | None
+    docs_per_s: float | None
+    eta: float | None
+    done: bool
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    name: str
+    state: str | None
+    heap_percent: float | None
+    cpu_percent: float | None
+    gc_ms_per_s: float | None
+    segments: int | None
+    docs: int | None
+    rejected: int
+    rejected_new: int
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    status: str | None
+    nodes: tuple[NodeRow, ...]
+    time: float | None
+    unassigned: int | None = None
+
+
+@dataclass(frozen=True)
+class ErrorLine:
+    error_class: str
+    count: int
+    message: str | None
+    status: int | None
+    node: str | None
+
+
+@dataclass(frozen=True)
+class EventLine:
+    t: float
+    level: str
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One moment of a run, everything a view needs; immutable, cheap to hand around."""
+
+    version: int
+    run_id: str
+    session: str
+    track: str
+    encryption: str
+    interconnect: str
+    nodes: int | None
+    ranks: int | None
+    slurm_job: str | None
+    slurm_state: str | None
+    phase: str
+    phase_key: str
+    elapsed: float | None
+    planned: float | None
+    finished: bool
+    status: str | None
+    reason: str | None
+    stalled: bool
+    age: float | None
+    interval: float
+    position: int
+    count: int
+    following: bool
+    t: float | None
+    t_end: float | None
+    window: float
+    scope: Scope | None
+    ops: tuple[OpRow, ...] = ()
+    selected: str | None = None
+    histogram: tuple[Bucket, ...] = ()
+    hist_count: int = 0
+    series: tuple[Point, ...] = ()
+    span: float | None = None
+    ingest: IngestView | None = None
+    errors: tuple[ErrorLine, ...] = ()
+    events: tuple[EventLine, ...] = ()
+    ranks_all: tuple[int, ...] = ()
+    ranks_missing: tuple[int, ...] = ()
+    ranks_lost: tuple[int, ...] = ()
+    cluster: ClusterView | None = None
+    log: tuple[str, str] | None = None
+    problems: tuple[str, ...] = ()
+    last_seq: int | None = None
+    last_wall: float | None = None
+
+
+def _session_field(session: Mapping[str, Any], table: str, key: str, default: Any) -> Any:
+    value = (session.get(table) or {}) if isinstance(session.get(table), Mapping) else {}
+    return value.get(key, default)
+
+
+class RunModel:
+    """Everything read from one run directory, folded; :meth:`snapshot` gives a view of it."""
+
+    def __init__(self, run_id: str = "") -> None:
+        self.run_id = run_id
+        self.header: dict[str, Any] | None = None
+        self.final: dict[str, Any] | None = None
+        self.records: list[dict[str, Any]] = []
+        self.points: list[Point] = []
+        self.events: list[dict[str, Any]] = []
+        self.cluster: deque[dict[str, Any]] = deque(maxlen=CLUSTER_SAMPLES)
+        self.run_info: dict[str, Any] = {}
+        self.session: dict[str, Any] = {}
+        self.nodes: dict[int, dict[str, Any]] = {}
+        self.slurm_state: str | None = None
+        self.log: tuple[str, str] | None = None
+        self.problems: list[str] = []
+        self.stream_exists = False
+        self.results: dict[str, Any] | None = None
+        self.version = 0
+        self._live = _Fold(self._keep())
+        self._cursor: _Fold | None = None
+        self._cache: tuple[tuple[int, ViewParams], Snapshot] | None = None
+
+    def _keep(self) -> int:
+        interval = float((self.header or {}).get("interval") or 1.0)
+        # split-phase records share a seq: room for two per interval, plus slack
+        return int(2 * MAX_WINDOW / max(interval, 0.05)) + 8
+
+    # -------------------------------------------------------------------- input
+    def apply(self, update: Update) -> bool:
+        """Fold what a poll found; True when anything a view shows changed."""
+        if not update:
+            return False
+        for record in update.records:
+            self.add_record(record)
+        if update.cluster:
+            self.cluster.extend(update.cluster)
+        if update.run_info is not None:
+            self.run_info = update.run_info
+        if update.session is not None:
+            self.session = update.session
+        if update.nodes is not None:
+            self.nodes = update.nodes
+        if update.slurm_state is not None:
+            self.slurm_state = update.slurm_state
+        if update.log is not None:
+            self.log = update.log
+        if update.stream_exists is not None:
+            self.stream_exists = update.stream_exists
+        if update.results is not None:
+            self.results = update.results
+        self.problems.extend(update.problems)
+        del self.problems[:-50]
+        self.version += 1
+        return True
+
+    def add_record(self, record: Mapping[str, Any]) -> None:
+        kind = record.get("type")
+        if kind == "header":
+            self.header = dict(record)
+            self.run_id = self.header.get("run_id") or self.run_id
+            self._live = _Fold(self._keep())
+            self._cursor = None
+            self.records.clear()
+            self.points.clear()
+            self.events.clear()
+            self.final = None
+        elif kind == "interval":
+            self.records.append(dict(record))
+            point = self._live.add(record, point=True)
+            assert point is not None
+            self.points.append(point)
+        elif kind == "event":
+            self.events.append(dict(record))
+        elif kind == "final":
+            self.final = dict(record)
+
+    # ----------------------------------------------------------------- folding
+    def _fold_at(self, index: int) -> _Fold:
+        """The records folded up to ``index`` (inclusive)."""
+        if index >= len(self.records) - 1:
+            return self._live
+        scope = scope_of(self.records[index])
+        cursor = self._cursor
+        if cursor is None or cursor.count > index + 1 or cursor.only != scope:
+            cursor = _Fold(self._keep(), only=scope)
+        for record in self.records[cursor.count : index + 1]:
+            cursor.add(record)
+        self._cursor = cursor
+        return cursor
+
+    # ---------------------------------------------------------------- snapshot
+    def snapshot(self, params: ViewParams, now: float) -> Snapshot:
+        """The run at ``params.upto`` (or now) as a view shows it; ``now`` is wall time.
+
+        The expensive part is cached per (data version, params): asking again without new
+        data only refreshes the clock, the record age and the STALLED flag.
+        """
+        key = (self.version, params)
+        cached = self._cache
+        if cached is None or cached[0] != key:
+            cached = self._cache = (key, self._build(params, now))
+        snap = cached[1]
+        last_wall = self._last_wall()
+        age = None if last_wall is None else now - last_wall
+        stalled = bool(
+            self.final is None
+            and self.header is not None
+            and age is not None
+            and age > max(STALL_INTERVALS * snap.interval, STALL_MIN)
+        )
+        elapsed = self._elapsed(snap.t, snap.following, now)
+        if age == snap.age and stalled == snap.stalled and elapsed == snap.elapsed:
+            return snap
+        return replace(snap, age=age, stalled=stalled, elapsed=elapsed)
+
+    def _build(self, params: ViewParams, now: float) -> Snapshot:
+        header = self.header or {}
+        session = header.get("session") or self.session or {}
+        steps = header.get("steps") or []
+        interval = float(header.get("interval") or 1.0)
+        count = len(self.records)
+        following = params.upto is None or params.upto >= count - 1
+        position = count - 1 if following else max(0, int(params.upto or 0))
+        fold = self._fold_at(position) if count else None
+        record = self.records[position] if count else None
+        t_pos = float(record["t"]) if record else None
+        t_end = float(self.records[-1]["t"]) if count else None
+        scope = scope_of(record) if record else None
+
+        ops: list[OpRow] = []
+        histogram: list[Bucket] = []
+        hist_count = 0
+        selected = params.selected
+        if fold is not None and scope is not None and t_pos is not None:
+            entry = fold.scopes.get(scope) or _Scope()
+            window_elapsed, window_ops = fold.window(scope, t_pos, params.window)
+            for name in sorted(entry.ops):
+                total = entry.ops[name]
+                recent = window_ops.get(name) or OpAcc()
+                ops.append(
+                    OpRow(
+                        name=name,
+                        requests=total.requests,
+                        errors=total.failed,
+                        window_requests=recent.requests,
+                        window_errors=recent.failed,
+                        rate_now=recent.ok / window_elapsed if window_elapsed > 0 else None,
+                        docs_now=recent.docs / window_elapsed if window_elapsed > 0 else None,
+                        rate_all=total.ok / entry.elapsed if entry.elapsed > 0 else None,
+                        docs_all=total.docs / entry.elapsed if entry.elapsed > 0 else None,
+                        now=recent.latency(),
+                        all=total.latency(),
+                    )
+                )
+            names = [row.name for row in ops]
+            if selected not in names:
+                selected = names[0] if names else None
+            if selected is not None:
+                source = entry.ops[selected] if params.hist_cumulative else window_ops.get(selected)
+                if source is not None and source.counts:
+                    histogram = log_buckets(source.counts, params.hist_rows)
+                    hist_count = source.count
+
+        final = self.final
+        last_wall = self._last_wall()
+        age = None if last_wall is None else now - last_wall
+        stalled = bool(
+            final is None
+            and self.header is not None
+            and age is not None
+            and age > max(STALL_INTERVALS * interval, STALL_MIN)
+        )
+        phase_key, phase = self._phase(record, steps, following)
+        elapsed = self._elapsed(t_pos, following, now)
+        planned = self._planned(steps, fold)
+
+        ranks_all = tuple(
+            sorted(int(r["rank"]) for r in (header.get("bench") or {}).get("per_rank") or [])
+        )
+        missing = tuple(sorted(int(r) for r in (record or {}).get("missing_ranks") or []))
+        lost = self._lost_ranks(t_pos if not following else None)
+
+        topology = header.get("topology") or {}
+        cluster_nodes = _session_field(session, "cluster", "nodes", None)
+        nodes = len(topology.get("nodes") or []) or cluster_nodes or self.run_info.get("nodes")
+        return Snapshot(
+            version=self.version,
+            run_id=self.run_id or str(header.get("run_id") or ""),
+            session=str(session.get("name") or self.run_info.get("session_name") or "?"),
+            track=str(_session_field(session, "track", "name", "?")),
+            encryption=str(_session_field(session, "encryption", "mode", "none")),
+            interconnect=str(_session_field(session, "cluster", "interconnect", "loopback")),
+            nodes=nodes,
+            ranks=(header.get("bench") or {}).get("ranks"),
+            slurm_job=header.get("slurm_job_id") or self.run_info.get("slurm_job"),
+            slurm_state=self.slurm_state,
+            phase=phase,
+            phase_key=phase_key,
+            elapsed=elapsed,
+            planned=planned,
+            finished=final is not None,
+            status=(final or {}).get("status"),
+            reason=(final or {}).get("reason"),
+            stalled=stalled,
+            age=age,
+            interval=interval,
+            position=position if count else -1,
+            count=count,
+            following=following,
+            t=t_pos,
+            t_end=t_end,
+            window=params.window,
+            scope=scope,
+            ops=tuple(ops),
+            selected=selected,
+            histogram=tuple(histogram),
+            hist_count=hist_count,
+            series=self._series(position, t_pos, params.span) if count else (),
+            span=params.span,
+            ingest=self._ingest(fold, scope, t_pos, params.window),
+            errors=self._errors(fold),
+            events=self._events(t_pos if not following else None),
+            ranks_all=ranks_all,
+            ranks_missing=missing,
+            ranks_lost=lost,
+            cluster=self._cluster((record or {}).get("wall") if not following else None),
+            log=self.log,
+            problems=tuple(self.problems[-5:]),
+            last_seq=(record or {}).get("seq"),
+            last_wall=(record or {}).get("wall"),
+        )
+
+    # ---------------------------------------------------------------- helpers
+    def _last_wall(self) -> float | None:
+        if self.final is not None:
+            return self.final.get("wall")
+        walls = [
+            float(r["wall"])
+            for r in (self.records[-1:] + self.events[-1:])
+            if r.get("wall") is not None
+        ]
+        if walls:
+            return max(walls)
+        if self.header is not None:
+            return self.header.get("started")
+        return None
+
+    def _phase(
+        self, record: Mapping[str, Any] | None, steps: Sequence[Mapping[str, Any]], following: bool
+    ) -> tuple[str, str]:
+        final = self.final
+        if final is not None and following:
+            status = final.get("status") or "ok"
+            if status == "ok":
+                return "done", "done"
+            return status, status + (f": {final['reason']}" if final.get("reason") else "")
+        if record is None:
+            return self._before_stream()
+        phase, step = scope_of(record)
+        if phase == "ingest":
+            return "ingest", "ingest"
+        name = record.get("step_name") or (
+            steps[step]["name"] if step is not None and step < len(steps) else ""
+        )
+        of = f"{(step or 0) + 1}/{len(steps)}" if steps else f"{(step or 0) + 1}"
+        if phase == "warmup":
+            return "warmup", f"warm-up step {of} {name}".rstrip()
+        if phase == "measure":
+            return "measure", f"measuring step {of} {name}".rstrip()
+        return phase, phase
+
+    def _before_stream(self) -> tuple[str, str]:
+        if self.header is not None:
+            return "starting", "starting benchmark"
+        state = self.run_info.get("state")
+        slurm = (self.slurm_state or "").upper()
+        if state == "queued" or slurm == "PENDING":
+            return "queued", "queued" + (f" (Slurm {self.slurm_state})" if slurm else "")
+        if state in ("prepared", "starting"):
+            return "starting", "starting cluster"
+        if state == "running":
+            return "starting", "cluster up, benchmark not started"
+        if state:
+            return "ended", f"cluster {state}"
+        return "waiting", "waiting for the run to start"
+
+    def _elapsed(self, t_pos: float | None, following: bool, now: float) -> float | None:
+        if not following:
+            return t_pos
+        if self.final is not None:
+            return float(self.final.get("t") or 0.0)
+        if self.header is not None and self.header.get("started"):
+            return max(0.0, now - float(self.header["started"]))
+        return None
+
+    def _planned(self, steps: Sequence[Mapping[str, Any]], fold: _Fold | None) -> float | None:
+        if not steps:
+            return None
+        unsupported: dict[int, int] = {}
+        for event in self.events:
+            if event.get("kind") == "unsupported" and event.get("step") is not None:
+                unsupported[int(event["step"])] = unsupported.get(int(event["step"]), 0) + 1
+        planned = sum(
+            float(s.get("warmup") or 0) + float(s.get("duration") or 0)
+            for k, s in enumerate(steps)
+            if unsupported.get(k, 0) < len(s.get("queries") or [None])
+        )
+        ingest = self._ingest_estimate(fold)
+        return planned + (ingest or 0.0)
+
+    def _ingest_estimate(self, fold: _Fold | None) -> float | None:
+        if fold is None:
+            return None
+        if ("ingest", None) not in fold.scopes:
+            return 0.0
+        progress = fold.ingest or {}
+        done, total = progress.get("docs_done"), progress.get("docs_total")
+        spent = fold.ingest_elapsed
+        if (
+            not done
+            or not total
+            or done >= total
+            or any(scope[0] != "ingest" for scope in fold.scopes)
+        ):
+            return spent
+        return spent * total / done
+
+    def _ingest(
+        self, fold: _Fold | None, scope: Scope | None, t_pos: float | None, window: float
+    ) -> IngestView | None:
+        if fold is None or fold.ingest is None:
+            return None
+        done = int(fold.ingest.get("docs_done") or 0)
+        total = fold.ingest.get("docs_total")
+        finished = scope is not None and scope[0] != "ingest"
+        rate = None
+        if scope == ("ingest", None) and t_pos is not None:
+            elapsed, ops = fold.window(scope, t_pos, window)
+            docs = sum(acc.docs for acc in ops.values())
+            rate = docs / elapsed if elapsed > 0 else None
+        elif fold.ingest_elapsed > 0:
+            rate = done / fold.ingest_elapsed
+        eta = None
+        if not finished and total and rate:
+            eta = max(0.0, (total - done) / rate)
+        return IngestView(done, total, rate, eta, finished or bool(total and done >= total))
+
+    def _errors(self, fold: _Fold | None) -> tuple[ErrorLine, ...]:
+        if fold is None:
+            return ()
+        lines = []
+        for cls, value in sorted(fold.errors.items(), key=lambda item: -item[1]):
+            last = (fold.last_errors.get(cls) or [None])[-1] or {}
+            lines.append(
+                ErrorLine(cls, value, last.get("message"), last.get("status"), last.get("node"))
+            )
+        return tuple(lines)
+
+    def _events(self, upto_t: float | None) -> tuple[EventLine, ...]:
+        events = [e for e in self.events if upto_t is None or float(e.get("t") or 0.0) <= upto_t]
+        return tuple(
+            EventLine(
+                float(e.get("t") or 0.0),
+                str(e.get("level") or "info"),
+                str(e.get("kind") or "note"),
+                str(e.get("message") or ""),
+            )
+            for e in events[-20:]
+        )
+
+    def _lost_ranks(self, upto_t: float | None) -> tuple[int, ...]:
+        lost: set[int] = set()
+        for event in self.events:
+            if upto_t is not None and float(event.get("t") or 0.0) > upto_t:
+                continue
+            data = event.get("data") or {}
+            if event.get("kind") == "rank_lost" and data.get("rank") is not None:
+                lost.add(int(data["rank"]))
+            if event.get("kind") == "ranks_missing":
+                lost.update(int(r) for r in data.get("ranks") or [])
+        return tuple(sorted(lost))
+
+    def _series(self, position: int, t_pos: float | None, span: float | None) -> tuple[Point, ...]:
+        points = self.points[: position + 1]
+        if span is not None and t_pos is not None:
+            ts = [p.t for p in points]
+            points = points[bisect_right(ts, t_pos - span) :]
+        if len(points) > MAX_POINTS:
+            step = len(points) / MAX_POINTS
+            points = [points[int(k * step)] for k in range(MAX_POINTS)] + [points[-1]]
+        return tuple(points)
+
+    def _cluster(self, upto_wall: float | None) -> ClusterView | None:
+        samples = list(self.cluster)
+        if upto_wall is not None:
+            times = [float(s.get("time") or 0.0) for s in samples]
+            samples = samples[: bisect_right(times, float(upto_wall))]
+        if not samples:
+            if not self.nodes:
+                return None
+            return ClusterView(
+                None,
+                tuple(
+                    NodeRow(
+                        str(s.get("name") or f"rank {rank}"),
+                        s.get("state"),
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        0,
+                        0,
+                    )
+                    for rank, s in sorted(self.nodes.items())
+                ),
+                None,
+            )
+        latest = samples[-1]
+        previous = samples[-2] if len(samples) > 1 else None
+        states = {str(s.get("name")): s.get("state") for s in self.nodes.values()}
+        rows = []
+        for name, node in sorted((latest.get("nodes") or {}).items()):
+            before = ((previous or {}).get("nodes") or {}).get(name) or {}
+            gc_rate = None
+            rejected = sum((node.get("rejected") or {}).values())
+            rejected_before = sum((before.get("rejected") or {}).values()) if before else rejected
+            if before and previous is not None:
+                seconds = float(latest.get("time") or 0) - float(previous.get("time") or 0)
+                if seconds > 0:
+                    gc_rate = (
+                        (node.get("gc_millis") or 0) - (before.get("gc_millis") or 0)
+                    ) / seconds
+            rows.append(
+                NodeRow(
+                    name=name,
+                    state=states.get(name),
+                    heap_percent=node.get("heap_used_percent"),
+                    cpu_percent=node.get("cpu_percent"),
+                    gc_ms_per_s=gc_rate,
+                    segments=node.get("segments"),
+                    docs=node.get("docs"),
+                    rejected=rejected,
+                    rejected_new=max(0, rejected - rejected_before),
+                )
+            )
+        health = latest.get("health") or {}
+        return ClusterView(
+            health.get("status"), tuple(rows), latest.get("time"), health.get("unassigned_shards")
+        )
+
+
+# ---------------------------------------------------------------------- compare
+
+
+@dataclass(frozen=True)
+class StepQuery:
+    """The measured numbers of one query of one step (for comparing runs)."""
+
+    step: int
+    step_name: str
+    query: str
+    requests: int
+    errors: int
+    rate: float | None  # successful requests per second
+    docs_rate: float | None
+    p50: float | None  # seconds
+    p99: float | None
+    gmean: float | None
+    gstd: float | None
+    source: str  # "results" or "stream"
+
+
+def step_queries(model: RunModel) -> list[StepQuery]:
+    """Per step and query: ``results.json`` when the run wrote it, else the stream so far."""
+    if model.results is not None:
+        return _from_results(model.results)
+    steps = (model.header or {}).get("steps") or []
+    rows = []
+    for (phase, step), entry in sorted(
+        model._live.scopes.items(), key=lambda item: item[0][1] or -1
+    ):
+        if phase != "measure" or step is None:
+            continue
+        name = steps[step]["name"] if step < len(steps) else str(step)
+        for query, acc in sorted(entry.ops.items()):
+            latency = acc.latency()
+            rows.append(
+                StepQuery(
+                    step=step,
+                    step_name=name,
+                    query=query,
+                    requests=acc.requests,
+                    errors=acc.failed,
+                    rate=acc.ok / entry.elapsed if entry.elapsed > 0 else None,
+                    docs_rate=acc.docs / entry.elapsed if entry.elapsed > 0 else None,
+                    p50=latency.p(50.0),
+                    p99=latency.p(99.0),
+                    gmean=latency.gmean,
+                    gstd=latency.gstd,
+                    source="stream",
+                )
+            )
+    return rows
+
+
+def _from_results(results: Mapping[str, Any]) -> list[StepQuery]:
+    def seconds(value: Any) -> float | None:
+        return None if value is None else float(value) / 1000.0
+
+    rows = []
+    for step in results.get("steps") or []:
+        for query, op in (step.get("queries") or {}).items():
+            latency = op.get("latency") or {}
+            throughput = op.get("throughput") or {}
+            rows.append(
+                StepQuery(
+                    step=int(step.get("index") or 0),
+                    step_name=str(step.get("name")),
+                    query=query,
+                    requests=int(op.get("requests") or 0),
+                    errors=int(op.get("failed") or 0),
+                    rate=throughput.get("requests_per_s"),
+                    docs_rate=throughput.get("docs_per_s"),
+                    p50=seconds(latency.get("p50")),
+                    p99=seconds(latency.get("p99")),
+                    gmean=seconds(latency.get("gmean")),
+                    gstd=latency.get("gstd"),
+                    source="results",
+                )
+            )
+    return rows
+
+
+def relative_change(a: float | None, b: float | None) -> float | None:
+    """``(b - a) / a`` (None when either is missing or ``a`` is zero)."""
+    if a is None or b is None or a == 0:
+        return None
+    return (b - a) / a
+
+
+def step_counts(model: RunModel, step: int, query: str) -> list[int]:
+    """The latency bucket counts of one query of one measured step (empty if unknown)."""
+    if model.results is not None:
+        for entry in model.results.get("steps") or []:
+            if entry.get("index") == step and query in (entry.get("queries") or {}):
+                encoded = (entry["queries"][query].get("histograms") or {}).get("latency")
+                return decode_counts(encoded) if encoded else []
+        return []
+    scope = model._live.scopes.get(("measure", step))
+    acc = scope.ops.get(query) if scope is not None else None
+    return list(acc.counts) if acc is not None else []

@@ -1,0 +1,207 @@
+"""Polling a run directory for a live view: what changed since the last poll.
+
+One :meth:`RunSource.poll` reads, without ever blocking on a missing or half-written file:
+
+* new complete records of ``stream.jsonl`` (:class:`esdash.stream.reader.StreamReader`);
+* new samples of ``cluster.jsonl`` (:class:`JsonlTail`: complete lines only, garbage skipped);
+* ``run.json`` and ``session.toml`` when they changed, the nodes' ``status.json`` files and
+  ``results.json`` (every ``files_every`` seconds);
+* the Slurm job's state for a submitted run (``squeue``, every ``slurm_every`` seconds);
+* the tail of one node's log (every ``log_every`` seconds, only when asked for).
+
+It returns an :class:`esdash.live_model.Update` for :class:`esdash.live_model.RunModel`.
+Run it in a thread: a poll may take as long as the file system (or ``squeue``) does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from esdash.cluster.rundir import RunDir, read_json, tail
+from esdash.live_model import Update
+from esdash.session import tomllib
+from esdash.stream.reader import StreamReader
+
+#: Lines of a node's log that a view shows.
+LOG_LINES = 60
+
+
+class JsonlTail:
+    """New complete JSON-object lines of a file on every :meth:`poll` (bad lines skipped)."""
+
+    def __init__(self, path: Path, max_read: int = 4 * 1024 * 1024) -> None:
+        self.path = path
+        self.max_read = max_read
+        self._offset = 0
+        self._partial = b""
+        self.skipped = 0
+
+    def poll(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size < self._offset:  # replaced: start again
+                    self._offset, self._partial = 0, b""
+                handle.seek(self._offset)
+                data = handle.read(self.max_read)
+        except OSError:
+            return []
+        if not data:
+            return []
+        self._offset += len(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        found = []
+        for raw in lines:
+            if not raw.strip():
+                continue
+            try:
+                item = json.loads(raw)
+            except ValueError:
+                self.skipped += 1
+                continue
+            if isinstance(item, dict):
+                found.append(item)
+            else:
+                self.skipped += 1
+        return found
+
+
+def node_log_file(run_path: Path, rank: int, cluster_name: str | None) -> Path | None:
+    """The server log of the node of ``rank``: ``<cluster>.log``, else the newest ``*.log``."""
+    logs = run_path / "nodes" / str(rank) / "logs"
+    if cluster_name and (logs / f"{cluster_name}.log").is_file():
+        return logs / f"{cluster_name}.log"
+    try:
+        candidates = [
+            p for p in logs.glob("*.log") if p.name != "gc.log" and not p.name.startswith("gc")
+        ]
+    except OSError:
+        candidates = []
+    if candidates:
+        return max(candidates, key=lambda p: p.stat().st_mtime)
+    stdout = run_path / "nodes" / str(rank) / "stdout.log"
+    return stdout if stdout.is_file() else None
+
+
+class RunSource:
+    """Polls one run directory; see the module docstring.  Not thread-safe: one poller."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        files_every: float = 1.0,
+        slurm_every: float = 10.0,
+        log_every: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        job_state: Callable[[str], str] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.run = RunDir(self.path)
+        self.stream = StreamReader(self.path / "stream.jsonl")
+        self.cluster = JsonlTail(self.path / "cluster.jsonl")
+        self.files_every = files_every
+        self.slurm_every = slurm_every
+        self.log_every = log_every
+        self._clock = clock
+        self._job_state = job_state
+        self._next_files = 0.0
+        self._next_slurm = 0.0
+        self._next_log = 0.0
+        self._mtimes: dict[str, float] = {}
+        self._stream_exists: bool | None = None
+        self._results_read = False
+        self._cluster_name: str | None = None
+        self._log_rank: int | None = None
+        self._nodes: dict[int, dict[str, Any]] | None = None
+        self._last_log: tuple[str, str] | None = None
+        self.run_info: dict[str, Any] = {}
+
+    def _changed(self, path: Path) -> bool:
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return False
+        if self._mtimes.get(path.name) == mtime:
+            return False
+        self._mtimes[path.name] = mtime
+        return True
+
+    def poll(self, log_rank: int | None = None) -> Update:
+        """Everything new since the last poll; ``log_rank``: whose log to tail (None: none)."""
+        update = Update()
+        update.records = self.stream.poll()
+        update.problems = [str(p) for p in self.stream.new_problems()]
+        if self.stream.exists != self._stream_exists:
+            self._stream_exists = update.stream_exists = self.stream.exists
+        update.cluster = self.cluster.poll()
+        now = self._clock()
+        if now >= self._next_files or log_rank != self._log_rank:
+            self._next_files = now + self.files_every
+            self._poll_files(update)
+        if now >= self._next_slurm:
+            self._next_slurm = now + self.slurm_every
+            job = self.run_info.get("slurm_job")
+            if job and self.run_info.get("submitted"):
+                update.slurm_state = self._slurm_state(str(job))
+        if log_rank is not None and (now >= self._next_log or log_rank != self._log_rank):
+            self._next_log = now + self.log_every
+            log = self._log(log_rank)
+            if log != self._last_log:
+                self._last_log = update.log = log
+        self._log_rank = log_rank
+        return update
+
+    def _poll_files(self, update: Update) -> None:
+        run_file = self.path / "run.json"
+        if self._changed(run_file):
+            try:
+                self.run_info = read_json(run_file)
+                update.run_info = self.run_info
+            except (OSError, ValueError) as exc:
+                update.problems.append(f"run.json: {exc}")
+        session_file = self.path / "session.toml"
+        if self._changed(session_file):
+            try:
+                update.session = tomllib.loads(session_file.read_text())
+            except (OSError, ValueError) as exc:
+                update.problems.append(f"session.toml: {exc}")
+        if self._cluster_name is None and self._changed(self.path / "topology.json"):
+            try:
+                self._cluster_name = read_json(self.path / "topology.json").get("cluster_name")
+            except (OSError, ValueError, AttributeError):
+                self._cluster_name = None
+        if (self.path / "nodes").is_dir():
+            nodes = self.run.node_statuses()
+            if nodes != self._nodes:
+                self._nodes = update.nodes = nodes
+        results_file = self.path / "results.json"
+        over = self.stream.finished or not self.stream.exists
+        if not self._results_read and over and results_file.is_file():
+            try:
+                update.results = read_json(results_file)
+                self._results_read = True
+            except (OSError, ValueError):
+                pass  # being written: next time
+
+    def _slurm_state(self, job: str) -> str:
+        job_state = self._job_state
+        if job_state is None:
+            from esdash.launch.slurm import job_state
+        try:
+            return job_state(job)
+        except Exception as exc:  # squeue hung or vanished: show it, keep going
+            return f"UNKNOWN ({type(exc).__name__})"
+
+    def _log(self, rank: int) -> tuple[str, str]:
+        path = node_log_file(self.path, rank, self._cluster_name)
+        label = f"node {rank}"
+        if path is None:
+            return label, ""
+        return f"{label}: {path.relative_to(self.path)}", tail(path, LOG_LINES)

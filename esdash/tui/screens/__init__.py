@@ -1,0 +1,1 @@
+"""The dashboard's screens: home (sessions, runs, plugins), live (one run), compare (two runs)."""

@@ -1,0 +1,239 @@
+"""Two runs side by side (e.g. baseline vs ABE): per step and query, their numbers and changes.
+
+Each run's numbers come from its ``results.json`` once it has one (the authoritative
+figures, as ``esdash report`` prints them), and from its stream while it still runs; a
+worker thread polls both run directories once a second.  The histograms of the selected row
+share one log-scaled axis, so the shift of the distribution is visible at a glance.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+from textual.worker import get_current_worker
+
+from esdash.live_model import (
+    RunModel,
+    Snapshot,
+    StepQuery,
+    ViewParams,
+    counts_range,
+    log_buckets,
+    relative_change,
+    step_counts,
+    step_queries,
+)
+from esdash.live_source import RunSource
+from esdash.stats import Bucket
+from esdash.tui import format as fmt
+from esdash.tui.widgets.charts import LatencyHistogram
+from esdash.tui.widgets.panels import Panel
+
+#: For each compared metric: is a higher value better?
+HIGHER_IS_BETTER = {"rate": True, "p50": False, "p99": False, "gmean": False}
+
+
+@dataclass(frozen=True)
+class Side:
+    snapshot: Snapshot
+    rows: dict[tuple[int, str], StepQuery]
+    counts: dict[tuple[int, str], list[int]]
+
+
+class CompareReady(Message):
+    def __init__(self, a: Side, b: Side) -> None:
+        super().__init__()
+        self.a, self.b = a, b
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, CompareReady)
+
+
+def _change_cell(a: float | None, b: float | None, higher_is_better: bool) -> Text:
+    change = relative_change(a, b)
+    if change is None:
+        return Text(" -", justify="right", style="dim")
+    better = change > 0 if higher_is_better else change < 0
+    style = "" if abs(change) < 0.02 else ("green" if better else "red")
+    return Text(" " + fmt.change(change), justify="right", style=style)
+
+
+def _side_text(label: str, snap: Snapshot) -> Text:
+    text = Text()
+    text.append(f" {label} ", style="bold reverse")
+    text.append(f" {snap.run_id}", style="bold")
+    text.append(
+        f"\n session {snap.session} · track {snap.track} · enc {snap.encryption} · "
+        f"net {snap.interconnect} · {snap.nodes} nodes × {snap.ranks} ranks",
+        style="dim",
+    )
+    status = snap.status or ("running" if snap.count else snap.phase)
+    text.append(f"\n {status}", style="green" if status == "ok" else "yellow")
+    if snap.reason:
+        text.append(f" ({snap.reason})", style="dim")
+    return text
+
+
+class CompareScreen(Screen):
+    """Run A (baseline) and run B side by side; changes are B relative to A."""
+
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("a", "open('a')", "Watch A"),
+        Binding("b", "open('b')", "Watch B"),
+    ]
+
+    HELP = """\
+Two runs side by side: **A** is the baseline, **B** the contender; every change is B
+relative to A, green when B is better (higher throughput, lower latency), red when worse.
+Rows are the measured query steps, matched by step and query name.
+
+Numbers come from each run's `results.json` once it is written, and from its stream while
+it still runs. ↑/↓ selects a row; the histograms below show the latency distribution of
+that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the live screen.
+"""
+
+    def __init__(
+        self,
+        a: str | Path,
+        b: str | Path,
+        *,
+        source_factory: Callable[[Path], RunSource] = RunSource,
+        clock: Callable[[], float] = time.time,
+        every: float = 1.0,
+        can_go_back: bool = False,
+    ) -> None:
+        super().__init__()
+        self.paths = (Path(a), Path(b))
+        self.sources = tuple(source_factory(p) for p in self.paths)
+        self.models = tuple(RunModel(p.name) for p in self.paths)
+        self.clock = clock
+        self.every = every
+        self.can_go_back = can_go_back
+        self.sides: tuple[Side, Side] | None = None
+        self.keys: list[tuple[int, str]] = []
+        self.applied = 0
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="compare-sides"):
+            yield Static(id="side-a")
+            yield Static(id="side-b")
+        yield Panel(
+            DataTable(id="compare-table", cursor_type="row"),
+            title="Per step and query",
+            key="",
+            id="compare-rows",
+        )
+        with Horizontal(id="compare-hists"):
+            yield Panel(LatencyHistogram(id="hist-a"), title="A latency", key="", id="ph-a")
+            yield Panel(LatencyHistogram(id="hist-b"), title="B latency", key="", id="ph-b")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#compare-table", DataTable)
+        for label in (
+            "step", "query", "req/s A", "req/s B", "Δ", "p50 A", "p50 B", "Δ",
+            "p99 A", "p99 B", "Δ", "gmean A", "gmean B", "Δ", "err A", "err B",
+        ):  # fmt: skip
+            table.add_column(label)
+        self.poll()
+        table.focus()
+
+    @work(thread=True, exclusive=True, group="compare")
+    def poll(self) -> None:
+        worker = get_current_worker()
+        while not worker.is_cancelled:
+            sides = []
+            changed = False
+            for source, model in zip(self.sources, self.models, strict=True):
+                changed |= model.apply(source.poll())
+            if changed or self.sides is None:
+                for model in self.models:
+                    rows = {(r.step, r.query): r for r in step_queries(model)}
+                    counts = {key: step_counts(model, *key) for key in rows}
+                    sides.append(Side(model.snapshot(ViewParams(), self.clock()), rows, counts))
+                self.post_message(CompareReady(sides[0], sides[1]))
+            deadline = time.monotonic() + self.every
+            while time.monotonic() < deadline and not worker.is_cancelled:
+                time.sleep(0.05)
+
+    def on_compare_ready(self, message: CompareReady) -> None:
+        self.sides = (message.a, message.b)
+        self.query_one("#side-a", Static).update(_side_text("A", message.a.snapshot))
+        self.query_one("#side-b", Static).update(_side_text("B", message.b.snapshot))
+        table = self.query_one("#compare-table", DataTable)
+        row_before = table.cursor_row
+        keys = sorted(set(message.a.rows) | set(message.b.rows))
+        table.clear()
+        self.keys = keys
+        for key in keys:
+            a, b = message.a.rows.get(key), message.b.rows.get(key)
+            name = (a or b).step_name if (a or b) else str(key[0])
+            cells: list[Text | str] = [f"{key[0] + 1} {name}", key[1]]
+            for metric, convert in (
+                ("rate", fmt.rate),
+                ("p50", fmt.ms),
+                ("p99", fmt.ms),
+                ("gmean", fmt.ms),
+            ):
+                va = getattr(a, metric) if a else None
+                vb = getattr(b, metric) if b else None
+                cells += [
+                    Text(" " + convert(va), justify="right"),
+                    Text(" " + convert(vb), justify="right"),
+                    _change_cell(va, vb, HIGHER_IS_BETTER[metric]),
+                ]
+            cells += [
+                Text(" " + fmt.count(a.errors if a else None), justify="right"),
+                Text(" " + fmt.count(b.errors if b else None), justify="right"),
+            ]
+            table.add_row(*cells)
+        if keys:
+            table.move_cursor(row=min(max(row_before, 0), len(keys) - 1), animate=False)
+        self._show_histograms()
+        self.applied += 1
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_histograms()
+
+    def on_latency_histogram_resized(self, message: LatencyHistogram.Resized) -> None:
+        self._show_histograms()
+
+    def _show_histograms(self) -> None:
+        if self.sides is None or not self.keys:
+            return
+        row = self.query_one("#compare-table", DataTable).cursor_row
+        key = self.keys[min(max(row, 0), len(self.keys) - 1)]
+        counts = [side.counts.get(key) or [] for side in self.sides]
+        ranges = [r for r in (counts_range(c) for c in counts) if r is not None]
+        if not ranges:
+            return
+        low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
+        for label, side_counts, widget_id in (("A", counts[0], "a"), ("B", counts[1], "b")):
+            widget = self.query_one(f"#hist-{widget_id}", LatencyHistogram)
+            buckets: list[Bucket] = log_buckets(side_counts, widget.rows(), low, high)
+            widget.buckets = tuple(buckets)
+            widget.total = sum(side_counts)
+            widget.label = f"{label} {key[1]}"
+            widget.refresh()
+            panel = self.query_one(f"#ph-{widget_id}", Panel)
+            panel.border_title = f"{label} latency · step {key[0] + 1} {key[1]}"
+
+    def action_back(self) -> None:
+        if self.can_go_back:
+            self.dismiss()
+
+    def action_open(self, which: str) -> None:
+        path = self.paths[0 if which == "a" else 1]
+        self.app.watch_run(path, back=True)  # type: ignore[attr-defined]

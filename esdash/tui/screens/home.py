@@ -1,0 +1,436 @@
+"""The home screen: sessions to launch, recent runs to watch, stop or compare, the plugins."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+from textual.worker import get_current_worker
+
+from esdash import runs
+from esdash.tui import format as fmt
+from esdash.tui.screens.dialogs import ConfirmScreen
+
+STATE_STYLES = {
+    "running": "bold green",
+    "starting": "yellow",
+    "pending": "bold yellow",
+    "queued": "yellow",
+    "finished": "green",
+    "failed": "bold red",
+    "aborted": "red",
+    "dead": "bold red",
+    "stalled": "bold red",
+    "stopped": "dim",
+    "ended": "dim",
+}
+
+
+def _utc(stamp: float | None) -> str:
+    if not stamp:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(stamp))
+
+
+SESSION_COLUMNS = ("session", "nodes", "workers", "track", "encryption", "net", "time", "file")
+RUN_COLUMNS = ("run", "session", "state", "detail", "started (UTC)", "job")
+
+
+def fill_table(
+    table: DataTable, headers: tuple[str, ...], rows: list[tuple[str, list[Text | str]]]
+) -> None:
+    """Replace a table's rows; columns sized to their content (fixed widths: no stale cache)."""
+    widths = [len(h) for h in headers]
+    for _, cells in rows:
+        widths = [max(w, cell_len(str(c))) for w, c in zip(widths, cells, strict=True)]
+    table.clear(columns=True)
+    for header, width in zip(headers, widths, strict=True):
+        table.add_column(header, width=width, key=header)
+    for key, cells in rows:
+        table.add_row(*cells, key=key)
+
+
+class RunsListed(Message):
+    def __init__(self, entries: list[runs.RunEntry]) -> None:
+        super().__init__()
+        self.entries = entries
+
+
+class SessionsListed(Message):
+    def __init__(self, entries: list[runs.SessionEntry]) -> None:
+        super().__init__()
+        self.entries = entries
+
+
+class HomeScreen(Screen):
+    """Sessions and runs; launch, submit, watch, stop, compare."""
+
+    BINDINGS = [
+        Binding("enter", "open", "Open", id="open"),
+        Binding("v", "validate", "Validate"),
+        Binding("l", "launch", "Launch"),
+        Binding("s", "submit", "Submit"),
+        Binding("x", "stop", "Stop"),
+        Binding("c", "compare", "Compare"),
+        Binding("r", "refresh", "Refresh"),
+    ]
+
+    HELP = """\
+The home screen lists the **sessions** (session files in `./sessions`, `--sessions DIR` and
+`ESDASH_SESSIONS`) and the **runs** under the runs directory (`ESDASH_RUNS`, default `./runs`),
+newest first, with their state: running, finished, failed, aborted, pending (a Slurm job
+waiting in the queue), stopped, stalled (no record for 3 intervals: the writer may be dead).
+
+* On a session: `v` validates it, `l` launches it here (`esdash run SESSION`, detached;
+  its output goes to `esdash-run.log` in the run directory), `s` submits it to Slurm
+  (`esdash submit SESSION`).
+* On a run: `enter` watches it (live, or replayed when it is over), `x` stops it (asks
+  first: the benchmark is interrupted like Ctrl-C would, then its cluster stopped),
+  `c` marks it for comparison — `c` on a second run opens both side by side.
+* `r` refreshes now (the list refreshes itself every few seconds); Tab switches tables.
+
+Plugins that failed to load are shown in red under the tables; sessions that need them fail
+validation.
+"""
+
+    def __init__(
+        self,
+        session_dirs: list[Path],
+        runs_root: Path,
+        plugins: Any = None,
+        refresh_every: float = 3.0,
+        job_state: Callable[[str], str] | None = None,
+    ) -> None:
+        super().__init__()
+        self.session_dirs = session_dirs
+        self.runs_root = runs_root
+        self.plugins = plugins
+        self.refresh_every = refresh_every
+        self.job_state = job_state
+        self.sessions: list[runs.SessionEntry] = []
+        self.runs: list[runs.RunEntry] = []
+        self.launches: list[runs.Launch] = []
+        self.compare_first: Path | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="home-title")
+        with Vertical(id="home-body"):
+            yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+            yield Static(id="plugins")
+            yield Static(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        sessions = self.query_one("#sessions", DataTable)
+        sessions.border_title = "Sessions"
+        fill_table(sessions, SESSION_COLUMNS, [])
+        table = self.query_one("#runs", DataTable)
+        table.border_title = "Runs"
+        fill_table(table, RUN_COLUMNS, [])
+        dirs = ", ".join(self._short(d) for d in self.session_dirs) or "-"
+        title = Text(no_wrap=True, overflow="ellipsis")
+        title.append(" esdash ", style="bold reverse")
+        title.append(f"  runs: {self._short(self.runs_root)}   sessions: {dirs}", style="dim")
+        self.query_one("#home-title", Static).update(title)
+        self._show_plugins()
+        self.load_sessions()
+        self.watch_runs()
+        sessions.focus()
+
+    # ------------------------------------------------------------------ plugins
+    def _plugin_set(self) -> Any:
+        if self.plugins is None:
+            from esdash.plugins import get_plugins
+
+            self.plugins = get_plugins()
+        return self.plugins
+
+    def _show_plugins(self) -> None:
+        plugin_set = self._plugin_set()
+        text = Text()
+        text.append("plugins ", style="bold")
+        names = sorted(plugin_set.plugins.values(), key=lambda p: p.name)
+        text.append(", ".join(f"{p.name} {p.version or ''}".strip() for p in names) or "none")
+        if plugin_set.broken:
+            for broken in plugin_set.broken:
+                text.append("\n⚠ broken plugin ", style="bold red")
+                text.append(f"{broken.name}", style="bold red")
+                text.append(f" ({broken.distribution or '-'}): {broken.error}", style="red")
+            self.notify(
+                f"{len(plugin_set.broken)} plugin(s) failed to load: "
+                + ", ".join(b.name for b in plugin_set.broken),
+                title="Broken plugins",
+                severity="warning",
+                timeout=8,
+            )
+        self.query_one("#plugins", Static).update(text)
+
+    # ------------------------------------------------------------------ workers
+    @work(thread=True, exclusive=True, group="sessions")
+    def load_sessions(self) -> None:
+        entries = runs.list_sessions(self.session_dirs, self._plugin_set())
+        self.post_message(SessionsListed(entries))
+
+    @work(thread=True, exclusive=True, group="runs")
+    def watch_runs(self) -> None:
+        worker = get_current_worker()
+        while not worker.is_cancelled:
+            if self.is_current or self._refresh_now or self.launches:
+                self._refresh_runs()
+            deadline = time.monotonic() + self.refresh_every
+            while time.monotonic() < deadline and not worker.is_cancelled:
+                if self._refresh_now:
+                    break
+                time.sleep(0.1)
+            self._refresh_now = False
+
+    _refresh_now = False
+    _marks_changed = False
+
+    def _refresh_runs(self) -> None:
+        for launch in list(self.launches):
+            code = launch.exit_code()  # also reaps it: launched processes are our children
+            if code is not None:
+                self.launches.remove(launch)
+                if code not in (0, 130):  # 130: stopped (Ctrl-C, or the stop action)
+                    self.app.call_from_thread(self._launch_failed, launch, code)
+        entries = runs.list_runs(self.runs_root, job_state=self.job_state)
+        self.post_message(RunsListed(entries))
+
+    def _launch_failed(self, launch: runs.Launch, code: int) -> None:
+        self.notify(
+            f"exit code {code}: {runs.launch_output_tail(launch, 6)}",
+            title=f"esdash run {launch.session} ended with an error",
+            severity="error",
+            timeout=15,
+        )
+
+    # ------------------------------------------------------------------ tables
+    def on_sessions_listed(self, message: SessionsListed) -> None:
+        self.sessions = message.entries
+        table = self.query_one("#sessions", DataTable)
+        rows: list[tuple[str, list[Text | str]]] = []
+        for entry in self.sessions:
+            if entry.valid:
+                cells = [
+                    Text(entry.name, style="bold"),
+                    str(entry.nodes),
+                    str(entry.workers_per_node),
+                    entry.track or "-",
+                    entry.encryption or "-",
+                    entry.interconnect or "-",
+                    f"{fmt.duration(entry.warmup)}+{fmt.duration(entry.duration)}",
+                ]
+            else:
+                cells = [Text(entry.name, style="bold red"), Text("invalid", style="red")] + [
+                    ""
+                ] * 5
+            cells.append(Text(self._short(entry.path), style="dim"))
+            rows.append((str(entry.path), cells))
+        row = table.cursor_row
+        fill_table(table, SESSION_COLUMNS, rows)
+        if rows:
+            table.move_cursor(row=min(max(row, 0), len(rows) - 1), animate=False)
+        table.border_title = f"Sessions ({len(self.sessions)})"
+
+    @staticmethod
+    def _short(path: Path) -> str:
+        try:
+            return str(path.relative_to(Path.cwd()))
+        except ValueError:
+            return str(path)
+
+    def on_runs_listed(self, message: RunsListed) -> None:
+        if message.entries == self.runs and not self._marks_changed:
+            return
+        self._marks_changed = False
+        self.runs = message.entries
+        table = self.query_one("#runs", DataTable)
+        current = self._selected_run()
+        rows: list[tuple[str, list[Text | str]]] = []
+        for entry in self.runs:
+            mark = "▶ " if self.compare_first == entry.path else ""
+            cells: list[Text | str] = [
+                Text(mark + entry.run_id, style="bold" if entry.active else ""),
+                entry.session,
+                Text(entry.state, style=STATE_STYLES.get(entry.state, "")),
+                Text(entry.detail[:60], style="dim"),
+                _utc(entry.created),
+                entry.slurm_job or "-",
+            ]
+            rows.append((str(entry.path), cells))
+        fill_table(table, RUN_COLUMNS, rows)
+        if current is not None:
+            for index, entry in enumerate(self.runs):
+                if entry.path == current.path:
+                    table.move_cursor(row=index, animate=False)
+        active = sum(1 for e in self.runs if e.active)
+        table.border_title = f"Runs ({len(self.runs)}, {active} active)"
+
+    def _selected_session(self) -> runs.SessionEntry | None:
+        table = self.query_one("#sessions", DataTable)
+        if not self.sessions or table.cursor_row < 0 or table.cursor_row >= len(self.sessions):
+            return None
+        return self.sessions[table.cursor_row]
+
+    def _selected_run(self) -> runs.RunEntry | None:
+        table = self.query_one("#runs", DataTable)
+        if not self.runs or table.cursor_row < 0 or table.cursor_row >= len(self.runs):
+            return None
+        return self.runs[table.cursor_row]
+
+    def _focus_is(self, table_id: str) -> bool:
+        return self.focused is not None and self.focused.id == table_id
+
+    def _status(self, text: Text | str) -> None:
+        self.query_one("#status", Static).update(text)
+
+    # ------------------------------------------------------------------ actions
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        on_sessions = self._focus_is("sessions")
+        on_runs = self._focus_is("runs")
+        if action in ("validate", "launch", "submit"):
+            return on_sessions or None
+        if action in ("stop", "compare"):
+            return on_runs or None
+        return True
+
+    def on_descendant_focus(self) -> None:
+        self.refresh_bindings()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def action_open(self) -> None:
+        if self._focus_is("runs"):
+            entry = self._selected_run()
+            if entry is not None:
+                self.app.watch_run(entry.path, back=True)  # type: ignore[attr-defined]
+        elif self._focus_is("sessions"):
+            self.action_validate()
+
+    def action_refresh(self) -> None:
+        self._refresh_now = True
+        self.load_sessions()
+
+    def action_validate(self) -> None:
+        entry = self._selected_session()
+        if entry is None:
+            return
+        fresh = runs.load_entry(entry.path, self._plugin_set())
+        if fresh.valid:
+            self._status(Text(f"✓ {entry.path}: valid", style="green"))
+            self.notify(f"{fresh.name}: valid", title="Session check")
+        else:
+            self._status(Text(f"✗ {fresh.error}", style="red"))
+            self.notify(str(fresh.error), title="Session invalid", severity="error", timeout=10)
+
+    def action_launch(self) -> None:
+        entry = self._selected_session()
+        if entry is None:
+            return
+        fresh = runs.load_entry(entry.path, self._plugin_set())
+        if not fresh.valid:
+            self.notify(str(fresh.error), title="Cannot launch", severity="error", timeout=10)
+            return
+        message = (
+            f"Run session {fresh.name} on this machine: a {fresh.nodes}-node cluster, "
+            f"then the benchmark ({fresh.track}). It runs detached: quitting the dashboard "
+            f"does not stop it. Output: esdash-run.log in its run directory under "
+            f"{self._short(self.runs_root)}."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.notify(f"preparing {fresh.name}…", title="Launch", timeout=3)
+                self._launch(fresh)
+
+        self.app.push_screen(ConfirmScreen(f"Launch {fresh.name}?", message), answered)
+
+    @work(thread=True, group="launch")
+    def _launch(self, entry: runs.SessionEntry) -> None:
+        try:
+            launch = runs.launch_local(entry.path, self.runs_root)
+        except Exception as exc:
+            self.app.call_from_thread(
+                self.notify, str(exc), title="Cannot launch", severity="error", timeout=15
+            )
+            return
+        self.launches.append(launch)
+        self._refresh_now = True
+        self.app.call_from_thread(self._launched, launch)
+
+    def _launched(self, launch: runs.Launch) -> None:
+        self.notify(
+            f"esdash run {launch.session} (pid {launch.pid}): {launch.run}", title="Launched"
+        )
+        if self.is_current:
+            self.app.watch_run(launch.run, back=True)  # type: ignore[attr-defined]
+
+    def action_submit(self) -> None:
+        entry = self._selected_session()
+        if entry is None:
+            return
+        fresh = runs.load_entry(entry.path, self._plugin_set())
+        if not fresh.valid:
+            self.notify(str(fresh.error), title="Cannot submit", severity="error", timeout=10)
+            return
+        message = (
+            f"Submit session {fresh.name} as a Slurm job (esdash submit --bench: cluster "
+            f"and benchmark): {fresh.nodes} node(s), time limit {fresh.slurm_time}. The "
+            f"dashboard follows it through its run directory."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._submit(fresh)
+
+        self.app.push_screen(ConfirmScreen(f"Submit {fresh.name}?", message), answered)
+
+    @work(thread=True, group="submit")
+    def _submit(self, entry: runs.SessionEntry) -> None:
+        try:
+            job, run = runs.submit(entry.path, self.runs_root)
+        except Exception as exc:
+            self.app.call_from_thread(
+                self.notify, str(exc), title="Submit failed", severity="error", timeout=15
+            )
+            return
+        self.app.call_from_thread(self.notify, f"job {job}: {run}", title="Submitted")
+        self._refresh_now = True
+        self.app.call_from_thread(self.app.watch_run, run, True)  # type: ignore[attr-defined]
+
+    def action_stop(self) -> None:
+        entry = self._selected_run()
+        if entry is None:
+            return
+        if not entry.active:
+            self.notify(f"{entry.run_id} is {entry.state}: nothing to stop", timeout=4)
+            return
+        self.app.confirm_stop(entry.path)  # type: ignore[attr-defined]
+
+    def action_compare(self) -> None:
+        entry = self._selected_run()
+        if entry is None:
+            return
+        if self.compare_first is None or self.compare_first == entry.path:
+            self.compare_first = entry.path
+            self._status(f"compare: {entry.run_id} marked; press c on a second run")
+            self._refresh_now = self._marks_changed = True
+            return
+        first, self.compare_first = self.compare_first, None
+        self._status("")
+        self.app.compare_runs(first, entry.path, back=True)  # type: ignore[attr-defined]

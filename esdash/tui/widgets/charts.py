@@ -1,0 +1,134 @@
+"""The latency histogram (log-scaled HDR buckets, drawn as bars) and the time-series plots."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.message import Message
+from textual.widget import Widget
+from textual_plotext import PlotextPlot
+
+from esdash.live_model import Point, Snapshot
+from esdash.stats import Bucket
+from esdash.tui import format as fmt
+
+BAR = "█"
+PARTS = " ▏▎▍▌▋▊▉"
+
+
+class LatencyHistogram(Widget):
+    """One bar per log-scaled latency bucket of the selected query, with its share."""
+
+    DEFAULT_CSS = """
+    LatencyHistogram {
+        height: 1fr;
+        min-height: 3;
+    }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.buckets: tuple[Bucket, ...] = ()
+        self.total = 0
+        self.label = ""
+
+    def show(self, snap: Snapshot) -> None:
+        self.buckets = snap.histogram
+        self.total = snap.hist_count
+        self.label = snap.selected or ""
+        self.refresh()
+
+    class Resized(Message):
+        """The number of bars that fit changed: the view asks for that many buckets."""
+
+        def __init__(self, histogram: LatencyHistogram, rows: int) -> None:
+            super().__init__()
+            self.histogram = histogram
+            self.rows = rows
+
+    def rows(self) -> int:
+        """Bars that fit: the view asks the model for this many buckets."""
+        return max(2, self.size.height - 1)
+
+    def on_resize(self) -> None:
+        if self.size.height > 0:
+            self.post_message(self.Resized(self, self.rows()))
+
+    def render(self) -> Text:
+        text = Text(no_wrap=True, overflow="crop")
+        if not self.buckets or not self.total:
+            text.append("no latency samples yet", style="dim")
+            return text
+        biggest = max(b.count for b in self.buckets) or 1
+        label_width = 17
+        bar_width = max(4, self.size.width - label_width - 7)
+        text.append(f"{self.label}: {fmt.count(self.total)} samples, ms", style="dim")
+        for bucket in self.buckets:
+            text.append("\n")
+            text.append(f"{fmt.ms(bucket.low):>7}–{fmt.ms(bucket.high):<8} ", style="dim")
+            cells = bucket.count / biggest * bar_width
+            full = int(cells)
+            part = PARTS[int((cells - full) * 8)] if full < bar_width else ""
+            text.append(BAR * full + part.strip(), style="green")
+            share = bucket.count / self.total * 100
+            if bucket.count:
+                text.append(f" {share:.1f}%" if share >= 0.1 else " <0.1%", style="bold")
+        return text
+
+
+class SeriesPlot(PlotextPlot):
+    """Per-query time series over the chart's span: throughput or latency."""
+
+    METRICS = {
+        "rate": ("req/s", lambda p: p.rate),
+        "p99": ("p99 ms", lambda p: None if p.p99 is None else p.p99 * 1000.0),
+        "p50": ("p50 ms", lambda p: None if p.p50 is None else p.p50 * 1000.0),
+    }
+
+    def __init__(self, metric: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.metric = metric
+
+    def show(self, snap: Snapshot) -> None:
+        self.draw(snap.series, snap.span, snap.t, snap.selected)
+
+    def draw(
+        self,
+        series: Sequence[Point],
+        span: float | None,
+        t_end: float | None,
+        selected: str | None = None,
+    ) -> None:
+        label, value = self.METRICS[self.metric]
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        names: list[str] = []
+        for point in series:
+            for name in point.ops:
+                if name not in names:
+                    names.append(name)
+        if selected in names:  # the selected query first, so it gets the first colour
+            names.remove(selected)
+            names.insert(0, selected)
+        drawn = 0
+        for name in names[:6]:
+            xs, ys = [], []
+            for point in series:
+                op = point.ops.get(name)
+                y = None if op is None else value(op)
+                if y is not None:
+                    xs.append(point.t)
+                    ys.append(y)
+            if xs:
+                legend = len(names) > 1 and self.size.width >= 60
+                plt.plot(xs, ys, label=name if legend else None, marker="braille")
+                drawn += 1
+        if t_end is not None:
+            low = max(0.0, t_end - span) if span is not None else 0.0
+            plt.xlim(low, max(t_end, low + 1.0))
+        plt.ylabel(label)
+        if not drawn:
+            plt.title("no data in this span")
+        self.refresh()

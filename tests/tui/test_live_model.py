@@ -1,0 +1,260 @@
+"""The Textual-free model behind the dashboard: folding, windows, replay, phases, staleness.
+
+Inputs are real streams (the canned runs) and payloads from the real recorder; expected
+values come from the measurement core (``esdash.stats.summarize`` on ``Merged`` data), so
+the dashboard shows the same numbers ``results.json`` and ``esdash report`` do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+from tuihelp import FIXTURES, RUN_A, RUN_B, records
+
+from esdash.bench.merge import Merged
+from esdash.bench.recorder import Recorder
+from esdash.live_model import (
+    OpAcc,
+    RunModel,
+    Update,
+    ViewParams,
+    counts_percentiles,
+    decode_counts,
+    log_buckets,
+    relative_change,
+    step_counts,
+    step_queries,
+)
+from esdash.stats import bucket_counts, summarize
+from esdash.stream.schema import event_record, header_record, interval_record
+
+NOW = 2_000_000_000.0
+
+
+def model_of(name: str, upto: int | None = None) -> RunModel:
+    """A model fed with a canned run's stream (its first ``upto`` records) and samples."""
+    model = RunModel(name)
+    items = records(FIXTURES / name)
+    samples = [json.loads(line) for line in (FIXTURES / name / "cluster.jsonl").open()]
+    model.apply(Update(records=items if upto is None else items[:upto], cluster=samples))
+    return model
+
+
+def payload(rank: int, op: str, n: int, seed: int, errors: int = 0) -> dict:
+    rng = random.Random(seed)
+    recorder = Recorder(rank=rank)
+    for _ in range(n):
+        value = rng.lognormvariate(math.log(0.004), 0.8)
+        recorder.record(op, f"node-{rank % 2}", value, value, docs=10, nbytes=100)
+    for _ in range(errors):
+        recorder.record_error(op, "node-0", "http_429", 429, "rejected execution of search")
+    return recorder.drain()
+
+
+def test_counts_give_the_statistics_of_the_measurement_core():
+    merged = Merged()
+    acc = OpAcc()
+    for rank in range(1, 9):
+        data = payload(rank, "q", 400, seed=rank)
+        merged.add(data)
+        acc.merge(OpAcc.from_payload(data["ops"]["q"]))
+    expected = summarize(merged.ops["q"].latency)
+    latency = acc.latency()
+    assert latency.count == expected.count == 3200
+    for percentile in (50.0, 90.0, 99.0, 99.9):
+        assert latency.p(percentile) == expected.percentiles[percentile]
+    assert latency.gmean == pytest.approx(expected.gmean)
+    assert latency.gstd == pytest.approx(expected.gstd)
+    assert acc.requests == merged.ops["q"].requests
+
+
+def test_percentiles_the_sample_count_cannot_support_are_left_out():
+    acc = OpAcc.from_payload(payload(1, "q", 150, seed=3)["ops"]["q"])
+    latency = acc.latency()
+    assert latency.p(99.0) is not None  # 150 >= 100
+    assert latency.p(99.9) is None  # needs 1000
+
+
+def test_counts_percentiles_match_hdrhistogram():
+    data = payload(1, "q", 5000, seed=7)["ops"]["q"]["latency"]
+    merged = Merged().add({"v": 1, "ops": {"q": payload(1, "q", 5000, seed=7)["ops"]["q"]}})
+    histogram = merged.ops["q"].latency.histogram
+    counts = decode_counts(data["hdr"])
+    values = counts_percentiles(counts, [1.0, 50.0, 99.9])
+    for percentile, value in values.items():
+        assert value == histogram.get_value_at_percentile(percentile) * 1e-6
+
+
+def test_log_buckets_keep_every_sample_and_follow_the_core_buckets():
+    data = payload(1, "q", 3000, seed=11)
+    counts = decode_counts(data["ops"]["q"]["latency"]["hdr"])
+    ours = log_buckets(counts, 20)
+    assert sum(b.count for b in ours) == 3000
+    assert all(a.high == pytest.approx(b.low) for a, b in zip(ours, ours[1:], strict=False))
+    histogram = Merged().add(data).ops["q"].latency.histogram
+    core = bucket_counts(histogram, 20)
+    # same edges; an HDR bucket straddling an edge may land in the neighbouring bar
+    assert [b.low for b in ours] == pytest.approx([b.low for b in core], rel=2e-3)
+    for mine, theirs in zip(ours, core, strict=True):
+        assert abs(mine.count - theirs.count) <= max(3, theirs.count * 0.05)
+    # a fixed axis for two histograms: everything still counted
+    wide = log_buckets(counts, 10, lowest=1e-3, highest=1.0)
+    assert sum(b.count for b in wide) == 3000
+    assert wide[0].low == pytest.approx(1e-3)
+
+
+def test_a_finished_run_folds_to_its_results():
+    model = model_of(RUN_A)
+    snap = model.snapshot(ViewParams(), NOW)
+    assert snap.finished and snap.status == "ok" and snap.phase == "done"
+    assert snap.stalled is False
+    assert snap.count == len(model.records) and snap.following
+    assert snap.elapsed == model.final["t"]
+    # the last step's cumulative numbers are those of results.json
+    model.results = None
+    results = json.loads((FIXTURES / RUN_A / "results.json").read_text())
+    last = results["steps"][-1]
+    ((query, op),) = last["queries"].items()
+    row = next(r for r in snap.ops if r.name == query)
+    assert row.requests == op["requests"]
+    assert row.all.p(50.0) * 1000 == pytest.approx(op["latency"]["p50"])
+    assert row.all.gmean * 1000 == pytest.approx(op["latency"]["gmean"], abs=1e-3)
+    assert snap.ingest is not None and snap.ingest.done
+    assert snap.ingest.docs_done == snap.ingest.docs_total == 2000
+    assert snap.cluster is not None and snap.cluster.status == "green"
+    assert snap.ranks_all == (1,) and snap.ranks_missing == ()
+
+
+def test_replay_positions_show_the_run_as_it_was():
+    model = model_of(RUN_A)
+    first_measure = next(
+        k for k, r in enumerate(model.records) if r["phase"] == "measure" and r["step"] == 0
+    )
+    snap = model.snapshot(ViewParams(upto=first_measure), NOW)
+    assert not snap.following and snap.position == first_measure
+    assert snap.phase.startswith("measuring step 1/3")
+    (row,) = snap.ops
+    assert row.requests == sum(
+        op["requests"] for op in (model.records[first_measure]["ops"].values())
+    )
+    # back to an earlier point and forward again: the same answer as a fresh fold
+    early = model.snapshot(ViewParams(upto=2), NOW)
+    again = model.snapshot(ViewParams(upto=first_measure), NOW)
+    assert again.ops == snap.ops and early.position == 2
+    assert model.snapshot(ViewParams(upto=len(model.records) + 5), NOW).following
+
+
+def test_the_sliding_window_covers_the_last_seconds_of_the_step():
+    model = model_of(RUN_A)
+    records_ = model.records
+    last = len(records_) - 1
+    step = records_[last]["step"]
+    snap = model.snapshot(ViewParams(window=2.0), NOW)
+    (row,) = snap.ops
+    t = records_[last]["t"]
+    in_window = [
+        r for r in records_ if r["step"] == step and r["phase"] == "measure" and r["t"] > t - 2
+    ]
+    assert row.window_requests == sum(op["requests"] for r in in_window for op in r["ops"].values())
+    assert row.window_requests < row.requests
+
+
+def test_a_silent_writer_is_stalled_and_a_finished_run_never_is():
+    model = model_of(RUN_A, upto=20)
+    last_wall = model.records[-1]["wall"]
+    assert not model.snapshot(ViewParams(), last_wall + 1.0).stalled
+    snap = model.snapshot(ViewParams(), last_wall + 60.0)
+    assert snap.stalled and snap.age == pytest.approx(60.0)
+    assert not model_of(RUN_A).snapshot(ViewParams(), last_wall + 3600).stalled
+
+
+def test_phases_before_and_during_the_stream():
+    model = RunModel("r")
+    assert model.snapshot(ViewParams(), NOW).phase == "waiting for the run to start"
+    model.apply(Update(run_info={"state": "queued", "submitted": True, "slurm_job": "42"}))
+    model.apply(Update(slurm_state="PENDING"))
+    snap = model.snapshot(ViewParams(), NOW)
+    assert snap.phase_key == "queued" and snap.slurm_job == "42"
+    model.apply(Update(run_info={"state": "starting"}, slurm_state="RUNNING"))
+    assert model.snapshot(ViewParams(), NOW).phase == "starting cluster"
+    items = records(FIXTURES / RUN_A)
+    model.apply(Update(records=items[:1]))
+    assert model.snapshot(ViewParams(), NOW).phase == "starting benchmark"
+    model.apply(Update(records=items[1:5]))
+    assert model.snapshot(ViewParams(), NOW).phase == "ingest"
+
+
+def _header(ranks: int) -> dict:
+    return header_record(
+        run_id="synthetic",
+        session={"name": "s", "encryption": {"mode": "abe"}, "cluster": {"interconnect": "opa"}},
+        plugins={},
+        topology={"nodes": [{"name": "node-0"}, {"name": "node-1"}]},
+        bench_ranks=[{"rank": r, "host": "h", "target": None} for r in range(1, ranks + 1)],
+        slurm_job_id="77",
+        started=NOW,
+        interval=1.0,
+        steps=[{"name": "s0", "queries": ["q"], "warmup": 1, "duration": 10}],
+        docs_total=1000,
+    )
+
+
+def test_missing_and_lost_ranks_and_errors_by_class():
+    model = RunModel()
+    merged = Merged()
+    for rank in (1, 3):
+        merged.add(payload(rank, "q", 50, seed=rank, errors=2))
+    record = interval_record(
+        seq=0,
+        t=1.0,
+        wall=NOW + 1,
+        phase="measure",
+        step=0,
+        step_name="s0",
+        elapsed=1.0,
+        ops=merged.to_payload()["ops"],
+        ranks=[1, 3],
+        missing_ranks=[2, 4],
+    )
+    lost = event_record(
+        t=1.0, wall=NOW + 1, kind="rank_lost", message="rank 4 lost", data={"rank": 4}
+    )
+    model.apply(Update(records=[_header(4), record, lost]))
+    snap = model.snapshot(ViewParams(), NOW + 1.5)
+    assert snap.ranks_all == (1, 2, 3, 4)
+    assert snap.ranks_missing == (2, 4) and snap.ranks_lost == (4,)
+    assert snap.encryption == "abe" and snap.interconnect == "opa" and snap.nodes == 2
+    assert snap.errors[0].error_class == "http_429" and snap.errors[0].count == 4
+    assert "rejected execution" in snap.errors[0].message
+    (row,) = snap.ops
+    assert row.errors == 4 and row.requests == 104
+    assert snap.phase == "measuring step 1/1 s0"
+
+
+def test_snapshots_are_cached_until_the_data_or_the_view_changes():
+    model = model_of(RUN_A, upto=10)
+    params = ViewParams()
+    first = model.snapshot(params, NOW)
+    assert model.snapshot(params, NOW) is first
+    clock_only = model.snapshot(params, NOW + 5)
+    assert clock_only.ops is first.ops and clock_only.age == first.age + 5
+    model.apply(Update(records=records(FIXTURES / RUN_A)[10:12]))
+    assert model.snapshot(params, NOW).version > first.version
+
+
+def test_step_queries_and_histograms_from_results_and_from_the_stream():
+    from_stream = model_of(RUN_B)
+    with_results = model_of(RUN_B)
+    with_results.results = json.loads((FIXTURES / RUN_B / "results.json").read_text())
+    a = {(r.step, r.query): r for r in step_queries(from_stream)}
+    b = {(r.step, r.query): r for r in step_queries(with_results)}
+    assert a.keys() == b.keys() and len(a) == 3
+    for key in a:
+        assert a[key].requests == b[key].requests
+        assert a[key].p50 == pytest.approx(b[key].p50, rel=1e-3)
+        assert sum(step_counts(from_stream, *key)) == sum(step_counts(with_results, *key))
+    assert relative_change(100.0, 110.0) == pytest.approx(0.1)
+    assert relative_change(None, 1.0) is None and relative_change(0.0, 1.0) is None
