@@ -101,14 +101,25 @@ def load_entry(path: Path, plugins: Any = None) -> SessionEntry:
     )
 
 
+def is_campaign(path: Path) -> bool:
+    """A campaign file (``esdash sweep``: it has ``[axes]``) lives among sessions too."""
+    from esdash.session import tomllib
+
+    try:
+        return "axes" in tomllib.loads(path.read_text())
+    except (OSError, ValueError):
+        return False  # shown as an invalid session, with the parser's message
+
+
 def list_sessions(dirs: Iterable[Path], plugins: Any = None) -> list[SessionEntry]:
+    """The session files of ``dirs``, validated (campaign files are left out)."""
     entries = []
     for directory in dirs:
         try:
             files = sorted(directory.glob("*.toml"))
         except OSError:
             continue
-        entries.extend(load_entry(path, plugins) for path in files)
+        entries.extend(load_entry(path, plugins) for path in files if not is_campaign(path))
     return entries
 
 

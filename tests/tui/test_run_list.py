@@ -43,7 +43,9 @@ SESSION = textwrap.dedent(
 def test_sessions_are_listed_with_their_settings_and_errors(tmp_path: Path):
     (tmp_path / "tiny.toml").write_text(SESSION)
     (tmp_path / "broken.toml").write_text('name = "broken"\n[cluster]\nnodez = 2\n')
+    (tmp_path / "sweep.toml").write_text('name = "c"\nsession = "tiny.toml"\n[axes]\n')
     entries = {e.name: e for e in runs.list_sessions([tmp_path])}
+    assert sorted(entries) == ["broken", "tiny"]  # the campaign file is not a session
     tiny = entries["tiny"]
     assert tiny.valid and tiny.nodes == 2 and tiny.track == "mri"
     assert tiny.encryption == "none" and tiny.interconnect == "loopback"
