@@ -27,6 +27,7 @@ from esdash.cluster.users import resolve_owner
 from esdash.errors import BadInput, ClusterError, EsdashError
 from esdash.launch import mpi, slurm
 from esdash.paths import default_distribution, runs_dir
+from esdash.plugin_api import Owner
 from esdash.plugins import get_plugins
 from esdash.session import Session
 
@@ -49,8 +50,9 @@ def prepare_run(session: Session, run: RunDir | None = None, fresh: bool = False
     plugins = get_plugins()
     backend = plugins.get("backend", session.cluster.backend.name)
     plugins.get("interconnect", session.cluster.interconnect)
-    plugins.get("encryption", session.encryption.name)
+    encryption = plugins.get("encryption", session.encryption.name)
     owner = resolve_owner(session.cluster.run_as)
+    _check_encryption_options(session, encryption, owner)
     distribution = backend.inspect(resolve_home(session))
     if distribution.problems:
         raise BadInput(f"{distribution.home}: {'; '.join(distribution.problems)}")
@@ -71,6 +73,65 @@ def prepare_run(session: Session, run: RunDir | None = None, fresh: bool = False
         created=time.time(),
     )
     return run
+
+
+def _check_encryption_options(session: Session, encryption: Any, owner: Owner) -> None:
+    """Let the mode check what option declarations cannot express ("exactly one of").
+
+    ``check_options(options, owner)`` is optional on a mode (gocryptfs has it); a
+    :class:`BadInput` it raises gets the session file's name in front.
+    """
+    check = getattr(encryption, "check_options", None)
+    if check is None:
+        return
+    try:
+        check(session.encryption.options, owner)
+    except BadInput as exc:
+        raise BadInput(f"{session.path}: {exc}") from None
+
+
+def release_storage(run: RunDir) -> list[str]:
+    """Undo storage setup that ranks on this host could not undo themselves.
+
+    A rank killed outright (SIGKILL, a lost MPI job) never reaches the ``finally`` that
+    unmounts its encrypted data directory.  Once the ranks are gone, ``down`` calls the mode's
+    optional ``release_storage(data_dir, owner, options)`` for every rank of the run placed on
+    this host; ranks on other hosts are released by the next ``up`` there.  Returns what was
+    done; problems are printed as warnings, never raised: taking a run down must not stop
+    half-way.
+    """
+    done: list[str] = []
+    try:
+        session = run.load_session()
+        info = run.read_run()
+        topology = read_json(run.topology_file)
+    except (EsdashError, OSError, ValueError):
+        return done  # the run never got as far as placing nodes
+    if not info.get("data_root"):
+        return done
+    try:
+        encryption = get_plugins().get("encryption", session.encryption.name)
+        release = getattr(encryption, "release_storage", None)
+        if release is None:
+            return done
+        owner = resolve_owner(session.cluster.run_as)
+    except EsdashError as exc:
+        print(f"esdash: warning: cannot check the run's data directories: {exc}", file=sys.stderr)
+        return done
+    host = socket.gethostname()
+    for rank, node in enumerate(topology.get("nodes", [])):
+        if node.get("host") != host:
+            continue
+        try:
+            message = release(
+                Path(info["data_root"]) / str(rank), owner, session.encryption.options
+            )
+        except EsdashError as exc:
+            print(f"esdash: warning: node {rank}: {exc}", file=sys.stderr)
+            continue
+        if message:
+            done.append(f"node {rank}: {message}")
+    return done
 
 
 def _check_reachable(path: Path, user: str, uid: int) -> None:
@@ -214,6 +275,8 @@ def stop(
     job = info.get("slurm_job")
     if job and info.get("submitted") and slurm.job_state(job) not in ("FINISHED",):
         slurm.cancel(job)
+    for message in release_storage(run):
+        print(f"esdash: {message}", file=sys.stderr)
     run.update_run(state=reason if reason != "stopped" else outcome, stopped=time.time())
     try:
         session = run.load_session()
@@ -308,6 +371,8 @@ def foreground(run: RunDir, process: subprocess.Popen[bytes]) -> int:
     if process.poll() is None:
         stop(run, process, reason="stopped")
         return 0
+    for message in release_storage(run):
+        print(f"esdash: {message}", file=sys.stderr)
     failures = _failure_report(run)
     if failures:
         run.update_run(state="failed")

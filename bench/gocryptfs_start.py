@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""What does GoCryptFS cost when a cluster starts and stops?
+
+Runs, alternately (ABBA order) on this machine, ``esdash cluster up`` until healthy and
+``esdash cluster down`` for the same N-node session with ``encryption.mode = "none"`` and
+``"gocryptfs"``:
+
+- *first start*: an empty data root (``--fresh``), so gocryptfs also initialises each cipher
+  directory (``gocryptfs -init``, scrypt with ``--scrypt-n``);
+- *restart*: the data root of the previous start, reused (mount only).
+
+Prints the median of each, the difference, and the ranks' own mount and init times from
+``launcher.log``.  No assertion: a measurement, not a test.
+
+    .venv/bin/python bench/gocryptfs_start.py [--nodes 1] [--rounds 3] [--scrypt-n 16]
+
+Run as root (nodes run as the unprivileged user ``esdash``) on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+USER = os.environ.get("ESDASH_TEST_USER", "esdash")
+
+
+def free_base(count: int) -> int:
+    while True:
+        base = random.randrange(20000, 40000)
+        socks = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                socks.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+
+
+def write_session(directory: Path, mode: str, nodes: int, scrypt_n: int) -> Path:
+    encryption = f'mode = "{mode}"\n'
+    if mode == "gocryptfs":
+        passfile = directory / "pass"
+        passfile.write_text(secrets.token_urlsafe(32) + "\n")
+        passfile.chmod(0o600)
+        encryption += f'password_file = "{passfile}"\nscrypt_n = {scrypt_n}\n'
+    path = directory / f"{mode}.toml"
+    path.write_text(
+        f'name = "bench-{mode}"\n[cluster]\nnodes = {nodes}\nheap = "512m"\n'
+        f'run_as = "{USER}"\nsecurity = false\n'
+        f"http_port = {free_base(nodes)}\ntransport_port = {free_base(nodes)}\n"
+        f'data_dir = "data-{mode}"\n[encryption]\n{encryption}[track]\nname = "mri"\n'
+    )
+    return path
+
+
+def esdash(*args: str, env: dict[str, str]) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "esdash", *args], capture_output=True, text=True, env=env
+    )
+    if result.returncode != 0:
+        sys.exit(f"esdash {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result.stdout
+
+
+def up_down(session: Path, fresh: bool, env: dict[str, str]) -> tuple[float, float, Path]:
+    """Seconds until healthy, seconds for ``down``, and the run directory."""
+    start = time.perf_counter()
+    output = esdash("cluster", "up", str(session), *(["--fresh"] if fresh else []), env=env)
+    up = time.perf_counter() - start
+    run = Path(output.split("run directory:", 1)[1].splitlines()[0].strip())
+    start = time.perf_counter()
+    esdash("cluster", "down", str(run), env=env)
+    return up, time.perf_counter() - start, run
+
+
+def storage_times(run: Path) -> dict[str, list[float]]:
+    """The ranks' own "initialised ... in X s" and "mounted ... in X s" lines."""
+    found: dict[str, list[float]] = {"initialised": [], "mounted": []}
+    text = (run / "launcher.log").read_text(errors="replace")
+    for kind, seconds in re.findall(
+        r"esdash gocryptfs on \S+: (initialised|mounted) .* in ([\d.]+) s", text
+    ):
+        found[kind].append(float(seconds))
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--scrypt-n", type=int, default=16)
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="esdash-bench-gocryptfs-"))
+    scratch.chmod(0o755)
+    env = {**os.environ, "ESDASH_RUNS": str(scratch / "runs")}
+    sessions = {
+        mode: write_session(scratch, mode, args.nodes, args.scrypt_n)
+        for mode in ("none", "gocryptfs")
+    }
+    times: dict[tuple[str, str], list[float]] = {}
+    storage: dict[str, list[float]] = {"initialised": [], "mounted": []}
+    for round_number in range(args.rounds):
+        # ABBA order, so load that drifts over the run (other jobs) biases neither mode.
+        order = list(sessions.items())
+        for mode, session in order if round_number % 2 == 0 else reversed(order):
+            for phase, fresh in (("first start", True), ("restart", False)):
+                up, down, run = up_down(session, fresh, env)
+                times.setdefault((mode, f"{phase} up"), []).append(up)
+                times.setdefault((mode, f"{phase} down"), []).append(down)
+                if mode == "gocryptfs":
+                    for kind, values in storage_times(run).items():
+                        storage[kind].extend(values)
+        print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
+    print(f"{args.nodes} node(s), {args.rounds} round(s), scrypt N = 2^{args.scrypt_n}; medians:")
+    print(f"{'':<18} {'none':>8} {'gocryptfs':>10} {'difference':>11}")
+    for what in ("first start up", "first start down", "restart up", "restart down"):
+        plain = statistics.median(times[("none", what)])
+        encrypted = statistics.median(times[("gocryptfs", what)])
+        print(f"{what:<18} {plain:>7.2f}s {encrypted:>9.2f}s {encrypted - plain:>+10.2f}s")
+    for kind, values in storage.items():
+        if values:
+            median = statistics.median(values)
+            print(f"gocryptfs {kind} per node (the rank's own clock): median {median:.2f} s")
+    print(f"scratch: {scratch} (delete it when done)")
+
+
+if __name__ == "__main__":
+    main()

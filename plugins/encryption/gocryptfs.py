@@ -1,0 +1,718 @@
+"""Encryption mode ``gocryptfs``: every node keeps its data on a GoCryptFS mount.
+
+The paper's second setup: Elasticsearch writes plaintext into a FUSE file system that stores
+only ciphertext on disk, so a stolen disk or a snapshot of the shared file system reveals no
+documents.  This module sets that file system up around each node and tears it down again.
+
+Layout (per node, keyed by rank like plain data, so a later job reuses it from any host)::
+
+    <data_root>/<rank>/cipher/   the gocryptfs cipher directory: all that is ever on disk
+    <data_root>/<rank>/plain/    the mount point; the node's ``path.data`` while it runs
+
+Everything lives below ``<data_root>/<rank>``, so ``--fresh`` (which deletes that directory)
+also deletes the ciphertext, and nothing else in esdash needs to know about the mode.
+
+Password flow.  The password comes from ``password_file`` (refused unless only its owner may
+read it, and that owner is the invoking user or root) or from ``password_command`` (run
+without a shell, like gocryptfs' ``-extpass``; its standard output is the password).  The rank
+reads it with the invoking user's rights and writes it into a pipe to gocryptfs' standard
+input, gocryptfs running as the node user.  So the node user never needs to read the file,
+and the password is never on a command line (``ps``), in an environment, in the session file,
+the run directory or a log.  Every rank reads it on its own host (the file must be there, e.g.
+in a shared home; a command runs once per rank, without a terminal).
+
+Mount lifecycle.  ``gocryptfs -fg`` runs as a child of the rank, as the node user (FUSE only
+lets the mounting uid *and* gid use a mount without ``allow_other``, so even root cannot look
+inside).  After the node stopped, the rank unmounts with ``fusermount3 -u`` as that user —
+never lazily, so a busy mount is reported instead of being pulled from under a process — and
+waits for gocryptfs to exit.  That happens in a ``finally``, so it also runs when the node
+crashed, on Ctrl-C and on SIGTERM (``scancel``, a Slurm time limit).
+
+What a rank cannot clean up itself:
+
+- A SIGKILLed rank leaves its gocryptfs serving an idle mount.  ``esdash cluster down`` (and
+  the end of ``up --foreground``/``esdash run``) calls :meth:`GocryptfsMode.release_storage`
+  for the ranks of the run on its own host, and the next ``up`` on any host releases a
+  leftover mount before mounting.  Both unmount only a mount nothing uses.
+- Slurm signals every process of a step at once, gocryptfs included; gocryptfs then unmounts
+  itself (lazily when the node still has files open) and exits, so the node's last writes
+  during its shutdown may fail.  Acknowledged writes are safe: Elasticsearch fsyncs its
+  translog before it acknowledges.  No mount is left behind.
+- A gocryptfs killed outright leaves a dead mount ("Transport endpoint is not connected");
+  the next mount attempt (or ``down``) unmounts it, which is always safe.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shlex
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import esdash
+from esdash.errors import BadInput, ClusterError
+from esdash.plugin_api import EncryptionMode, Option, Owner
+
+#: The FUSE device every unprivileged mount opens (through the setuid ``fusermount3``).
+FUSE_DEVICE = Path("/dev/fuse")
+#: gocryptfs' exit code for a password that does not unlock the master key.
+EXIT_WRONG_PASSWORD = 12
+#: gocryptfs' exit code for an unusable mount point (not empty, not a directory).
+EXIT_MOUNTPOINT = 10
+#: How long a mount may take to appear (scrypt with a large N takes seconds on slow CPUs).
+MOUNT_TIMEOUT = 60.0
+#: How long an unmount is retried while the mount is busy (a node still closing its files).
+UNMOUNT_TIMEOUT = 30.0
+#: How long a password command may run.
+COMMAND_TIMEOUT = 60.0
+#: gocryptfs reads at most this many bytes of password from standard input.
+MAX_PASSWORD = 2048
+CIPHER = "cipher"
+PLAIN = "plain"
+_SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_INSTALL = "install gocryptfs and fuse3 on every compute node (Debian/Ubuntu: apt-get install "
+_INSTALL += "gocryptfs fuse3)"
+_KEY_FILE = "encryption.password_file"
+_KEY_COMMAND = "encryption.password_command"
+
+
+def _log(message: str) -> None:
+    """A line in the rank's output (the run's ``launcher.log``)."""
+    print(f"esdash gocryptfs on {socket.gethostname()}: {message}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------- layout
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where one node's ciphertext and mount point are."""
+
+    root: Path
+
+    @property
+    def cipher(self) -> Path:
+        return self.root / CIPHER
+
+    @property
+    def plain(self) -> Path:
+        return self.root / PLAIN
+
+    @property
+    def config(self) -> Path:
+        return self.cipher / "gocryptfs.conf"
+
+
+def layout(data_dir: Path) -> Layout:
+    """The layout under ``data_dir``, resolved like the kernel shows it in mountinfo.
+
+    Only the parent is resolved: root cannot stat another user's FUSE mount point.
+    """
+    return Layout(Path(os.path.realpath(data_dir.parent)) / data_dir.name)
+
+
+# ----------------------------------------------------------------------------- password
+
+
+def _file_problem(path: Path) -> str | None:
+    """Why ``path`` is not an acceptable password file, or None."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return (
+            f"{path} does not exist; create it with `head -c 32 /dev/urandom | base64 > {path} "
+            f"&& chmod 600 {path}`"
+        )
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror}"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file"
+    if st.st_mode & 0o077:
+        return (
+            f"{path} has mode {stat.S_IMODE(st.st_mode):04o}, so other users may read the "
+            f"password; `chmod 600 {path}`"
+        )
+    me = os.geteuid()
+    if st.st_uid not in (me, 0):
+        return (
+            f"{path} belongs to {_user(st.st_uid)}, not to the invoking user {_user(me)} or "
+            f"root; a password file someone else controls is refused (`chown {_user(me)} {path}`)"
+        )
+    return None
+
+
+def _user(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def check_password_options(options: Mapping[str, Any]) -> None:
+    """Exactly one password source, and an acceptable one; :class:`BadInput` naming the key."""
+    file, command = options.get("password_file"), options.get("password_command")
+    if (file is None) == (command is None):
+        found = "both are set" if file is not None else "neither is set"
+        raise BadInput(
+            f"{_KEY_FILE}: set exactly one of {_KEY_FILE} (a file only you can read) and "
+            f"{_KEY_COMMAND} (a command printing the password), {found}; the password itself "
+            f"never goes into the session file"
+        )
+    if file is not None:
+        problem = _file_problem(Path(file))
+        if problem:
+            raise BadInput(f"{_KEY_FILE}: {problem}")
+        return
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise BadInput(f"{_KEY_COMMAND}: cannot split {command!r} into words: {exc}") from None
+    if not argv:
+        raise BadInput(f"{_KEY_COMMAND}: empty command; name a program that prints the password")
+    if shutil.which(argv[0]) is None:
+        raise BadInput(
+            f"{_KEY_COMMAND}: {argv[0]!r} is not an executable program here (the command runs "
+            f"without a shell; for pipes write `sh -c '...'`)"
+        )
+
+
+def _one_line(raw: bytes, source: str) -> bytes:
+    """The password from ``raw``: one trailing newline stripped, as gocryptfs does."""
+    password = raw[:-1] if raw.endswith(b"\n") else raw
+    if password.endswith(b"\r"):
+        password = password[:-1]
+    if not password:
+        raise BadInput(f"{source} gave an empty password")
+    if b"\n" in password or b"\0" in password:
+        raise BadInput(f"{source} gave more than one line; the password must be one line")
+    if len(password) > MAX_PASSWORD:
+        raise BadInput(f"{source} gave a password longer than {MAX_PASSWORD} bytes")
+    return password
+
+
+def read_password(options: Mapping[str, Any]) -> bytes:
+    """Read the password with this process' rights; errors never contain it."""
+    check_password_options(options)
+    file = options.get("password_file")
+    if file is not None:
+        try:
+            raw = Path(file).read_bytes()
+        except OSError as exc:
+            raise BadInput(f"{_KEY_FILE}: cannot read {file}: {exc.strerror}") from None
+        return _one_line(raw, f"{_KEY_FILE} ({file})")
+    command = options["password_command"]
+    try:
+        done = subprocess.run(
+            shlex.split(command),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=COMMAND_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise BadInput(
+            f"{_KEY_COMMAND}: {command!r} did not finish within {COMMAND_TIMEOUT:.0f} s (it "
+            f"runs without a terminal, so it cannot prompt)"
+        ) from None
+    except OSError as exc:
+        raise BadInput(f"{_KEY_COMMAND}: cannot run {command!r}: {exc.strerror}") from None
+    if done.returncode != 0:
+        # Its stderr is shown, its stdout (the password, if any) never.
+        errors = done.stderr.decode(errors="replace").strip()[-500:]
+        raise BadInput(
+            f"{_KEY_COMMAND}: {command!r} exited with code {done.returncode}"
+            + (f": {errors}" if errors else "")
+        )
+    return _one_line(done.stdout, f"{_KEY_COMMAND} ({command!r})")
+
+
+# ---------------------------------------------------------------------- host and tools
+
+
+def find_tool(name: str) -> str | None:
+    """``shutil.which`` that also searches the usual system directories (a bare PATH)."""
+    return shutil.which(name) or shutil.which(name, path=_SEARCH_PATH)
+
+
+def tools() -> tuple[str, str]:
+    """The gocryptfs and fusermount3 executables, or a :class:`ClusterError` with the fix."""
+    found = {name: find_tool(name) for name in ("gocryptfs", "fusermount3")}
+    missing = [name for name, path in found.items() if path is None]
+    if missing:
+        raise ClusterError(
+            f"{' and '.join(missing)} not found on {socket.gethostname()}: {_INSTALL}"
+        )
+    return found["gocryptfs"], found["fusermount3"]  # type: ignore[return-value]
+
+
+def fuse_problem(owner: Owner, device: Path = FUSE_DEVICE) -> str | None:
+    """Why ``owner`` cannot open the FUSE device here, with the fix; None when it can.
+
+    Only the primary group counts: processes started for the node get no supplementary
+    groups when root switches to its user.
+    """
+    host = socket.gethostname()
+    if not device.exists():
+        return (
+            f"{device} does not exist on {host}, so gocryptfs cannot mount: load the FUSE "
+            f"module (as root: `modprobe fuse`), or in a container pass the device "
+            f'(`--device /dev/fuse`); or use encryption.mode = "none"'
+        )
+    st = device.stat()
+    if not stat.S_ISCHR(st.st_mode):
+        return (
+            f"{device} on {host} is not a character device; recreate it (as root: `modprobe fuse`)"
+        )
+    if os.geteuid() != 0 or owner.uid == os.geteuid():
+        usable = os.access(device, os.R_OK | os.W_OK)
+    elif owner.uid == 0:
+        usable = True
+    else:
+        if st.st_uid == owner.uid:
+            bits = st.st_mode >> 6
+        elif st.st_gid == owner.gid:
+            bits = st.st_mode >> 3
+        else:
+            bits = st.st_mode
+        usable = bits & 0o6 == 0o6
+    if usable:
+        return None
+    return (
+        f"{device} on {host} is mode {stat.S_IMODE(st.st_mode):04o} "
+        f"{_user(st.st_uid)}:{st.st_gid}, so the node user {owner.name!r} cannot open it and "
+        f"gocryptfs cannot mount; as root: `chmod 0666 {device}` (the usual udev default; "
+        f'make it permanent with a udev rule), or use encryption.mode = "none"'
+    )
+
+
+# ----------------------------------------------------------------------------- mounts
+
+
+@dataclass(frozen=True)
+class MountEntry:
+    """One line of ``/proc/self/mountinfo``: what is mounted where."""
+
+    mount_point: str
+    fstype: str
+    source: str
+    options: str
+
+
+def _unescape(field: str) -> str:
+    r"""mountinfo writes space, tab, newline and backslash as ``\040``-style octal escapes."""
+    if "\\" not in field:
+        return field
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def mount_at(path: Path) -> MountEntry | None:
+    """The mount whose mount point is ``path`` (the last one when mounts are stacked)."""
+    found = None
+    with open("/proc/self/mountinfo") as handle:
+        for line in handle:
+            fields = line.split()
+            if _unescape(fields[4]) != str(path):
+                continue
+            tail = fields[fields.index("-") + 1 :]
+            found = MountEntry(_unescape(fields[4]), tail[0], _unescape(tail[1]), tail[2])
+    return found
+
+
+def serving_pids(where: Layout) -> list[int]:
+    """The gocryptfs processes serving ``where`` (found by their command line)."""
+    want = [str(where.cipher).encode(), str(where.plain).encode()]
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"gocryptfs") and all(w in argv for w in want):
+            found.append(int(entry.name))
+    return found
+
+
+def _as_owner(owner: Owner) -> dict[str, Any]:
+    """Popen arguments that run a child as the node user (uid *and* gid: FUSE checks both)."""
+    if os.geteuid() == 0 and owner.uid != 0:
+        return {"user": owner.uid, "group": owner.gid, "extra_groups": []}
+    return {}
+
+
+def _env() -> dict[str, str]:
+    """A small environment: gocryptfs finds fusermount3 on PATH, and needs nothing else."""
+    return {"PATH": f"{os.environ.get('PATH', '')}:{_SEARCH_PATH}".lstrip(":"), "LANG": "C"}
+
+
+def _unmount(where: Layout, owner: Owner, fusermount: str) -> tuple[bool, str]:
+    """One ``fusermount3 -u`` as the node user (never lazy); (unmounted, its message)."""
+    done = subprocess.run(
+        [fusermount, "-u", str(where.plain)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd="/",
+        timeout=60,
+        check=False,
+        **_as_owner(owner),
+    )
+    return done.returncode == 0 or mount_at(where.plain) is None, done.stderr.strip()
+
+
+def _unmount_retrying(where: Layout, owner: Owner, fusermount: str, timeout: float) -> str:
+    """Unmount, retrying while busy; '' on success, else fusermount's last message."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ok, message = _unmount(where, owner, fusermount)
+        if ok:
+            return ""
+        if "busy" not in message or time.monotonic() >= deadline:
+            return message or "fusermount3 failed"
+        time.sleep(0.5)
+
+
+def release_leftover(where: Layout, owner: Owner, fusermount: str, wait: float) -> str | None:
+    """Unmount a mount an earlier run left at ``where.plain``; say what was done.
+
+    Safe by construction: the unmount is not lazy, so a mount something still uses (a running
+    node, a shell inside it) stays and is reported with the fix.  A dead mount (its gocryptfs
+    was killed) is always unmounted.
+    """
+    entry = mount_at(where.plain)
+    if entry is None:
+        return None
+    if entry.fstype != "fuse.gocryptfs" or entry.source != str(where.cipher):
+        raise ClusterError(
+            f"{where.plain} already has a {entry.fstype} file system from {entry.source} mounted; "
+            f"unmount it (`umount {where.plain}` as root) or choose another cluster.data_dir"
+        )
+    pids = serving_pids(where)
+    what = f"live gocryptfs mount (pid {', '.join(map(str, pids))})" if pids else "dead mount"
+    message = _unmount_retrying(where, owner, fusermount, wait)
+    if message:
+        raise ClusterError(
+            f"{where.plain} is still mounted by an earlier run, a {what} that cannot be "
+            f"unmounted: {message}. If a cluster on this data root is still running, stop it "
+            f"(`esdash cluster down RUN`); otherwise see who uses it (`fuser -vm {where.plain}`) "
+            f"and unmount it as {owner.name}: `fusermount3 -u {where.plain}`"
+        )
+    return f"unmounted a {what} left behind at {where.plain}"
+
+
+# ------------------------------------------------------------------------ the mount
+
+
+class Mount:
+    """A running ``gocryptfs -fg``: its output goes to the rank's log, its tail kept for errors."""
+
+    def __init__(self, process: subprocess.Popen[bytes], where: Layout, label: str) -> None:
+        self.process = process
+        self.where = where
+        self.tail: deque[str] = deque(maxlen=20)
+        self._reader = threading.Thread(target=self._forward, args=(label,), daemon=True)
+        self._reader.start()
+
+    def _forward(self, label: str) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            line = raw.decode(errors="replace").rstrip()
+            self.tail.append(line)
+            print(f"gocryptfs {label}: {line}", file=sys.stderr, flush=True)
+
+    def output(self) -> str:
+        self._reader.join(timeout=2)
+        return "\n".join(self.tail)
+
+    def wait_mounted(self, timeout: float) -> None:
+        """Return once the mount is in mountinfo; raise if gocryptfs exits or takes too long."""
+        deadline = time.monotonic() + timeout
+        while True:
+            entry = mount_at(self.where.plain)
+            if entry is not None and entry.fstype == "fuse.gocryptfs":
+                return
+            if self.process.poll() is not None:
+                return
+            if time.monotonic() >= deadline:
+                self.terminate()
+                raise ClusterError(
+                    f"gocryptfs did not mount {self.where.cipher} on {self.where.plain} within "
+                    f"{timeout:.0f} s; its output:\n{self.output()}"
+                )
+            time.sleep(0.02)
+
+    def terminate(self, timeout: float = 10.0) -> int | None:
+        """SIGTERM (gocryptfs unmounts itself), then SIGKILL; the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+# --------------------------------------------------------------------------- the mode
+
+
+class GocryptfsMode(EncryptionMode):
+    """Node data on a per-rank GoCryptFS mount (see the module docstring for the design)."""
+
+    name = "gocryptfs"
+    description = "each node's data directory is a GoCryptFS mount (ciphertext on disk)"
+    options = (
+        Option(
+            "password_file",
+            "path",
+            "file holding the password (one line; mode 0600, owned by you or root)",
+        ),
+        Option(
+            "password_command",
+            "str",
+            "command printing the password (run without a shell, like gocryptfs -extpass)",
+        ),
+        Option(
+            "scrypt_n",
+            "int",
+            "log2 of scrypt's cost when a cipher directory is initialised (gocryptfs -scryptn)",
+            16,
+            (),
+            10,
+            28,
+        ),
+    )
+
+    def check_options(self, options: Mapping[str, Any], owner: Owner) -> None:
+        """Before launch: exactly one acceptable password source.
+
+        The option declarations cannot say "one of two", so esdash calls this when it prepares
+        a run; the ranks check again on their hosts before they mount.
+        """
+        check_password_options(options)
+
+    @contextmanager
+    def node_storage(
+        self, data_dir: Path, owner: Owner, options: Mapping[str, Any]
+    ) -> Iterator[Path]:
+        """Initialise (first use) and mount the node's cipher directory; unmount afterwards."""
+        where = layout(data_dir)
+        gocryptfs, fusermount = tools()
+        password = read_password(options)
+        problem = fuse_problem(owner)
+        if problem:
+            raise ClusterError(problem)
+        released = release_leftover(where, owner, fusermount, wait=5.0)
+        if released:
+            _log(released)
+        _prepare_dirs(where, owner)
+        if not where.config.exists():
+            started = time.monotonic()
+            _initialise(gocryptfs, where, owner, password, int(options.get("scrypt_n") or 16))
+            _log(f"initialised {where.cipher} in {time.monotonic() - started:.2f} s")
+        started = time.monotonic()
+        mount = _mount(gocryptfs, where, owner, password, options)
+        _log(f"mounted {where.cipher} on {where.plain} in {time.monotonic() - started:.2f} s")
+        del password
+        failed = True
+        try:
+            yield where.plain
+            failed = False
+        finally:
+            _teardown(mount, where, owner, fusermount, raise_errors=not failed)
+
+    def release_storage(
+        self, data_dir: Path, owner: Owner, options: Mapping[str, Any]
+    ) -> str | None:
+        """Unmount what a rank that died without cleaning up (SIGKILL) left at ``data_dir``.
+
+        esdash calls this for the ranks on its host when a run is taken down, after the ranks
+        are gone.  Returns what was done, or None when nothing was mounted.
+        """
+        where = layout(data_dir)
+        if mount_at(where.plain) is None:
+            return None
+        _, fusermount = tools()
+        released = release_leftover(where, owner, fusermount, wait=UNMOUNT_TIMEOUT)
+        for pid in serving_pids(where):
+            _wait_gone(pid, 10.0)
+        return released
+
+
+def _prepare_dirs(where: Layout, owner: Owner) -> None:
+    """Create ``<rank>/``, ``cipher/`` and ``plain/`` (nothing is mounted), refusing plaintext.
+
+    Plaintext here would be data gocryptfs does not protect: a plain node's files in
+    ``<rank>/`` (the data root was used with encryption.mode = "none"), or files written into
+    the mount point while nothing was mounted.
+    """
+    where.root.mkdir(parents=True, exist_ok=True)
+    others = sorted(p.name for p in where.root.iterdir() if p.name not in (CIPHER, PLAIN))
+    if others:
+        raise BadInput(
+            f"{where.root} holds unencrypted node data ({', '.join(others[:5])}), probably from a "
+            f'run with encryption.mode = "none"; gocryptfs would not protect it. Start with '
+            f"--fresh to delete it, or choose another cluster.data_dir"
+        )
+    for path, mode in ((where.root, 0o755), (where.cipher, 0o700), (where.plain, 0o700)):
+        path.mkdir(exist_ok=True)
+        if os.geteuid() == 0:
+            os.chown(path, owner.uid, owner.gid)
+        path.chmod(mode)
+    entries = sorted(p.name for p in where.plain.iterdir())
+    if entries:
+        raise BadInput(
+            f"{where.plain} holds files ({', '.join(entries[:5])}) although nothing is mounted "
+            f"there: they were written without encryption. Move them away and start again"
+        )
+    cipher_entries = [p.name for p in where.cipher.iterdir()]
+    if cipher_entries and not where.config.exists():
+        raise BadInput(
+            f"{where.cipher} is not a gocryptfs directory (no gocryptfs.conf) but not empty "
+            f"either; restore its gocryptfs.conf, or start with --fresh to delete it"
+        )
+
+
+def _initialise(
+    gocryptfs: str, where: Layout, owner: Owner, password: bytes, scrypt_n: int
+) -> None:
+    """``gocryptfs -init`` as the node user, the password on standard input."""
+    # -q also keeps gocryptfs from printing the master key.
+    done = subprocess.run(
+        [gocryptfs, "-init", "-q", "-scryptn", str(scrypt_n), str(where.cipher)],
+        input=password + b"\n",
+        capture_output=True,
+        env=_env(),
+        cwd="/",
+        timeout=MOUNT_TIMEOUT,
+        check=False,
+        **_as_owner(owner),
+    )
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr).decode(errors="replace").strip()
+        raise ClusterError(
+            f"gocryptfs could not initialise {where.cipher} (exit {done.returncode}): {output}"
+        )
+
+
+def _mount(
+    gocryptfs: str, where: Layout, owner: Owner, password: bytes, options: Mapping[str, Any]
+) -> Mount:
+    """Start ``gocryptfs -fg`` as the node user and wait until the mount is there."""
+    process = subprocess.Popen(
+        [gocryptfs, "-fg", "-nosyslog", str(where.cipher), str(where.plain)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=_env(),
+        cwd="/",
+        # Not in the rank's process group: a signal meant for the rank (or mpiexec's group)
+        # must not take the file system away while the node still writes to it.
+        start_new_session=True,
+        **_as_owner(owner),
+    )
+    mount = Mount(process, where, where.root.name)
+    assert process.stdin is not None
+    try:
+        process.stdin.write(password + b"\n")
+        process.stdin.close()
+    except BrokenPipeError:
+        pass  # gocryptfs exited before reading; its exit code says why
+    mount.wait_mounted(MOUNT_TIMEOUT)
+    code = process.poll()
+    if code is None:
+        return mount
+    output = mount.output()
+    if code == EXIT_WRONG_PASSWORD:
+        source = (
+            f"{_KEY_FILE} ({options['password_file']})"
+            if options.get("password_file") is not None
+            else f"{_KEY_COMMAND} ({options['password_command']!r})"
+        )
+        raise BadInput(
+            f"wrong password for the encrypted node data in {where.cipher}: the password from "
+            f"{source} does not unlock it. Use the password this directory was initialised with, "
+            f"or start with --fresh to delete the encrypted data and begin again"
+        )
+    if "/dev/fuse" in output or "fuse: device not found" in output:
+        raise ClusterError(
+            fuse_problem(owner)
+            or f"gocryptfs could not open /dev/fuse to mount {where.plain}: {output}; as root: "
+            f"`chmod 0666 /dev/fuse` (or `modprobe fuse`)"
+        )
+    hint = " (the mount point must be an empty directory)" if code == EXIT_MOUNTPOINT else ""
+    raise ClusterError(
+        f"gocryptfs could not mount {where.cipher} on {where.plain} (exit {code}){hint}; "
+        f"its output:\n{output}"
+    )
+
+
+def _teardown(
+    mount: Mount, where: Layout, owner: Owner, fusermount: str, raise_errors: bool
+) -> None:
+    """After the node stopped: unmount, and wait for gocryptfs to exit.
+
+    A mount still busy after :data:`UNMOUNT_TIMEOUT` is left alone (never pulled away lazily
+    under a process that uses it) and reported with the fix; ``down`` or the next ``up``
+    releases it once it is idle.
+    """
+    message = ""
+    if mount.process.poll() is None or mount_at(where.plain) is not None:
+        message = _unmount_retrying(where, owner, fusermount, UNMOUNT_TIMEOUT)
+    if message:
+        error = (
+            f"could not unmount {where.plain} after the node stopped: {message}. See who uses "
+            f"it (`fuser -vm {where.plain}`), then unmount it as {owner.name}: "
+            f"`fusermount3 -u {where.plain}` (`esdash cluster down` retries it)"
+        )
+        _log(error)
+        if raise_errors:
+            raise ClusterError(error)
+        return
+    try:
+        mount.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        mount.terminate()
+    mount.output()
+    _log(f"unmounted {where.plain}")
+
+
+def _wait_gone(pid: int, timeout: float) -> None:
+    """Wait for a process that is not our child (an orphaned gocryptfs) to exit."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    return  # exited; whoever adopted it has not reaped it yet
+        except (OSError, IndexError):
+            return
+        time.sleep(0.1)
+
+
+@esdash.hookimpl
+def esdash_register_encryption_modes(register) -> None:
+    register(GocryptfsMode())
