@@ -41,6 +41,8 @@ from esdash.paths import runs_dir
 SCHEMA = "esdash.campaign/1"
 POINT_SCHEMA = "esdash.campaign-point/1"
 STATUSES = ("pending", "running", "completed", "failed", "interrupted", "stale")
+#: Seconds without a sign of life after which a point running on another host is abandoned.
+ABANDONED_AFTER = 600.0
 
 
 def default_directory(campaign: Campaign) -> Path:
@@ -58,6 +60,26 @@ def _alive_here(host: str | None, pid: int | None) -> bool | None:
     except PermissionError:
         return True
     return True
+
+
+def _abandoned(state: dict[str, Any]) -> bool:
+    """Whether a point marked running has no sweep any more.
+
+    On this host the sweep's pid tells.  A sweep on another host (a Slurm job killed after
+    its time limit) is presumed gone when its run has written nothing for
+    :data:`ABANDONED_AFTER` seconds: a live run appends to its stream every interval.
+    """
+    runner = state.get("runner") or {}
+    alive = _alive_here(runner.get("host"), runner.get("pid"))
+    if alive is not None:
+        return not alive
+    newest = state.get("started") or 0.0
+    run = state.get("run")
+    if run:
+        for name in ("stream.jsonl", "run.json"):
+            with contextlib.suppress(OSError):
+                newest = max(newest, (Path(run) / name).stat().st_mtime)
+    return time.time() - newest > ABANDONED_AFTER
 
 
 @dataclass(frozen=True)
@@ -124,10 +146,8 @@ class CampaignDir:
             run = state.get("run")
             if not run or not (Path(run) / "results.json").is_file():
                 return "pending"
-        if status == "running":
-            runner = state.get("runner") or {}
-            if _alive_here(runner.get("host"), runner.get("pid")) is False:
-                return "interrupted"  # its sweep died without recording the end
+        if status == "running" and _abandoned(state):
+            return "interrupted"  # its sweep died without recording the end
         return status
 
     def prepare(self, campaign: Campaign, points: Sequence[Point]) -> None:

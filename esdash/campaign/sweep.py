@@ -151,6 +151,9 @@ class Sweep:
                 self._run_group(number, group, pending)
         except (Interrupted, KeyboardInterrupt):
             outcome = "interrupted"
+        except BaseException:
+            outcome = "failed"
+            raise
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

@@ -95,3 +95,38 @@ def test_errors_exit_2_naming_file_and_key(tmp_path: Path) -> None:
     bad = esdash("sweep", str(campaign), "--dry-run", env_runs=tmp_path / "runs", check=False)
     assert bad.returncode == 2
     assert f'{campaign}: repetition: unknown key (did you mean "repetitions"?)' in bad.stderr
+
+
+def test_a_point_left_running_by_a_dead_sweep_is_resumed(tmp_path: Path) -> None:
+    """On this host the pid tells; elsewhere a run silent for 10 minutes is abandoned."""
+    import os
+    import socket
+    import time
+
+    from esdash.campaign.spec import Point
+    from esdash.campaign.state import CampaignDir
+
+    point = Point("p", "p", {}, 1, {"name": "x"}, "1n-none")
+    directory = CampaignDir(tmp_path / "c")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "stream.jsonl").write_text("{}\n")
+
+    def left_running(host: str, pid: int, started: float) -> str:
+        directory.write_point(
+            point,
+            status="running",
+            run=str(run),
+            started=started,
+            digest=point.digest,
+            runner={"host": host, "pid": pid},
+        )
+        return directory.status(point)
+
+    here = socket.gethostname()
+    assert left_running(here, os.getpid(), time.time()) == "running"
+    assert left_running(here, 2**22 + 12345, time.time()) == "interrupted"
+    assert left_running("elsewhere", 1, time.time()) == "running"
+    old = time.time() - 3600
+    os.utime(run / "stream.jsonl", (old, old))
+    assert left_running("elsewhere", 1, old) == "interrupted"
