@@ -54,8 +54,10 @@ def esdash_register_encryption_modes(register: Callable[[Any], None]) -> None:
     Call ``register(mode)`` with an instance of :class:`esdash.plugin_api.EncryptionMode`.
     A mode decides where a node's data lives (plain directory, encrypted mount) and, for
     client-side modes, how documents, mappings and queries are transformed and responses
-    decoded.  Sessions choose it with ``encryption.mode``; its options are the other keys of
-    the ``[encryption]`` table.
+    decoded: ``client_codec`` returns a :class:`esdash.plugin_api.ClientCodec`, used once at
+    plan time for the mapping and the queries, and in every bench rank for documents and
+    responses.  Sessions choose it with ``encryption.mode``; its options are the other keys
+    of the ``[encryption]`` table.
     """
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import fnmatch
+import json
 import os
 import socket
 import struct
@@ -253,16 +254,116 @@ class Interconnect(Registrable):
 # ---------------------------------------------------------------------- encryption
 
 
+class QueryNotSupported(EsdashError):
+    """A query (or mapping) part a client-side encryption mode cannot express on ciphertexts.
+
+    ``part`` locates it in the request body, dotted with list indices
+    (``query.bool.filter.script``, ``aggs.weight.histogram``); ``reason`` says why.  The
+    orchestrator turns it into the query's ``unsupported`` reason ("not possible under
+    ABE: ..."), so the query is reported as not run instead of failing the benchmark.
+    """
+
+    def __init__(self, part: str, reason: str) -> None:
+        super().__init__(f"{part}: {reason}")
+        self.part = part
+        self.reason = reason
+
+
+class ClientCodec:
+    """What a client-side encryption mode does to everything between esdash and the cluster.
+
+    The orchestrator (``esdash run``) asks the mode for a codec once, before anything is
+    launched, and uses it at plan time: the index body and every query are encoded once and
+    written into ``bench.json`` (queries are never rewritten per request).  Every bench
+    worker rebuilds the codec from :meth:`spec` (keys are derived once per process) and
+    encodes the documents it ingests, so encryption is part of the measured ingest, and,
+    when :attr:`decode_responses` is true, decodes every successful response inside the
+    measured service time: a real client has to decrypt what it reads.
+
+    Every method defaults to no transformation.  A codec must never log, print or put key
+    material into :meth:`spec`.
+    """
+
+    #: Shown in "not possible under <label>: ..." reasons.
+    label: str = "client-side encryption"
+    #: Whether bench workers decode each successful response while measuring.
+    decode_responses: bool = False
+
+    def encode_index_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings and mappings to create the index with (e.g. encrypted field names)."""
+        return dict(body)
+
+    def encode_document(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """One document as it is sent to the cluster."""
+        return doc
+
+    def encode_documents(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A bulk request's documents; override to batch work across documents."""
+        return [self.encode_document(doc) for doc in docs]
+
+    def encode_lines(self, docs: list[dict[str, Any]]) -> list[bytes]:
+        """The documents as compact JSON lines (without line ends), ready for ``_bulk``."""
+        dumps = json.dumps
+        return [dumps(doc, separators=(",", ":")).encode() for doc in self.encode_documents(docs)]
+
+    def encode_query(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A ``_search`` body as sent to the cluster.
+
+        Raises :class:`QueryNotSupported` naming the part that cannot be expressed.
+        """
+        return dict(body)
+
+    def decode_response(
+        self, body: dict[str, Any], request: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """A ``_search`` response as the plaintext query would have returned it.
+
+        ``request`` is the *encoded* request body (it says which aggregations and sort
+        values to decode).
+        """
+        return body
+
+    def spec(self) -> dict[str, Any]:
+        """JSON-serialisable, secret-free state from which bench ranks rebuild the codec."""
+        return {}
+
+    def close(self) -> None:
+        """Drop caches (they are as sensitive as the key) and key material."""
+
+
 class EncryptionMode(Registrable):
     """How data is protected: where a node's data lives and how the client transforms it.
 
-    ``storage_kind`` tells the cluster layer whether data directories are plain or an
-    encrypted mount; client-side modes transform documents, mappings and queries.
+    :meth:`node_storage` decides whether data directories are plain or an encrypted mount;
+    client-side modes (``client_side = True``) return a :class:`ClientCodec` from
+    :meth:`client_codec` that transforms documents, mappings and queries and decodes
+    responses.
     """
 
     kind = "encryption"
     #: True when documents are encrypted on the client before they are sent.
     client_side: bool = False
+
+    def client_codec(
+        self,
+        options: Mapping[str, Any],
+        track: Track,
+        *,
+        track_options: Mapping[str, Any] | None = None,
+        data_root: Path | None = None,
+    ) -> ClientCodec | None:
+        """The codec for ``track`` (None: documents and queries go out unchanged).
+
+        Called once by the orchestrator before the cluster starts, so a missing key fails
+        early.  ``data_root`` is where the nodes' data lives (a mode may keep non-secret
+        state there, e.g. a key-derivation salt).  Raise :class:`esdash.errors.BadInput`
+        for unusable options or keys.
+        """
+        return None
+
+    def codec_from_spec(self, spec: Mapping[str, Any]) -> ClientCodec | None:
+        """Rebuild, in a bench rank, the codec whose :meth:`ClientCodec.spec` is ``spec``."""
+        return None
 
     @contextmanager
     def node_storage(
@@ -369,6 +470,10 @@ class Track(Registrable):
         """The index the documents go to; tracks whose index depends on options override it."""
         return self.index or self.name
 
+    def field_specs(self, options: Mapping[str, Any]) -> tuple[FieldSpec, ...]:
+        """The field schema for ``options``; tracks whose schema depends on options override it."""
+        return self.fields
+
     @abstractmethod
     def index_body(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """The settings and mappings of the track's index, as sent to ``PUT /<index>``."""
@@ -407,6 +512,7 @@ __all__ = [
     "Backend",
     "BadInput",
     "BrokenPlugin",
+    "ClientCodec",
     "Distribution",
     "EncryptionMode",
     "Endpoint",
@@ -422,6 +528,7 @@ __all__ = [
     "Query",
     "QueryStep",
     "PluginInfo",
+    "QueryNotSupported",
     "Track",
     "interface_addresses",
 ]

@@ -43,6 +43,10 @@ class PreparedQuery:
         return cls(name, f"/{index}/_search?request_cache=false", json.dumps(body).encode())
 
 
+class DecodeFailed(Exception):
+    """A client-side codec could not decode a response (counted as a failed request)."""
+
+
 class WarmupFailed(Exception):
     """A warm-up request failed: the step cannot produce meaningful numbers."""
 
@@ -154,11 +158,12 @@ def warm_up(
     until: float,
     recorder: Any,
     tick: Callable[[], None],
+    decode: Callable[[PreparedQuery, bytes], Any] | None = None,
 ) -> int:
     """Send queries until ``until`` (wall clock); every query at least once.
 
     Warm-up requests are recorded like measured ones (the phase tells them apart), so the
-    live view shows the warm-up converging.
+    live view shows the warm-up converging.  ``decode`` is applied as in :func:`measure`.
 
     Any error aborts the step with the server's message: a warm-up that silently failed
     (as the authors' did) would make the measured numbers look like a warm cache.
@@ -178,6 +183,11 @@ def warm_up(
             raise WarmupFailed(query.name, str(exc)) from exc
         if status >= 300:
             raise WarmupFailed(query.name, f"HTTP {status}: {server_message(status, body)}")
+        if decode is not None:
+            try:
+                decode(query, body)
+            except DecodeFailed as exc:
+                raise WarmupFailed(query.name, str(exc)) from exc
         elapsed = perf() - started
         recorder.record(query.name, node, elapsed, elapsed, returned_documents(body), len(body))
         sent += 1
@@ -192,8 +202,14 @@ def measure(
     tick: Callable[[], None],
     rate: float | None = None,
     think_time: float = 0.0,
+    decode: Callable[[PreparedQuery, bytes], Any] | None = None,
 ) -> int:
-    """Send queries until ``until`` (wall clock): closed loop, or paced at ``rate`` req/s."""
+    """Send queries until ``until`` (wall clock): closed loop, or paced at ``rate`` req/s.
+
+    ``decode`` (client-side encryption) is called with every successful response before the
+    clock stops: decrypting what it read is part of the client's service time.  It raises
+    :class:`DecodeFailed` for a response it cannot decode, which counts as a failed request.
+    """
     node = connection.target.name
     sent = 0
     count = len(order)
@@ -219,12 +235,19 @@ def measure(
         intended = scheduled if period else started
         try:
             status, body = connection.request("POST", query.path, query.body)
+            if decode is not None and status < 300:
+                decode(query, body)
         except RequestFailed as exc:
             done = perf()
             recorder.record_error(
                 query.name, node, exc.error_class, None, str(exc), done - intended
             )
             time.sleep(CONNECTION_BACKOFF)
+        except DecodeFailed as exc:
+            done = perf()
+            recorder.record_error(
+                query.name, node, "other", None, f"decoding failed: {exc}", done - intended
+            )
         else:
             done = perf()
             if status >= 300:

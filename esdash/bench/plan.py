@@ -4,6 +4,11 @@ The orchestrator (``esdash run``) resolves the session, the track and the distri
 capabilities into this plan; bench ranks only read it.  Queries the distribution cannot run
 (a script query without the painless module) are kept in the plan with the reason, so they
 are reported as unsupported instead of silently missing.
+
+With a client-side encryption mode the plan holds what is *sent*: the encoded index body
+and queries (rewritten once, here, never per request), queries the mode cannot express
+marked "not possible under <mode>: <part>", and the codec's secret-free spec from which
+every bench rank rebuilds the codec to encrypt documents and decode responses.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from esdash.cluster.rundir import RunDir, read_json, write_json
-from esdash.plugin_api import Corpus, Distribution, QueryStep, Track
+from esdash.plugin_api import ClientCodec, Corpus, Distribution, QueryNotSupported, QueryStep, Track
 from esdash.session import Session
 
 SCHEMA = "esdash.bench/1"
@@ -56,6 +61,9 @@ class BenchPlan:
     reingest: bool = False
     track: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The session's encryption mode, and the client codec's spec when it has one.
+    encryption: str = "none"
+    client_codec: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, **asdict(self)}
@@ -95,22 +103,38 @@ def missing_capability(requires: tuple[str, ...], distribution: Distribution) ->
     return None
 
 
+def planned_query(
+    query: Any, index: str, distribution: Distribution, codec: ClientCodec | None = None
+) -> PlannedQuery:
+    """A query as it is sent: encoded by the codec, or kept with why it cannot run.
+
+    A query the encryption mode cannot express is reported as such even where the
+    distribution lacks a capability too: encryption rules it out everywhere.  Its body is
+    not kept (it would put plaintext constants into the run directory).
+    """
+    body = dict(query.body)
+    if codec is not None:
+        try:
+            body = codec.encode_query(body)
+        except QueryNotSupported as exc:
+            reason = f"not possible under {codec.label}: {exc.part} ({exc.reason})"
+            return PlannedQuery(query.name, query.index or index, None, reason)
+    reason = missing_capability(tuple(query.requires), distribution)
+    return PlannedQuery(query.name, query.index or index, body, reason)
+
+
 def plan_steps(
-    steps: tuple[QueryStep, ...], session: Session, index: str, distribution: Distribution
+    steps: tuple[QueryStep, ...],
+    session: Session,
+    index: str,
+    distribution: Distribution,
+    codec: ClientCodec | None = None,
 ) -> tuple[PlannedStep, ...]:
     bench = session.benchmark
     return tuple(
         PlannedStep(
             name=step.name,
-            queries=tuple(
-                PlannedQuery(
-                    q.name,
-                    q.index or index,
-                    dict(q.body),
-                    missing_capability(tuple(q.requires), distribution),
-                )
-                for q in step.queries
-            ),
+            queries=tuple(planned_query(q, index, distribution, codec) for q in step.queries),
             warmup=bench.warmup if step.warmup is None else step.warmup,
             duration=bench.duration if step.duration is None else step.duration,
             # a step with think time is a closed loop: the session's rate does not apply
@@ -134,20 +158,26 @@ def make_plan(
     ranks: int,
     seed: int,
     reingest: bool = False,
+    codec: ClientCodec | None = None,
 ) -> BenchPlan:
     options = session.track.options
     index = track.index_name(options)
+    index_body = track.index_body(options)
+    if codec is not None:
+        index_body = codec.encode_index_body(index_body)
     return BenchPlan(
         index=index,
-        index_body=track.index_body(options),
+        index_body=index_body,
         corpus_path=str(corpus.path),
         corpus_documents=corpus.documents,
         corpus_has_actions=corpus.includes_action_and_meta_data,
         bulk_size=session.benchmark.bulk_size,
-        steps=plan_steps(steps, session, index, distribution),
+        steps=plan_steps(steps, session, index, distribution, codec),
         interval=session.benchmark.interval,
         seed=seed,
         ranks=ranks,
         reingest=reingest,
         track=track.name,
+        encryption=session.encryption.name,
+        client_codec=codec.spec() if codec is not None else None,
     )

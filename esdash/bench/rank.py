@@ -168,6 +168,8 @@ class Worker:
     nodes: list[dict]
     credentials: Any
     state: RankState = field(default_factory=RankState)
+    #: The client-side encryption codec (None: documents and queries go out unchanged).
+    codec: Any = None
 
     def connection(self, node: dict, timeout: float = 120.0) -> Connection:
         target = Target(
@@ -187,22 +189,54 @@ class Worker:
         corpus = Corpus(Path(plan.corpus_path), plan.corpus_documents, plan.corpus_has_actions)
         part = plan_slices(corpus, self.workers, cache_dir() / "offsets")[self.index]
         connection = self.connection(self.ingest_node)
+        encode, encoding = None, [0.0]
+        if self.codec is not None:
+            # Encryption runs here, between reading and sending: part of the ingest time.
+            def encode(docs: list[dict], lines: Any = self.codec.encode_lines) -> list[bytes]:
+                started = time.perf_counter()
+                try:
+                    return lines(docs)
+                finally:
+                    encoding[0] += time.perf_counter() - started
+
         began = time.time()
-        outcome = loadgen.ingest(
-            connection,
-            read_slice(corpus, part, plan.bulk_size, plan.index),
-            recorder,
-            reporter.tick,
-            reporter.add_progress,
-        )
+        batches = read_slice(corpus, part, plan.bulk_size, plan.index, encode=encode)
+        if encode is not None:
+            batches = _read_ahead(batches)
+        try:
+            outcome = loadgen.ingest(
+                connection, batches, recorder, reporter.tick, reporter.add_progress
+            )
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
         connection.close()
-        return {
+        result = {
             "node": self.ingest_node["name"],
             "docs_sent": outcome.docs_sent,
             "docs_indexed": outcome.docs_indexed,
             "rejected": outcome.rejected,
             "seconds": time.time() - began,
         }
+        if encode is not None:
+            result["encode_seconds"] = encoding[0]
+        return result
+
+    def decoder(self, queries: Any) -> Any:
+        """The per-response decode of a client-side codec, or None (not decoding)."""
+        codec = self.codec
+        if codec is None or not codec.decode_responses:
+            return None
+        requests = {q.name: q.body for q in queries}
+
+        def decode(query: loadgen.PreparedQuery, body: bytes) -> None:
+            try:
+                codec.decode_response(json.loads(body), requests[query.name])
+            except Exception as exc:
+                raise loadgen.DecodeFailed(f"{type(exc).__name__}: {exc}") from exc
+
+        return decode
 
     def query_steps(self, recorder: Any, reporter: Reporter, start: float) -> list[dict]:
         """Run every step on the shared schedule; return what happened per step."""
@@ -220,6 +254,7 @@ class Worker:
             node = rng.choice(self.nodes)
             connection = self.connection(node, timeout=max(30.0, step.duration))
             prepared = [loadgen.PreparedQuery.of(q.name, q.index, q.body) for q in runnable]
+            decode = self.decoder(runnable)
             order = loadgen.query_order(prepared, rng)
             outcome: dict[str, Any] = {
                 "step": step.name,
@@ -231,7 +266,7 @@ class Worker:
             try:
                 if step.warmup > 0:
                     outcome["warmup_requests"] = loadgen.warm_up(
-                        connection, order, warm_end, recorder, reporter.tick
+                        connection, order, warm_end, recorder, reporter.tick, decode
                     )
             except loadgen.WarmupFailed as exc:
                 outcome.update(status="warmup_failed", error=str(exc))
@@ -244,7 +279,7 @@ class Worker:
             self.state.phase = "measure"
             rate = step.target_throughput / self.workers if step.target_throughput else None
             outcome["requests"] = loadgen.measure(
-                connection, order, end, recorder, reporter.tick, rate, step.think_time
+                connection, order, end, recorder, reporter.tick, rate, step.think_time, decode
             )
             reporter.flush(partial=True)
             connection.close()
@@ -252,6 +287,57 @@ class Worker:
             outcomes.append(outcome)
             moment = end
         return outcomes
+
+
+def _read_ahead(batches: Any, depth: int = 2) -> Any:
+    """Yield ``batches``, produced up to ``depth`` ahead by a background thread.
+
+    With client-side encryption the next bulk bodies are encrypted while the cluster indexes
+    the current one, as a real client pipeline would: encryption stays inside the ingest
+    time, but is not serialised with the cluster's work (on a saturated machine it still
+    competes for the CPU).  The thread makes no MPI calls.  Errors surface here, in order.
+    """
+    import queue
+    import threading
+
+    ready: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: tuple) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for batch in batches:
+                if not put(("batch", batch)):
+                    return
+            put(("end", None))
+        except BaseException as exc:  # re-raised in the consuming thread
+            put(("error", exc))
+
+    thread = threading.Thread(target=produce, name="read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            try:
+                kind, item = ready.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            if kind == "batch":
+                yield item
+            elif kind == "end":
+                return
+            else:
+                raise item
+    finally:
+        stop.set()
+        thread.join(timeout=5.0)
 
 
 def _wait_for_start(comm: Any, state: RankState, reporter: Reporter) -> float:
@@ -274,16 +360,20 @@ def run_worker(
     nodes: list[dict],
     credentials: Any,
     start: dict[str, Any],
+    codec: Any = None,
+    codec_error: str | None = None,
 ) -> int:
     from esdash.bench.recorder import Recorder
 
-    worker = Worker(plan, rank - 1, size - 1, nodes, credentials)
+    worker = Worker(plan, rank - 1, size - 1, nodes, credentials, codec=codec)
     _watch_signals(worker.state)
     schedule = Schedule(start["t0"], plan.interval)
     recorder = Recorder(rank)
     reporter = Reporter(comm, rank, recorder, schedule, worker.state)
     final: dict[str, Any] = {"rank": rank, "status": "ok"}
     try:
+        if codec_error:
+            raise RuntimeError(f"client-side encryption: {codec_error}")
         _sleep_until(schedule.t0, worker.state)
         recorder.drain()  # the wait for T0 is not part of any interval
         if start["index"]["ingest"]:
@@ -417,7 +507,7 @@ def _prepare_index(plan: BenchPlan, nodes: list[dict], credentials: Any) -> dict
     status, body = admin.request("GET", f"/{index}/_count")
     if status == 200 and not plan.reingest and plan.corpus_documents:
         count = int(json.loads(body)["count"])
-        if count == plan.corpus_documents:
+        if count == plan.corpus_documents and _same_meta(admin, plan):
             return {"ingest": False, "reason": f"index {index} reused with {count} documents"}
     if status == 200:
         admin.request("DELETE", f"/{index}")
@@ -428,6 +518,20 @@ def _prepare_index(plan: BenchPlan, nodes: list[dict], credentials: Any) -> dict
         )
     admin.close()
     return {"ingest": True, "reason": f"index {index} created"}
+
+
+def _same_meta(admin: Connection, plan: BenchPlan) -> bool:
+    """Whether the existing index's mapping ``_meta`` is the planned one.
+
+    A client-side encryption mode records its ciphertext layout (key, schema) there: an
+    index written in plaintext, or with another key, must not be reused.
+    """
+    planned = (plan.index_body.get("mappings") or {}).get("_meta")
+    status, body = admin.request("GET", f"/{plan.index}/_mapping")
+    if status != 200:
+        return False
+    found = [(v.get("mappings") or {}).get("_meta") for v in json.loads(body).values()]
+    return found == [planned]
 
 
 def _refresh(plan: BenchPlan, nodes: list[dict], credentials: Any) -> None:
@@ -487,6 +591,19 @@ def run_coordinator(
     return 0
 
 
+def _worker_codec(plan: BenchPlan) -> tuple[Any, str | None]:
+    """This worker's client codec, built (keys derived) once, before the clock starts."""
+    if not plan.client_codec:
+        return None, None
+    try:
+        from esdash.plugins import get_plugins
+
+        mode = get_plugins().get("encryption", plan.encryption)
+        return mode.codec_from_spec(plan.client_codec), None
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
 def run_bench_rank(run_path: Path) -> int:
     from mpi4py import MPI
 
@@ -514,6 +631,7 @@ def run_bench_rank(run_path: Path) -> int:
             }
         except Exception as exc:
             start = {"t0": time.time(), "index": None, "error": f"{type(exc).__name__}: {exc}"}
+    codec, codec_error = (None, None) if rank == 0 else _worker_codec(plan)
     start = comm.bcast(start, root=0)
     me = {"rank": rank, "host": MPI.Get_processor_name(), "pid": os.getpid()}
     if rank:
@@ -523,7 +641,7 @@ def run_bench_rank(run_path: Path) -> int:
         return run_coordinator(comm, size, run, plan, nodes, credentials, start, everyone[1:])
     if start["error"]:
         return 1
-    return run_worker(comm, rank, size, plan, nodes, credentials, start)
+    return run_worker(comm, rank, size, plan, nodes, credentials, start, codec, codec_error)
 
 
 def main(argv: list[str] | None = None) -> int:

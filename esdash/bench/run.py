@@ -68,6 +68,22 @@ def prepare_workload(session: Session) -> tuple[Any, Any, tuple]:
     return track, corpus, query_steps_for(session, track)
 
 
+def client_codec_for(session: Session, track: Any) -> Any:
+    """The encryption mode's client codec (None for modes that send data unchanged).
+
+    Built before any cluster starts: a missing or unsafe key stops the run right here.
+    """
+    from esdash.cluster.dataroot import data_root
+
+    mode = get_plugins().get("encryption", session.encryption.name)
+    return mode.client_codec(
+        session.encryption.options,
+        track,
+        track_options=session.track.options,
+        data_root=data_root(session),
+    )
+
+
 def _bench_run_dir(session: Session, cluster_run: RunDir, run: RunDir | None = None) -> RunDir:
     """A new run directory for a benchmark against an already running cluster.
 
@@ -160,6 +176,7 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
 
     thresholds = parse_thresholds(options.thresholds)
     track, corpus, steps = prepare_workload(session)
+    codec = client_codec_for(session, track)
     cluster_process = None
     if options.cluster is not None:
         prepared = RunDir.open(options.run_dir) if options.run_dir else None
@@ -175,7 +192,9 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
         seed = session.benchmark.seed
         if seed is None:
             seed = random.SystemRandom().randrange(2**31)
-        plan = make_plan(session, track, corpus, steps, distribution, ranks, seed, options.reingest)
+        plan = make_plan(
+            session, track, corpus, steps, distribution, ranks, seed, options.reingest, codec
+        )
         plan.write(run)
         process = launch_bench(run, session)
         interrupted = follow(run, process, out)

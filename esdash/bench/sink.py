@@ -199,6 +199,7 @@ class StreamSink:
             self.acc.set_window("measure", k, step.duration)
         final = final_record(t=self._t(), wall=time.time(), status=status, reason=reason)
         results = build_results(self.header, self.acc, final)
+        results["encryption"] = self.plan.encryption
         results["missing_ranks"] = missing
         results["per_rank"] = {str(r): _rank_summary(f) for r, f in sorted(finals.items())}
         for k, step in enumerate(self.plan.steps):
@@ -221,6 +222,11 @@ class StreamSink:
         if ingest and results.get("ingest") is not None:
             results["ingest"]["docs_sent"] = sum(i["docs_sent"] for i in ingest)
             results["ingest"]["docs_rejected"] = sum(i["rejected"] for i in ingest)
+            if any("encode_seconds" in i for i in ingest):
+                # client-side encryption inside the ingest ranks, summed over them
+                results["ingest"]["encode_seconds"] = sum(
+                    i.get("encode_seconds", 0.0) for i in ingest
+                )
         write_json(self.run.path / "results.json", results)
         bodies = {
             k: {q.name: q.body for q in step.queries} for k, step in enumerate(self.plan.steps)
@@ -274,6 +280,7 @@ def results_from_stream(run: RunDir, plan: BenchPlan, reason: str) -> dict[str, 
     )
     results = build_results(header, acc, final)
     results["recovered_from_stream"] = True
+    results["encryption"] = plan.encryption
     write_json(run.path / "results.json", results)
     if not any(r.get("type") == "final" for r in records):
         with StreamWriter(run.path / "stream.jsonl") as writer:

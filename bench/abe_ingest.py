@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""What does client-side ABE encryption cost at ingest?  ABE docs/s over plaintext docs/s.
+
+One cluster is started once; then ``esdash run --cluster --reingest`` ingests the same MRI
+corpus alternately with ``[encryption] mode = "none"`` and ``mode = "abe"`` (order ABBA per
+pair of rounds, so drift on a shared machine hits both alike).  Encryption runs inside the
+ingest ranks, so the ABE figure includes it: names, strings (AES-SIV), numbers and dates
+(OPE), JSON re-encoding.  The ingest throughput is esdash's own (``results.json``:
+documents / the longest rank's ingest time); the query steps are cut to one short
+``match_all`` so the runs are ingest only.
+
+Prints each round, the medians and the ratio (target: ABE / plaintext >= 0.8), and the
+encryption's share of the ABE ranks' ingest time.
+
+    .venv/bin/python bench/abe_ingest.py [--nodes 1] [--documents 50000] [--rounds 4]
+        [--ope-backend auto|native|python|pyope] [--key-mode per-field|single]
+
+``--ope-backend pyope`` reproduces the paper's cost (pyope for every value, no caches; use
+fewer documents, it is about a hundred times slower).  Run as root (nodes run as the
+session's unprivileged user) on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def free_base(count: int) -> int:
+    while True:
+        base = random.randrange(20000, 40000)
+        socks = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                socks.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+
+
+def write_sessions(directory: Path, args: argparse.Namespace, key: Path) -> dict[str, Path]:
+    """Two sessions with the same cluster, corpus and steps; only [encryption] differs."""
+    (directory / "steps.json").write_text(
+        json.dumps(
+            [
+                {
+                    "name": "all",
+                    "search_queries": [{"name": "all", "body": {"query": {"match_all": {}}}}],
+                    "warmup_time_secs": 0,
+                    "execution_time_secs": 0.5,
+                }
+            ]
+        )
+    )
+    common = (
+        f'[cluster]\nnodes = {args.nodes}\nheap = "{args.heap}"\nrun_as = "{args.user}"\n'
+        f"http_port = {free_base(args.nodes)}\ntransport_port = {free_base(args.nodes)}\n"
+        f'data_dir = "data"\n'
+        f'[track]\nname = "mri"\ndocuments = {args.documents}\nseed = {args.seed}\n'
+        f"[benchmark]\nworkers_per_node = {args.workers_per_node}\nbulk_size = {args.bulk_size}\n"
+        f'warmup = "0s"\nduration = "0.5s"\nqueries = "steps.json"\n'
+    )
+    encryption = {
+        "none": '[encryption]\nmode = "none"\n',
+        "abe": (
+            f'[encryption]\nmode = "abe"\nkey_file = "{key}"\nkey_mode = "{args.key_mode}"\n'
+            f'ope_backend = "{args.ope_backend}"\n'
+        ),
+    }
+    sessions = {}
+    for mode, table in encryption.items():
+        path = directory / f"ingest-{mode}.toml"
+        path.write_text(f'name = "abe-ingest"\n{common}{table}')
+        sessions[mode] = path
+    return sessions
+
+
+def esdash(*args: str, env: dict[str, str], timeout: float = 7200) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "esdash", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+    if result.returncode != 0:
+        sys.exit(f"esdash {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result.stdout
+
+
+def ingest(session: Path, cluster: Path, env: dict[str, str]) -> dict:
+    out = esdash("run", str(session), "--cluster", str(cluster), "--reingest", env=env)
+    results_path = next(
+        Path(line.split(": ", 1)[1]) for line in out.splitlines() if line.startswith("results: ")
+    )
+    results = json.loads(results_path.read_text())
+    ingest = results["ingest"]
+    if results["status"] != "ok" or ingest["docs_rejected"]:
+        sys.exit(f"run {results_path} did not ingest cleanly: {results.get('reason')}")
+    return {
+        "docs_per_s": ingest["docs_per_s"],
+        "seconds": ingest["duration_s"],
+        "encode_seconds": ingest.get("encode_seconds"),
+        "ranks": results["ranks"],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1)
+    parser.add_argument("--workers-per-node", type=int, default=1)
+    parser.add_argument("--documents", type=int, default=50000)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--bulk-size", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=4, help="runs per mode")
+    parser.add_argument("--heap", default="1g")
+    parser.add_argument("--ope-backend", default="auto")
+    parser.add_argument("--key-mode", default="per-field")
+    parser.add_argument("--user", default="esdash", help="the unprivileged node user")
+    args = parser.parse_args()
+    pwd.getpwnam(args.user)
+
+    work = Path(tempfile.mkdtemp(prefix="esdash-abe-ingest-"))
+    work.chmod(0o755)
+    key = work / "abe.key"
+    with os.fdopen(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+        out.write(os.urandom(32))
+    sessions = write_sessions(work, args, key)
+    env = {**os.environ, "ESDASH_RUNS": str(work / "runs")}
+    from esdash.abe.opecore import available
+
+    print(
+        f"# {args.nodes} node(s), {args.workers_per_node} worker(s)/node, {args.documents} MRI "
+        f"docs, bulk {args.bulk_size}, OPE backend {args.ope_backend} ({available()}), "
+        f"key mode {args.key_mode}; work dir {work}",
+        flush=True,
+    )
+    up = esdash("cluster", "up", str(sessions["none"]), env=env)
+    cluster = next(
+        Path(line.split(":", 1)[1].strip())
+        for line in up.splitlines()
+        if line.startswith("run directory:")
+    )
+    measured: dict[str, list[dict]] = {"none": [], "abe": []}
+    try:
+        ingest(sessions["none"], cluster, env)  # warm-up: JVM, page cache, corpus offsets
+        for round_ in range(args.rounds):
+            order = ("none", "abe") if round_ % 2 == 0 else ("abe", "none")
+            for mode in order:
+                started = time.time()
+                outcome = ingest(sessions[mode], cluster, env)
+                measured[mode].append(outcome)
+                encode = outcome["encode_seconds"]
+                share = (
+                    f", encryption {encode:.1f} s = "
+                    f"{encode / (outcome['seconds'] * outcome['ranks']):.0%} of rank time"
+                    if encode
+                    else ""
+                )
+                took = time.time() - started
+                print(
+                    f"round {round_ + 1} {mode:4s}: {outcome['docs_per_s']:8.0f} docs/s "
+                    f"({outcome['seconds']:.1f} s ingest{share}; run {took:.0f} s)",
+                    flush=True,
+                )
+    finally:
+        esdash("cluster", "down", str(cluster), env=env)
+    plain = statistics.median(m["docs_per_s"] for m in measured["none"])
+    abe = statistics.median(m["docs_per_s"] for m in measured["abe"])
+    pairs = [
+        a["docs_per_s"] / n["docs_per_s"]
+        for n, a in zip(measured["none"], measured["abe"], strict=True)
+    ]
+    print(f"plaintext median: {plain:.0f} docs/s")
+    print(f"ABE median:       {abe:.0f} docs/s")
+    print(
+        f"ratio ABE/plaintext: {abe / plain:.2f} (per round: "
+        f"{', '.join(f'{p:.2f}' for p in pairs)}; target >= 0.8)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,653 @@
+"""The ABE codec: field plans from the track's schema, documents, the mapping, responses.
+
+Every field of the track's schema gets a :class:`FieldPlan`:
+
+- numbers and dates: an order-preserving cipher over a grid (:mod:`esdash.abe.values`),
+  mapped as ``long``;
+- text, keywords and booleans: deterministic AES-SIV, mapped as ``keyword``.
+
+The plans are resolved once by the orchestrator (:func:`plan_fields`) and travel in
+``bench.json`` as plain data (:meth:`AbeCodec.spec`), so a bench rank rebuilds the codec
+without loading the track, and derives its keys once per process.
+
+Ingest is batched: :meth:`AbeCodec.encode_documents` walks a bulk request's documents once,
+takes every value it has seen before from per-field caches, and encrypts the new numeric
+values of each field with one ``encrypt_many`` call (deduplicated and sorted, which the OPE
+core turns into shared tree walks).  Query rewriting lives in :mod:`esdash.abe.query`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from esdash.abe import keys as keylib
+from esdash.abe.names import NameCipher
+from esdash.abe.opecore import ope_cipher
+from esdash.abe.values import DayGrid, NumberGrid, OffGrid, SecondGrid, StringCipher
+from esdash.errors import BadInput
+from esdash.plugin_api import ClientCodec, FieldSpec
+
+SCHEME = "esdash-abe/1"
+#: Output range of every OPE field: 2^48 points (pyope's entropy grows with N/M), and 2^53
+#: for domains that need more.  At or below 2^53 - 1 every JSON consumer keeps full
+#: precision (Elasticsearch returns min/max as doubles) and all pyope 0.2.x releases agree.
+OUT_48 = (0, 2**48 - 1)
+OUT_53 = (0, 2**53 - 1)
+
+STRING_TYPES = {
+    "keyword",
+    "constant_keyword",
+    "wildcard",
+    "text",
+    "match_only_text",
+    "text+keyword",
+}
+#: String types whose queries are analysed (full-text): only exact forms survive encryption.
+TEXT_TYPES = {"text", "match_only_text", "text+keyword"}
+INTEGER_TYPES = {"integer", "long", "short", "byte", "unsigned_long"}
+FLOAT_TYPES = {"float", "double", "half_float", "scaled_float"}
+DATE_TYPES = {"date", "date_nanos"}
+BOOLEAN_TYPES = {"boolean"}
+#: Elasticsearch date formats and the grid that represents them exactly.
+DATE_FORMATS = {
+    "yyyy-MM-dd": ("day", ""),
+    "strict_date": ("day", ""),
+    "date": ("day", ""),
+    "yyyy-MM-dd HH:mm:ss": ("second", "space"),
+    "yyyy-MM-dd'T'HH:mm:ss": ("second", "t"),
+    None: ("second", "iso"),
+    "strict_date_optional_time": ("second", "iso"),
+    "date_optional_time": ("second", "iso"),
+    "strict_date_optional_time||epoch_millis": ("second", "iso"),
+}
+#: Cached values per field before a cache starts over (bounded memory on long runs).
+CACHE_LIMIT = 65536
+#: Cached JSON members per top-level field for the line encoder (bounded memory: the
+#: high-cardinality fields of a corpus churn through it, the others stay).
+PIECE_LIMIT = 16384
+#: One compact encoder for all documents (``json.dumps`` with options builds one per call).
+_DUMPS = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
+class EncodeError(BadInput):
+    """A document value the codec cannot encrypt faithfully (names the field and why)."""
+
+
+@dataclass
+class FieldPlan:
+    """How one field is encrypted.  ``grid`` is set for OPE fields (``kind == "ope"``)."""
+
+    path: str
+    type: str
+    kind: str  # "ope" | "string" | "boolean"
+    grid: Any = None
+    grid_spec: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+    cipher: Any = None
+    strings: StringCipher | None = None
+    out_range: tuple[int, int] = OUT_48
+    enc: dict[Any, Any] = field(default_factory=dict, repr=False)
+    dec: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    @property
+    def analysed(self) -> bool:
+        return self.type in TEXT_TYPES
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "type": self.type, "kind": self.kind, "grid": self.grid_spec}
+
+    # ---------------------------------------------------------------- single values
+
+    def index(self, value: Any) -> int:
+        try:
+            return self.grid.index(value)
+        except OffGrid as exc:
+            raise EncodeError(f"field {self.path}: {exc}") from None
+
+    def encrypt_index(self, index: int) -> int:
+        return self.cipher.encrypt(index)
+
+    def decrypt_index(self, ciphertext: int) -> int:
+        return self.cipher.decrypt(ciphertext)
+
+    def encrypt_value(self, value: Any) -> Any:
+        """One value as stored in the cluster (no batching: queries and tests)."""
+        if self.kind == "ope":
+            return self.cipher.encrypt(self.index(value))
+        return self.strings.encrypt(self.text(value))
+
+    def text(self, value: Any) -> str:
+        """The string a string field stores for ``value`` (what Elasticsearch would index)."""
+        if isinstance(value, str):
+            if self.kind == "boolean" and value not in ("true", "false"):
+                raise EncodeError(f"field {self.path}: {value!r} is not a boolean")
+            return value
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if self.kind == "boolean":
+            raise EncodeError(f"field {self.path}: {value!r} is not a boolean")
+        if isinstance(value, int | float):
+            return json.dumps(value)
+        raise EncodeError(f"field {self.path}: cannot encrypt a JSON {type(value).__name__}")
+
+    def decrypt_value(self, stored: Any) -> Any:
+        """The plaintext of a stored value (cached both ways)."""
+        found = self.dec.get(stored)
+        if found is not None:
+            return found
+        if self.kind == "ope":
+            if isinstance(stored, bool) or not isinstance(stored, int | float):
+                raise ValueError(f"field {self.path}: {stored!r} is not an OPE ciphertext")
+            found = self.grid.value(self.cipher.decrypt(int(stored)))
+        else:
+            found = self.strings.decrypt(stored)
+            if self.kind == "boolean":
+                found = found == "true"
+        if len(self.dec) >= CACHE_LIMIT:
+            self.dec.clear()
+        self.dec[stored] = found
+        return found
+
+
+def _grid_for(spec: FieldSpec, date_format: Any) -> tuple[Any, dict[str, Any]]:
+    kind = spec.type
+    if kind in DATE_TYPES:
+        if date_format not in DATE_FORMATS:
+            raise BadInput(
+                f"field {spec.path}: date format {date_format!r} cannot be encrypted "
+                f"order-preservingly; use one of {', '.join(str(f) for f in DATE_FORMATS if f)}"
+            )
+        grid_kind, pattern = DATE_FORMATS[date_format]
+        if grid_kind == "day":
+            return DayGrid(), {"kind": "day"}
+        return SecondGrid(pattern), {"kind": "second", "pattern": pattern}
+    integral = kind in INTEGER_TYPES
+    step = spec.step if spec.step is not None else (1 if integral else None)
+    missing = [n for n, v in (("minimum", spec.minimum), ("maximum", spec.maximum)) if v is None]
+    if step is None:
+        missing.append("step")
+    if missing:
+        raise BadInput(
+            f"field {spec.path} ({kind}): the track's schema gives no {', '.join(missing)}; "
+            "ABE needs the value range and step of every numeric field to choose its "
+            "order-preserving domain (FieldSpec(path, type, minimum, maximum, step))"
+        )
+    try:
+        grid = NumberGrid(spec.minimum, spec.maximum, step, integral)
+    except (ValueError, OffGrid) as exc:
+        raise BadInput(f"field {spec.path}: {exc}") from None
+    return grid, {
+        "kind": "number",
+        "minimum": grid.spec[0],
+        "maximum": grid.spec[1],
+        "step": grid.spec[2],
+        "integral": integral,
+    }
+
+
+def _mapping_formats(properties: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for name, prop in (properties or {}).items():
+        if not isinstance(prop, Mapping):
+            continue
+        path = f"{prefix}{name}"
+        if "properties" in prop:
+            found.update(_mapping_formats(prop["properties"], path + "."))
+        elif prop.get("type") in DATE_TYPES:
+            found[path] = prop.get("format")
+    return found
+
+
+def plan_fields(
+    specs: tuple[FieldSpec, ...] | list[FieldSpec], index_body: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Resolve the track's schema into plain field plans; refuse what ABE cannot encrypt.
+
+    Date grids follow the mapping's ``format`` (``yyyy-MM-dd`` is a day grid, date-times a
+    second grid).  Every problem is reported together.
+    """
+    formats = _mapping_formats(((index_body or {}).get("mappings") or {}).get("properties", {}))
+    plans, problems = [], []
+    if not specs:
+        raise BadInput(
+            "encryption mode abe: the track declares no field schema; ABE needs every field's "
+            "type (and numeric ranges) to encrypt documents and rewrite queries"
+        )
+    for spec in specs:
+        try:
+            if spec.type in STRING_TYPES:
+                plans.append({"path": spec.path, "type": spec.type, "kind": "string", "grid": {}})
+            elif spec.type in BOOLEAN_TYPES:
+                plans.append({"path": spec.path, "type": spec.type, "kind": "boolean", "grid": {}})
+            elif spec.type in INTEGER_TYPES | FLOAT_TYPES | DATE_TYPES:
+                _, grid = _grid_for(spec, formats.get(spec.path))
+                plans.append({"path": spec.path, "type": spec.type, "kind": "ope", "grid": grid})
+            else:
+                raise BadInput(
+                    f"field {spec.path}: type {spec.type} cannot be encrypted by ABE "
+                    "(text, keyword, boolean, numbers and dates can)"
+                )
+        except BadInput as exc:
+            problems.append(str(exc))
+    if problems:
+        raise BadInput("encryption mode abe:\n  " + "\n  ".join(problems))
+    return plans
+
+
+def _grid_from(data: Mapping[str, Any]) -> Any:
+    kind = data["kind"]
+    if kind == "day":
+        return DayGrid()
+    if kind == "second":
+        return SecondGrid(data.get("pattern", "iso"))
+    return NumberGrid(data["minimum"], data["maximum"], data["step"], bool(data["integral"]))
+
+
+class AbeCodec(ClientCodec):
+    """AES-SIV names and strings, OPE numbers and dates; see the module docstring."""
+
+    label = "ABE"
+
+    def __init__(
+        self,
+        fields: list[dict[str, Any]],
+        source: keylib.KeySource,
+        *,
+        key_mode: str = "per-field",
+        ope_backend: str = "auto",
+        text_match: str = "words",
+        decode_responses: bool = True,
+        fingerprint: str | None = None,
+        master: keylib.MasterKey | None = None,
+    ) -> None:
+        if key_mode not in ("per-field", "single"):
+            raise BadInput(f"encryption.key_mode {key_mode!r}: expected per-field or single")
+        self.fields_spec = [dict(f) for f in fields]
+        self.source = source
+        self.key_mode = key_mode
+        self.ope_backend = ope_backend
+        self.text_match = text_match
+        self.decode_responses = decode_responses
+        master = master or keylib.load_master_key(source)
+        self.fingerprint = master.fingerprint()
+        if fingerprint is not None and fingerprint != self.fingerprint:
+            raise BadInput(
+                f"the key from {source.describe()} differs from the one the run was planned "
+                "with (the passphrase or key file changed between the orchestrator and this "
+                "rank); use one key for the whole run"
+            )
+        self.names = NameCipher(master.derive("name", "", 64))
+        self.plans: dict[str, FieldPlan] = {}
+        shared: dict[tuple, Any] = {}
+        for data in self.fields_spec:
+            plan = FieldPlan(data["path"], data["type"], data["kind"], grid_spec=data["grid"])
+            plan.name = self.names.path(plan.path)
+            if plan.kind == "ope":
+                plan.grid = _grid_from(plan.grid_spec)
+                in_range = (0, plan.grid.top)
+                plan.out_range = OUT_48 if plan.grid.top < 2**32 else OUT_53
+                if key_mode == "single":
+                    # The paper's setup: one pyope key for every field; equal ranges share
+                    # one context (and its caches).
+                    context = (in_range, plan.out_range)
+                    if context not in shared:
+                        shared[context] = ope_cipher(
+                            master.material, in_range, plan.out_range, ope_backend
+                        )
+                    plan.cipher = shared[context]
+                else:
+                    key = master.derive("ope", plan.path, 32)
+                    plan.cipher = ope_cipher(key, in_range, plan.out_range, ope_backend)
+            else:
+                plan.strings = StringCipher(master.derive("value", plan.path, 64), plan.path)
+            self.plans[plan.path] = plan
+        del master
+        #: Encrypted full path -> plan (aggregations and sort name fields by encrypted path).
+        self.by_name = {plan.name: plan for plan in self.plans.values()}
+        #: plaintext parent prefix -> document key -> entry (see :meth:`_entry`).
+        self._entries: dict[str, dict[str, tuple]] = {}
+        #: top-level document key -> its piece cache (the first lookup of the line encoder).
+        self._pieces: dict[str, dict[Any, str]] = {}
+        #: (plaintext parent prefix, encrypted key) -> (document key, plan or None).
+        self._rkeys: dict[tuple[str, str], tuple[str, FieldPlan | None]] = {}
+        for path in self.plans:
+            self._entry("", path)
+
+    # ------------------------------------------------------------------------ spec
+
+    def spec(self) -> dict[str, Any]:
+        return {
+            "scheme": SCHEME,
+            "fields": self.fields_spec,
+            "key": self.source.to_dict(),
+            "key_mode": self.key_mode,
+            "ope_backend": self.ope_backend,
+            "text_match": self.text_match,
+            "decode_responses": self.decode_responses,
+            "fingerprint": self.fingerprint,
+        }
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> AbeCodec:
+        if spec.get("scheme") != SCHEME:
+            raise BadInput(f"bench plan: unknown ABE scheme {spec.get('scheme')!r}")
+        return cls(
+            list(spec["fields"]),
+            keylib.KeySource.from_dict(spec["key"]),
+            key_mode=spec["key_mode"],
+            ope_backend=spec["ope_backend"],
+            text_match=spec["text_match"],
+            decode_responses=bool(spec["decode_responses"]),
+            fingerprint=spec["fingerprint"],
+        )
+
+    def layout(self) -> str:
+        """Identifies the ciphertext layout: key, fields, grids and key mode."""
+        text = json.dumps([self.fingerprint, self.key_mode, self.fields_spec], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def close(self) -> None:
+        for plan in self.plans.values():
+            plan.enc.clear()
+            plan.dec.clear()
+            if plan.strings is not None:
+                plan.strings.clear()
+            clear = getattr(plan.cipher, "clear", None)
+            if clear is not None:
+                clear()
+
+    # ---------------------------------------------------------------------- names
+
+    def _entry(self, prefix: str, key: str) -> tuple:
+        """``(encrypted key, plan, is OPE, value cache, JSON prefix, piece cache)`` of ``key``
+        in the object at ``prefix``.
+
+        One tuple per key, so the ingest loops do one lookup per field.  The value cache maps
+        plaintext to stored values (:meth:`encode_documents`); the piece cache maps plaintext
+        to the whole JSON member ``"<name>":<ciphertext>`` (:meth:`encode_lines`).
+        """
+        table = self._entries.setdefault(prefix, {})
+        found = table.get(key)
+        if found is None:
+            path = f"{prefix}.{key}" if prefix else key
+            plan = self.plans.get(path)
+            name = self.names.key(key, prefix)
+            member = f'"{name}":'
+            if plan is None:
+                found = (name, None, False, None, member, None)
+            elif plan.kind == "ope":
+                found = (name, plan, True, plan.enc, member, {})
+            else:
+                strings = plan.strings._enc if plan.kind == "string" else {}
+                found = (name, plan, False, strings, member, {})
+            table[key] = found
+            self._rkeys[(prefix, name)] = (key, plan)
+            if not prefix and plan is not None:
+                self._pieces[key] = found[5]
+        return found
+
+    def _plain_key(self, prefix: str, token: str) -> tuple[str, FieldPlan | None]:
+        found = self._rkeys.get((prefix, token))
+        if found is None:
+            key = self.names.decrypt_key(token, prefix)
+            path = f"{prefix}.{key}" if prefix else key
+            found = (key, self.plans.get(path))
+            self._rkeys[(prefix, token)] = found
+        return found
+
+    # ------------------------------------------------------------------ documents
+
+    def encode_document(self, doc: dict[str, Any]) -> dict[str, Any]:
+        return self.encode_documents([doc])[0]
+
+    def encode_lines(self, docs: list[dict[str, Any]]) -> list[bytes]:
+        """The bulk lines of a batch, written directly as JSON text (the ingest hot path).
+
+        Each top-level field becomes one piece ``"<encrypted name>":<ciphertext>``, and a
+        per-field cache maps a plaintext value to its whole piece: a value seen before
+        costs one dictionary lookup, no dictionary building and no JSON encoding.  New
+        numbers are encrypted per field with one ``encrypt_many`` after the walk; nested
+        objects, lists and nulls go through :meth:`encode_documents`' path.  The result is
+        the JSON of :meth:`encode_documents` (the tests check this).
+        """
+        entries = self._entries[""]
+        pending: dict[FieldPlan, list] = {}  # OPE misses: (pieces, position, value, index)
+        deferred: list[tuple] = []  # slow fields: (pieces, position, prefix, holder, name)
+        slow_pending: dict[FieldPlan, list] = {}
+        all_pieces = []
+        known = self._pieces
+        for doc in docs:
+            pieces: list[Any] = []
+            append = pieces.append
+            for key, value in doc.items():
+                # the common case first: a value this field has had before
+                cache = known.get(key)
+                if cache is not None and value.__class__ is not bool:
+                    try:
+                        piece = cache.get(value)
+                    except TypeError:  # a list or an object
+                        piece = None
+                    if piece is not None:
+                        append(piece)
+                        continue
+                entry = entries.get(key) or self._entry("", key)
+                plan = entry[1]
+                kind = value.__class__
+                if kind is list and plan is not None and plan.kind == "string":
+                    # keyword arrays (tags): cached per item
+                    encrypt, text = plan.strings.encrypt, plan.text
+                    try:
+                        items = ",".join([f'"{encrypt(text(item))}"' for item in value])
+                    except EncodeError:
+                        items = None  # nulls inside: the general path below
+                    if items is not None:
+                        append(f"{entry[4]}[{items}]")
+                        continue
+                if plan is None or kind is list or kind is dict or kind is bool or value is None:
+                    holder = self._encode_object({key: value}, "", slow_pending)
+                    deferred.append((pieces, len(pieces), entry[4], holder, entry[0]))
+                    append(None)
+                    continue
+                if entry[2]:
+                    slots = pending.get(plan)
+                    if slots is None:
+                        slots = pending[plan] = []
+                    slots.append((pieces, len(pieces), value, plan.index(value)))
+                    append(None)
+                else:
+                    token = plan.strings.encrypt_uncached(plan.text(value))
+                    append(self._remember(entry, value, f'{entry[4]}"{token}"'))
+            all_pieces.append(pieces)
+        for plan, slots in pending.items():
+            indices = sorted({slot[3] for slot in slots})
+            table = dict(zip(indices, plan.cipher.encrypt_many(indices), strict=True))
+            entry = entries[plan.path] if "." not in plan.path else None
+            prefix = f'"{plan.name}":'
+            for pieces, position, value, index in slots:
+                piece = f"{prefix}{table[index]}"
+                pieces[position] = piece
+                if entry is not None:
+                    self._remember(entry, value, piece)
+        self._fill(slow_pending)
+        for pieces, position, prefix, holder, name in deferred:
+            pieces[position] = prefix + _DUMPS(holder[name])
+        return [("{" + ",".join(pieces) + "}").encode() for pieces in all_pieces]
+
+    @staticmethod
+    def _remember(entry: tuple, value: Any, piece: str) -> str:
+        cache = entry[5]
+        if len(cache) >= PIECE_LIMIT:
+            cache.clear()
+        cache[value] = piece
+        return piece
+
+    def encode_documents(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Encrypt a batch: cached values at once, new OPE values per field in one call."""
+        pending: dict[FieldPlan, list[tuple[Any, Any, Any, int]]] = {}
+        out = [self._encode_object(doc, "", pending) for doc in docs]
+        self._fill(pending)
+        return out
+
+    @staticmethod
+    def _fill(pending: dict[FieldPlan, list[tuple[Any, Any, Any, int]]]) -> None:
+        """Encrypt the new OPE values of each field at once and put them into place."""
+        for plan, slots in pending.items():
+            indices = sorted({slot[3] for slot in slots})
+            table = dict(zip(indices, plan.cipher.encrypt_many(indices), strict=True))
+            cache = plan.enc
+            if len(cache) + len(slots) > CACHE_LIMIT:
+                cache.clear()
+            for container, where, value, index in slots:
+                container[where] = cache[value] = table[index]
+
+    def _encode_object(
+        self, obj: Mapping[str, Any], prefix: str, pending: dict[FieldPlan, list]
+    ) -> dict[str, Any]:
+        """One object; cached values inline, everything else through the slow paths."""
+        result: dict[str, Any] = {}
+        entries = self._entries.get(prefix) or {}
+        key = None
+        try:
+            for key, value in obj.items():
+                entry = entries.get(key) or self._entry(prefix, key)
+                name, plan, is_ope, cache = entry[:4]
+                if plan is not None and value is not None and value.__class__ is not list:
+                    found = cache.get(value)
+                    if found is not None and value.__class__ is not bool:
+                        result[name] = found
+                    elif is_ope:
+                        self._ope(plan, result, name, value, pending)
+                    else:
+                        result[name] = plan.strings.encrypt(plan.text(value))
+                else:
+                    self._slow(prefix, key, entry, value, result, pending)
+        except TypeError:  # an object or array where a field holds a value
+            path = f"{prefix}.{key}" if prefix else key
+            raise EncodeError(f"field {path}: {obj[key]!r} is not a value") from None
+        return result
+
+    def _slow(
+        self, prefix: str, key: str, entry: tuple, value: Any, result: dict, pending: dict
+    ) -> None:
+        """Objects, lists, nulls and keys outside the schema."""
+        name, plan, is_ope = entry[:3]
+        path = f"{prefix}.{key}" if prefix else key
+        if plan is None:
+            if isinstance(value, dict):
+                result[name] = self._encode_object(value, path, pending)
+                return
+            raise EncodeError(
+                f"field {path} is not in the track's schema; ABE encrypts only fields whose "
+                "type (and range) the track declares"
+            )
+        if value is None:
+            result[name] = None
+        elif is_ope:
+            items: list[Any] = [None] * len(value)
+            for position, item in enumerate(value):
+                self._ope(plan, items, position, item, pending)
+            result[name] = items
+        else:
+            result[name] = [
+                None if item is None else plan.strings.encrypt(plan.text(item)) for item in value
+            ]
+
+    @staticmethod
+    def _ope(plan: FieldPlan, container: Any, where: Any, value: Any, pending: dict) -> None:
+        if value is None:
+            container[where] = None
+            return
+        if value.__class__ is bool:
+            raise EncodeError(f"field {plan.path}: {value!r} is a boolean, not a number")
+        found = plan.enc.get(value)  # TypeError for an object: reported by the caller
+        if found is not None:
+            container[where] = found
+            return
+        container[where] = None
+        slots = pending.get(plan)
+        if slots is None:
+            slots = pending[plan] = []
+        slots.append((container, where, value, plan.index(value)))
+
+    def decode_document(self, doc: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+        """The plaintext of a stored ``_source`` (names and values)."""
+        result: dict[str, Any] = {}
+        for token, value in doc.items():
+            key, plan = self._plain_key(prefix, token)
+            if plan is None:
+                path = f"{prefix}.{key}" if prefix else key
+                result[key] = (
+                    self.decode_document(value, path) if isinstance(value, dict) else value
+                )
+            elif value is None:
+                result[key] = None
+            elif type(value) is list:
+                result[key] = [None if v is None else plan.decrypt_value(v) for v in value]
+            else:
+                result[key] = plan.decrypt_value(value)
+        return result
+
+    # -------------------------------------------------------------------- mapping
+
+    def encode_index_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Settings kept; mappings rebuilt from the schema (OPE ``long``, AES ``keyword``;
+        free text without doc values).
+
+        Every field the plaintext mapping declares must be in the schema.  ``_meta.esdash``
+        records the ciphertext layout, so an index written with another key, mode or schema
+        is never reused for this one.
+        """
+        from esdash.abe.query import mapping_problems
+
+        result = {k: v for k, v in body.items() if k != "mappings"}
+        mappings = dict(body.get("mappings") or {})
+        problems = mapping_problems(mappings, self.plans)
+        if problems:
+            raise BadInput("encryption mode abe: the mapping " + "; ".join(problems))
+        properties: dict[str, Any] = {}
+        for plan in self.plans.values():
+            parts = plan.path.split(".")
+            target = properties
+            for depth, part in enumerate(parts[:-1]):
+                parent = ".".join(parts[:depth])
+                name = self.names.segment(part, parent)
+                target = target.setdefault(name, {"properties": {}})["properties"]
+            last = self.names.segment(parts[-1], ".".join(parts[:-1]))
+            if plan.kind == "ope":
+                target[last] = {"type": "long"}
+            elif plan.type in ("text", "match_only_text"):
+                # Only exists queries remain possible on encrypted free text, and plaintext
+                # text fields cannot be sorted or aggregated either: no doc values, which
+                # saves the cluster a column of long random strings per document.
+                target[last] = {"type": "keyword", "doc_values": False}
+            else:
+                target[last] = {"type": "keyword"}
+        encoded: dict[str, Any] = {"dynamic": "strict", "properties": properties}
+        if "_source" in mappings:
+            encoded["_source"] = {"enabled": bool(mappings["_source"].get("enabled", True))}
+        meta = dict(mappings.get("_meta") or {})
+        meta["esdash"] = {"encryption": "abe", "scheme": SCHEME, "layout": self.layout()}
+        encoded["_meta"] = meta
+        result["mappings"] = encoded
+        return result
+
+    # -------------------------------------------------------------------- queries
+
+    def encode_query(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        from esdash.abe.query import Rewriter
+
+        return Rewriter(self).search(body)
+
+    def decode_response(
+        self, body: dict[str, Any], request: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        from esdash.abe.query import decode_search
+
+        return decode_search(self, body, request or {})

@@ -1,0 +1,79 @@
+"""Field names as deterministic AES-SIV ciphertexts that Elasticsearch accepts as names.
+
+Each path segment is encrypted on its own, with the parent path as associated data, so
+nested objects stay objects and equal segment names under different parents differ.  The
+ciphertext is written as ``f`` + lowercase unpadded base32: it never starts with ``_`` (no
+clash with metadata fields) or a digit, and never contains ``.``, ``/``, ``+``, ``=``,
+``*`` or whitespace.  Names are deterministic, so a query simply encrypts the names it uses.
+"""
+
+from __future__ import annotations
+
+import base64
+
+PREFIX = "f"
+
+
+class NameCipher:
+    """Encrypts and decrypts field paths segment by segment, with caches both ways."""
+
+    __slots__ = ("_siv", "_enc", "_dec")
+
+    def __init__(self, key: bytes) -> None:
+        from cryptography.hazmat.primitives.ciphers.aead import AESSIV
+
+        self._siv = AESSIV(key)
+        self._enc: dict[tuple[str, str], str] = {}
+        self._dec: dict[tuple[str, str], str] = {}
+
+    def __repr__(self) -> str:
+        return "NameCipher(<key hidden>)"
+
+    def segment(self, name: str, parent: str = "") -> str:
+        """The encrypted form of one segment ``name`` under the plaintext path ``parent``."""
+        key = (parent, name)
+        found = self._enc.get(key)
+        if found is None:
+            if not name or "." in name:
+                raise ValueError(f"invalid field name segment {name!r}")
+            data = self._siv.encrypt(name.encode("utf-8"), [b"esdash-name", parent.encode()])
+            found = PREFIX + base64.b32encode(data).decode("ascii").rstrip("=").lower()
+            self._enc[key] = found
+            self._dec[(parent, found)] = name
+        return found
+
+    def key(self, key: str, parent: str = "") -> str:
+        """The encrypted form of a document key (``a`` or dotted ``a.b``) under ``parent``."""
+        if "." not in key:
+            return self.segment(key, parent)
+        out = []
+        for part in key.split("."):
+            out.append(self.segment(part, parent))
+            parent = f"{parent}.{part}" if parent else part
+        return ".".join(out)
+
+    def path(self, path: str) -> str:
+        """The encrypted form of a full plaintext path."""
+        return self.key(path, "")
+
+    def decrypt_segment(self, token: str, parent: str = "") -> str:
+        found = self._dec.get((parent, token))
+        if found is None:
+            if not token.startswith(PREFIX):
+                raise ValueError(f"{token!r} is not an encrypted field name")
+            raw = token[len(PREFIX) :].upper()
+            data = base64.b32decode(raw + "=" * (-len(raw) % 8))
+            found = self._siv.decrypt(data, [b"esdash-name", parent.encode()]).decode("utf-8")
+            self._dec[(parent, token)] = found
+        return found
+
+    def decrypt_key(self, token: str, parent: str = "") -> str:
+        """The plaintext of an encrypted document key (dotted keys segment by segment)."""
+        if "." not in token:
+            return self.decrypt_segment(token, parent)
+        out = []
+        for part in token.split("."):
+            plain = self.decrypt_segment(part, parent)
+            out.append(plain)
+            parent = f"{parent}.{plain}" if parent else plain
+        return ".".join(out)
