@@ -304,8 +304,18 @@ def scaling(drawer: Drawer, records: Sequence[Mapping[str, Any]], axis: str) -> 
                 ax.set_yscale("log")
         for index in range(len(queries), rows * columns):
             axes[index // columns][index % columns].axis("off")
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels) or 1), fontsize=7)
+        legend: dict[str, Any] = {}
+        for row in axes:
+            for ax in row:
+                for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                    legend.setdefault(label, handle)
+        fig.legend(
+            list(legend.values()),
+            list(legend),
+            loc="lower center",
+            ncol=min(3, len(legend) or 1),
+            fontsize=7,
+        )
         unit = "req/s (mean +- std)" if metric == "throughput" else "latency gmean ms (x/ gstd)"
         fig.supylabel(unit)
         fig.tight_layout(rect=(0, 0.1, 1, 1))
