@@ -24,13 +24,10 @@ cluster.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from esdash.campaign.spec import Campaign, Point, value_key
+from esdash.campaign.spec import Campaign, Point, digest, value_key
 from esdash.errors import BadInput
 
 #: Ingest actions of a planned point.
@@ -39,18 +36,16 @@ REUSE = "reuse"  # the index is already there
 EACH = "each"  # re-ingests (campaign ingest = "each")
 
 
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
 def cluster_key(point: Point) -> str:
     """Equal for points that can share one running cluster."""
-    return _digest({"cluster": point.get("cluster", {}), "encryption": point.get("encryption", {})})
+    return digest(
+        {"cluster": point.get("cluster", {}), "encryption": point.get("encryption", {})}, 12
+    )
 
 
 def index_key(point: Point) -> str:
     """Equal for points that query the same index content (same track and options)."""
-    return _digest(point.get("track", {}))
+    return digest(point.get("track", {}), 12)
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,8 @@ class CampaignError(BadInput):
         super().__init__("invalid campaign\n  " + "\n  ".join(lines))
 
 
-def _digest(value: Any, length: int = 6) -> str:
+def digest(value: Any, length: int = 6) -> str:
+    """A short, stable fingerprint of JSON-like data (labels, ids, equality keys)."""
     text = json.dumps(value, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
@@ -96,7 +97,7 @@ def value_key(value: Any) -> str:
         return repr(value)
     if isinstance(value, Mapping):
         name = value.get("mode") or value.get("name")
-        return f"{name}-{_digest(value)}" if isinstance(name, str) else f"table-{_digest(value)}"
+        return f"{name}-{digest(value)}" if isinstance(name, str) else f"table-{digest(value)}"
     return json.dumps(value, sort_keys=True)
 
 
@@ -129,7 +130,7 @@ class Point:
     @property
     def digest(self) -> str:
         """Changes whenever anything in the point's session changes (resume checks it)."""
-        return _digest(self.session, 16)
+        return digest(self.session, 16)
 
     def get(self, dotted: str, default: Any = None) -> Any:
         node: Any = self.session
@@ -364,7 +365,7 @@ def _root_label(data: Mapping[str, Any]) -> str:
     label = f"{nodes}n-{_SLUG.sub('-', str(mode))}"
     options = {k: v for k, v in encryption.items() if k != "mode"}
     if options:
-        label += f"-{_digest(options)}"
+        label += f"-{digest(options)}"
     backend = cluster.get("backend", "elasticsearch")
     if backend != "elasticsearch":
         label += f"-{_SLUG.sub('-', str(backend))}"
@@ -376,14 +377,14 @@ def _root_label(data: Mapping[str, Any]) -> str:
 def _session_name(campaign: str, root_label: str) -> str:
     """One session name per data root: the cluster name stored there must stay the same."""
     name = f"{campaign}-{root_label}"
-    return name if len(name) <= 64 else f"{campaign[:40]}-{_digest(root_label, 8)}"
+    return name if len(name) <= 64 else f"{campaign[:40]}-{digest(root_label, 8)}"
 
 
 def _axis_slugs(axis: Axis) -> list[str]:
     """File-name-safe spellings of an axis's values, unique within the axis."""
     slugs = [_SLUG.sub("-", value_key(v)).strip("-")[:40] or "x" for v in axis.values]
     if len(set(slugs)) < len(slugs):
-        slugs = [f"{s}-{_digest(v)}" for s, v in zip(slugs, axis.values, strict=True)]
+        slugs = [f"{s}-{digest(v)}" for s, v in zip(slugs, axis.values, strict=True)]
     return slugs
 
 

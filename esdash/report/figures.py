@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from esdash.report.inputs import Entry, config_label
-from esdash.report.tables import group_configs, op_of, queries_of, query_label
+from esdash.report.tables import group_configs, merged_histogram, op_of, queries_of, query_label
 
 FORMATS = ("png", "svg")
 #: Panels per scaling figure; more queries than this get a second look in the tables.
@@ -84,22 +84,6 @@ class Drawer:
 # -------------------------------------------------------------------- distributions
 
 
-def _merged_histogram(ops: Sequence[Mapping[str, Any]]) -> Any:
-    from hdrh.histogram import HdrHistogram
-
-    merged = None
-    for op in ops:
-        encoded = (op.get("histograms") or {}).get("latency")
-        if not encoded or not op["latency"].get("count"):
-            continue
-        histogram = HdrHistogram.decode(encoded)
-        if merged is None:
-            merged = histogram
-        else:
-            merged.add(histogram)
-    return merged
-
-
 def latency_distributions(drawer: Drawer, entries: Sequence[Entry]) -> None:
     from esdash.stats import bucket_counts, recorded_values
 
@@ -108,9 +92,9 @@ def latency_distributions(drawer: Drawer, entries: Sequence[Entry]) -> None:
         lines = []
         for group in groups:
             ops = [op for e in group if (op := op_of(e, step, query)) is not None]
-            histogram = _merged_histogram(ops)
-            if histogram is not None:
-                lines.append((config_label(group[0].config), group[0].source, histogram))
+            found = merged_histogram(ops)
+            if found is not None:
+                lines.append((config_label(group[0].config), group[0].source, found[0]))
         if not lines:
             continue
         values = [v for _l, _s, h in lines for v in recorded_values(h)]

@@ -156,29 +156,41 @@ def pooled_geometric(stats: Sequence[Mapping[str, Any]]) -> tuple[float | None, 
     return geometric(int(count), ln_sum, ln_sq)
 
 
-def pooled_percentiles(ops: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
-    """Percentiles (ms) of the runs' latencies together, from their merged HDR histograms."""
-    if len(ops) == 1:
-        return {name: ops[0]["latency"].get(name) for name in names}
+def merged_histogram(ops: Sequence[Mapping[str, Any]]) -> tuple[Any, float, float] | None:
+    """The runs' latency histograms added up, with the exact min and max (ms).
+
+    None without samples, or when a run with samples has no histogram (a trimmed results
+    file): a merge of part of the runs would look complete and be wrong.
+    """
     from hdrh.histogram import HdrHistogram
 
     merged = None
-    low = high = None
+    low = math.inf
+    high = -math.inf
     for op in ops:
-        encoded = (op.get("histograms") or {}).get("latency")
-        if not encoded or not op["latency"].get("count"):
-            if op["latency"].get("count"):
-                return dict.fromkeys(names)  # a run without its histogram: no pooled value
+        if not op["latency"].get("count"):
             continue
+        encoded = (op.get("histograms") or {}).get("latency")
+        if not encoded:
+            return None
         histogram = HdrHistogram.decode(encoded)
         if merged is None:
             merged = histogram
         else:
             merged.add(histogram)
-        low = op["latency"]["min"] if low is None else min(low, op["latency"]["min"])
-        high = op["latency"]["max"] if high is None else max(high, op["latency"]["max"])
-    if merged is None:
+        low = min(low, op["latency"]["min"])
+        high = max(high, op["latency"]["max"])
+    return None if merged is None else (merged, low, high)
+
+
+def pooled_percentiles(ops: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+    """Percentiles (ms) of the runs' latencies together, from their merged HDR histograms."""
+    if len(ops) == 1:
+        return {name: ops[0]["latency"].get(name) for name in names}
+    found = merged_histogram(ops)
+    if found is None:
         return dict.fromkeys(names)
+    merged, low, high = found
     wanted = [float(n[1:]) for n in names]
     supported = set(supported_percentiles(merged.get_total_count(), wanted))
     values = histogram_percentiles(merged, [p for p in wanted if p in supported])
