@@ -15,7 +15,10 @@ from esdash.plugins import get_plugins
 from esdash.session import SessionError, load_session, parse_session, tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-SESSIONS = sorted((ROOT / "sessions").glob("*.toml"))
+EXAMPLES = sorted((ROOT / "sessions").glob("*.toml"))
+#: campaign files (``esdash sweep``) live beside the sessions; they validate differently
+CAMPAIGNS = [path for path in EXAMPLES if "axes" in tomllib.loads(path.read_text())]
+SESSIONS = [path for path in EXAMPLES if path not in CAMPAIGNS]
 
 VALID = {
     "name": "t",
@@ -29,6 +32,14 @@ VALID = {
 
 def test_there_are_example_sessions() -> None:
     assert len(SESSIONS) >= 3
+
+
+@pytest.mark.parametrize("path", CAMPAIGNS, ids=lambda p: p.name)
+def test_every_example_campaign_validates(path: Path, tmp_path: Path) -> None:
+    from esdash.campaign.spec import load_campaign
+
+    campaign = load_campaign(path)
+    assert campaign.points(tmp_path)  # every point is a complete, valid session
 
 
 @pytest.mark.parametrize("path", SESSIONS, ids=lambda p: p.name)
