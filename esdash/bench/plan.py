@@ -92,14 +92,46 @@ class BenchPlan:
         return cls.from_dict(read_json(run.path / "bench.json"))
 
 
-def missing_capability(requires: tuple[str, ...], distribution: Distribution) -> str | None:
-    """Why a distribution cannot run a query that needs ``requires`` (None: it can)."""
+#: Query parts that live in modules the integ-test-zip does not ship.
+MODULE_PARTS = {
+    "auto_date_histogram": "aggregations",
+    "adjacency_matrix": "aggregations",
+    "matrix_stats": "aggregations",
+    "rank_feature": "mapper-extras",
+}
+
+
+def _parts(body: Any) -> set[str]:
+    """Every key in a request body (query and aggregation types among them)."""
+    if isinstance(body, dict):
+        return set(body) | {k for v in body.values() for k in _parts(v)}
+    if isinstance(body, list):
+        return {k for item in body for k in _parts(item)}
+    return set()
+
+
+def missing_capability(
+    requires: tuple[str, ...], distribution: Distribution, body: Any = None
+) -> str | None:
+    """Why a distribution cannot run a query that needs ``requires`` (None: it can).
+
+    Besides what the track declares, the body is checked for parts whose module the
+    distribution lacks (only known for the integ-test-zip, whose module list is complete).
+    """
     for capability in requires:
         if capability == "scripting" and not distribution.scripting:
             return (
                 f"needs scripting (painless), which this {distribution.flavor} "
                 f"distribution {distribution.version} lacks; use an official tarball"
             )
+    if body is not None and distribution.flavor.startswith("integ-test-zip"):
+        for part in sorted(_parts(body) & set(MODULE_PARTS)):
+            module = MODULE_PARTS[part]
+            if module not in distribution.modules:
+                return (
+                    f"needs {part} from the {module} module, which this {distribution.flavor} "
+                    f"distribution {distribution.version} lacks; use an official tarball"
+                )
     return None
 
 
@@ -119,8 +151,41 @@ def planned_query(
         except QueryNotSupported as exc:
             reason = f"not possible under {codec.label}: {exc.part} ({exc.reason})"
             return PlannedQuery(query.name, query.index or index, None, reason)
-    reason = missing_capability(tuple(query.requires), distribution)
+    reason = missing_capability(tuple(query.requires), distribution, query.body)
     return PlannedQuery(query.name, query.index or index, body, reason)
+
+
+#: Field types that need a module the integ-test-zip lacks, and the closest core type.
+MODULE_TYPES = {"scaled_float": ("mapper-extras", "double")}
+
+
+def adapt_index_body(body: dict[str, Any], distribution: Distribution) -> tuple[dict, list[str]]:
+    """Replace field types the distribution cannot map; say what was replaced.
+
+    ``scaled_float`` (NYC taxis) lives in the mapper-extras module, which the integ-test-zip
+    does not ship; ``double`` keeps the values and their order (only the storage differs).
+    """
+    notes: list[str] = []
+    modules = set(distribution.modules)
+
+    def visit(node: Any, path: str) -> Any:
+        if isinstance(node, list):
+            return [visit(item, path) for item in node]
+        if not isinstance(node, dict):
+            return node
+        kind = node.get("type")
+        if isinstance(kind, str) and kind in MODULE_TYPES:
+            module, replacement = MODULE_TYPES[kind]
+            if module not in modules and distribution.flavor.startswith("integ-test-zip"):
+                notes.append(
+                    f"mapping: {path} is {kind}, which needs the {module} module this "
+                    f"{distribution.flavor} distribution lacks; indexed as {replacement}"
+                )
+                node = {k: v for k, v in node.items() if k != "scaling_factor"}
+                node["type"] = replacement
+        return {k: visit(v, f"{path}.{k}" if path else k) for k, v in node.items()}
+
+    return visit(body, ""), notes
 
 
 def plan_steps(
@@ -162,7 +227,7 @@ def make_plan(
 ) -> BenchPlan:
     options = session.track.options
     index = track.index_name(options)
-    index_body = track.index_body(options)
+    index_body, notes = adapt_index_body(track.index_body(options), distribution)
     if codec is not None:
         index_body = codec.encode_index_body(index_body)
     return BenchPlan(
@@ -180,4 +245,5 @@ def make_plan(
         track=track.name,
         encryption=session.encryption.name,
         client_codec=codec.spec() if codec is not None else None,
+        extra={"notes": notes},
     )

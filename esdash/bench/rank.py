@@ -199,7 +199,7 @@ class Worker:
                 finally:
                     encoding[0] += time.perf_counter() - started
 
-        began = time.time()
+        began, cpu = time.time(), time.process_time()
         batches = read_slice(corpus, part, plan.bulk_size, plan.index, encode=encode)
         if encode is not None:
             batches = _read_ahead(batches)
@@ -218,6 +218,8 @@ class Worker:
             "docs_indexed": outcome.docs_indexed,
             "rejected": outcome.rejected,
             "seconds": time.time() - began,
+            # this rank's CPU time (all threads): the client's cost, independent of load
+            "cpu_seconds": time.process_time() - cpu,
         }
         if encode is not None:
             result["encode_seconds"] = encoding[0]

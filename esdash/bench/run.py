@@ -114,18 +114,7 @@ def launch_bench(run: RunDir, session: Session) -> subprocess.Popen[bytes]:
     hosts = -(-session.cluster.nodes // session.cluster.nodes_per_host)
     # one more rank than workers: rank 0 coordinates and records
     command = mpi.rank_command(["esdash.bench.rank", str(run.path)], workers + 1, None, hosts)
-    log = (run.path / "bench.log").open("ab")
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        # Inherit Python's ignored SIGPIPE: hydra otherwise dies writing to a lost rank.
-        restore_signals=False,
-        cwd=run.path,
-    )
-    log.close()
+    process = mpi.start_detached(command, run.path / "bench.log", run.path)
     run.update_run(bench_launcher={"pid": process.pid, "command": command})
     return process
 
@@ -182,7 +171,8 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
         prepared = RunDir.open(options.run_dir) if options.run_dir else None
         run = _bench_run_dir(session, RunDir.open(options.cluster), prepared)
     else:
-        run, cluster_process, _ = lifecycle.up(session, options.fresh, options.timeout)
+        prepared = RunDir.open(options.run_dir) if options.run_dir else None
+        run, cluster_process, _ = lifecycle.up(session, options.fresh, options.timeout, prepared)
         print(f"cluster up: {run.path}", file=out, flush=True)
     status = EXIT_FAILURE
     try:

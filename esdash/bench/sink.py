@@ -36,6 +36,7 @@ class StreamSink:
         self.phase = "ingest"
         self.step: int | None = None
         self.header: dict[str, Any] = {}
+        self.started = False
 
     def _t(self) -> float:
         return max(0.0, round(time.time() - self.t0, 3))
@@ -65,6 +66,9 @@ class StreamSink:
             docs_total=self.plan.corpus_documents,
         )
         self.writer.write(self.header)
+        self.started = not start.get("error")
+        for note in self.plan.extra.get("notes", []):
+            self.event("note", note, level="warning")
         if start.get("error"):
             self.event("failed", start["error"], level="error")
         elif start.get("index"):
@@ -150,7 +154,8 @@ class StreamSink:
 
         Workers are ranks 1..N (rank 0 coordinates); ``finals`` is keyed by rank.
         """
-        missing = [r for r in range(1, self.ranks + 1) if r not in finals]
+        # workers never started when the start failed: nothing of theirs is missing
+        missing = [r for r in range(1, self.ranks + 1) if r not in finals and self.started]
         statuses = {f.get("status") for f in finals.values()}
         if aborted or "aborted" in statuses:
             status = "aborted"
@@ -222,6 +227,8 @@ class StreamSink:
         if ingest and results.get("ingest") is not None:
             results["ingest"]["docs_sent"] = sum(i["docs_sent"] for i in ingest)
             results["ingest"]["docs_rejected"] = sum(i["rejected"] for i in ingest)
+            if all("cpu_seconds" in i for i in ingest):
+                results["ingest"]["client_cpu_seconds"] = sum(i["cpu_seconds"] for i in ingest)
             if any("encode_seconds" in i for i in ingest):
                 # client-side encryption inside the ingest ranks, summed over them
                 results["ingest"]["encode_seconds"] = sum(

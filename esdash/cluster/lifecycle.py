@@ -151,17 +151,7 @@ def launch(run: RunDir, session: Session, fresh: bool) -> subprocess.Popen[bytes
     """Start the cluster step (one rank per node) detached from this terminal."""
     args = ["esdash.cluster.rank", str(run.path)] + (["--fresh"] if fresh else [])
     command = mpi.rank_command(args, session.cluster.nodes, session.cluster.nodes_per_host)
-    with run.launcher_log.open("ab") as log:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            # Inherit Python's ignored SIGPIPE: hydra otherwise dies writing to a lost rank.
-            restore_signals=False,
-            cwd=run.path,
-        )
+    process = mpi.start_detached(command, run.launcher_log, run.path)
     run.update_run(
         state="starting",
         launcher={"pid": process.pid, "host": socket.gethostname(), "command": command},
