@@ -10,7 +10,10 @@ documents / the longest rank's ingest time); the query steps are cut to one shor
 ``match_all`` so the runs are ingest only.
 
 Prints each round, the medians and the ratio (target: ABE / plaintext >= 0.8), and the
-encryption's share of the ABE ranks' ingest time.
+encryption's share of the ABE ranks' ingest time.  Because wall-clock throughput on a shared
+machine swings with everything else that runs, it also prints CPU per document (the
+ingest ranks' own CPU time, and the Elasticsearch nodes' from ``/proc``) and the ratio of
+the total CPU per document: the throughput ratio a CPU-bound machine would show.
 
     .venv/bin/python bench/abe_ingest.py [--nodes 1] [--documents 50000] [--rounds 4]
         [--ope-backend auto|native|python|pyope] [--key-mode per-field|single]
@@ -103,8 +106,41 @@ def esdash(*args: str, env: dict[str, str], timeout: float = 7200) -> str:
     return result.stdout
 
 
+def node_cpu(cluster: Path) -> float:
+    """CPU seconds (user + system) the cluster's node processes have used so far.
+
+    A node's recorded pid is its launcher; the server JVM is a descendant, so every
+    process below the recorded pids counts.
+    """
+    stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, cpu seconds)
+    ticks = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks)
+    roots = set()
+    for status in sorted((cluster / "nodes").glob("*/status.json")):
+        pid = json.loads(status.read_text()).get("pid")
+        if isinstance(pid, int):
+            roots.add(pid)
+    total = 0.0
+    for pid, (_, cpu) in stats.items():
+        ancestor, seen = pid, 0
+        while ancestor in stats and ancestor not in roots and seen < 64:
+            ancestor, seen = stats[ancestor][0], seen + 1
+        if ancestor in roots:
+            total += cpu
+    return total
+
+
 def ingest(session: Path, cluster: Path, env: dict[str, str]) -> dict:
+    before = node_cpu(cluster)
     out = esdash("run", str(session), "--cluster", str(cluster), "--reingest", env=env)
+    nodes_cpu = node_cpu(cluster) - before
     results_path = next(
         Path(line.split(": ", 1)[1]) for line in out.splitlines() if line.startswith("results: ")
     )
@@ -112,11 +148,14 @@ def ingest(session: Path, cluster: Path, env: dict[str, str]) -> dict:
     ingest = results["ingest"]
     if results["status"] != "ok" or ingest["docs_rejected"]:
         sys.exit(f"run {results_path} did not ingest cleanly: {results.get('reason')}")
+    docs = ingest["docs"]
     return {
         "docs_per_s": ingest["docs_per_s"],
         "seconds": ingest["duration_s"],
         "encode_seconds": ingest.get("encode_seconds"),
         "ranks": results["ranks"],
+        "client_us": ingest.get("client_cpu_seconds", float("nan")) / docs * 1e6,
+        "nodes_us": nodes_cpu / docs * 1e6,
     }
 
 
@@ -175,7 +214,8 @@ def main() -> int:
                 took = time.time() - started
                 print(
                     f"round {round_ + 1} {mode:4s}: {outcome['docs_per_s']:8.0f} docs/s "
-                    f"({outcome['seconds']:.1f} s ingest{share}; run {took:.0f} s)",
+                    f"({outcome['seconds']:.1f} s ingest{share}; run {took:.0f} s); CPU/doc: "
+                    f"client {outcome['client_us']:.0f} us, nodes {outcome['nodes_us']:.0f} us",
                     flush=True,
                 )
     finally:
@@ -192,6 +232,17 @@ def main() -> int:
         f"ratio ABE/plaintext: {abe / plain:.2f} (per round: "
         f"{', '.join(f'{p:.2f}' for p in pairs)}; target >= 0.8)"
     )
+    cpu = {
+        mode: (
+            statistics.median(m["client_us"] for m in runs),
+            statistics.median(m["nodes_us"] for m in runs),
+        )
+        for mode, runs in measured.items()
+    }
+    for mode, (client, nodes) in cpu.items():
+        print(f"CPU per doc, {mode:4s}: client {client:.0f} us + nodes {nodes:.0f} us")
+    ratio = sum(cpu["none"]) / sum(cpu["abe"])
+    print(f"CPU ratio (plaintext CPU/doc over ABE CPU/doc): {ratio:.2f}")
     return 0
 
 

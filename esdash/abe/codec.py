@@ -69,6 +69,8 @@ CACHE_LIMIT = 65536
 #: Cached JSON members per top-level field for the line encoder (bounded memory: the
 #: high-cardinality fields of a corpus churn through it, the others stay).
 PIECE_LIMIT = 16384
+#: Value types whose pieces the line encoder looks up directly (hashable, never a bool).
+_SCALARS = {str, int, float}
 #: One compact encoder for all documents (``json.dumps`` with options builds one per call).
 _DUMPS = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
@@ -275,6 +277,9 @@ class AbeCodec(ClientCodec):
         self.ope_backend = ope_backend
         self.text_match = text_match
         self.decode_responses = decode_responses
+        #: Whether encrypted numbers are cached per field.  Not with pyope: that backend
+        #: stands for the paper's cost, every number through pyope's recursion.
+        self.cache_numbers = ope_backend != "pyope"
         master = master or keylib.load_master_key(source)
         self.fingerprint = master.fingerprint()
         if fingerprint is not None and fingerprint != self.fingerprint:
@@ -313,8 +318,8 @@ class AbeCodec(ClientCodec):
         self.by_name = {plan.name: plan for plan in self.plans.values()}
         #: plaintext parent prefix -> document key -> entry (see :meth:`_entry`).
         self._entries: dict[str, dict[str, tuple]] = {}
-        #: top-level document key -> its piece cache (the first lookup of the line encoder).
-        self._pieces: dict[str, dict[Any, str]] = {}
+        #: top-level key order -> the piece caches in that order (see :meth:`encode_lines`).
+        self._layouts: dict[tuple[str, ...], list[dict[Any, str]]] = {}
         #: (plaintext parent prefix, encrypted key) -> (document key, plan or None).
         self._rkeys: dict[tuple[str, str], tuple[str, FieldPlan | None]] = {}
         for path in self.plans:
@@ -389,8 +394,6 @@ class AbeCodec(ClientCodec):
                 found = (name, plan, False, strings, member, {})
             table[key] = found
             self._rkeys[(prefix, name)] = (key, plan)
-            if not prefix and plan is not None:
-                self._pieces[key] = found[5]
         return found
 
     def _plain_key(self, prefix: str, token: str) -> tuple[str, FieldPlan | None]:
@@ -422,53 +425,36 @@ class AbeCodec(ClientCodec):
         deferred: list[tuple] = []  # slow fields: (pieces, position, prefix, holder, name)
         slow_pending: dict[FieldPlan, list] = {}
         all_pieces = []
-        known = self._pieces
+        layouts, get, scalars = self._layouts, dict.get, _SCALARS
         for doc in docs:
-            pieces: list[Any] = []
-            append = pieces.append
-            for key, value in doc.items():
-                # the common case first: a value this field has had before
-                cache = known.get(key)
-                if cache is not None and value.__class__ is not bool:
-                    try:
-                        piece = cache.get(value)
-                    except TypeError:  # a list or an object
-                        piece = None
-                    if piece is not None:
-                        append(piece)
-                        continue
-                entry = entries.get(key) or self._entry("", key)
-                plan = entry[1]
-                kind = value.__class__
-                if kind is list and plan is not None and plan.kind == "string":
-                    # keyword arrays (tags): cached per item
-                    encrypt, text = plan.strings.encrypt, plan.text
-                    try:
-                        items = ",".join([f'"{encrypt(text(item))}"' for item in value])
-                    except EncodeError:
-                        items = None  # nulls inside: the general path below
-                    if items is not None:
-                        append(f"{entry[4]}[{items}]")
-                        continue
-                if plan is None or kind is list or kind is dict or kind is bool or value is None:
-                    holder = self._encode_object({key: value}, "", slow_pending)
-                    deferred.append((pieces, len(pieces), entry[4], holder, entry[0]))
-                    append(None)
-                    continue
-                if entry[2]:
-                    slots = pending.get(plan)
-                    if slots is None:
-                        slots = pending[plan] = []
-                    slots.append((pieces, len(pieces), value, plan.index(value)))
-                    append(None)
-                else:
-                    token = plan.strings.encrypt_uncached(plan.text(value))
-                    append(self._remember(entry, value, f'{entry[4]}"{token}"'))
+            # Documents of a corpus share their key order: one list of piece caches per
+            # order, and the lookups of all fields run in C (map).
+            keys = tuple(doc)
+            caches = layouts.get(keys) or self._layout(keys)
+            values = list(doc.values())
+            if set(map(type, values)) <= scalars:
+                pieces = list(map(get, caches, values))
+            else:  # lists, objects, nulls, booleans: those fields take the path below
+                pieces = [
+                    get(cache, value) if value.__class__ in scalars else None
+                    for cache, value in zip(caches, values, strict=True)
+                ]
+            if None in pieces:
+                for position in [i for i, piece in enumerate(pieces) if piece is None]:
+                    self._miss(
+                        keys[position],
+                        values[position],
+                        pieces,
+                        position,
+                        pending,
+                        deferred,
+                        slow_pending,
+                    )
             all_pieces.append(pieces)
         for plan, slots in pending.items():
             indices = sorted({slot[3] for slot in slots})
             table = dict(zip(indices, plan.cipher.encrypt_many(indices), strict=True))
-            entry = entries[plan.path] if "." not in plan.path else None
+            entry = entries[plan.path] if "." not in plan.path and self.cache_numbers else None
             prefix = f'"{plan.name}":'
             for pieces, position, value, index in slots:
                 piece = f"{prefix}{table[index]}"
@@ -479,6 +465,62 @@ class AbeCodec(ClientCodec):
         for pieces, position, prefix, holder, name in deferred:
             pieces[position] = prefix + _DUMPS(holder[name])
         return [("{" + ",".join(pieces) + "}").encode() for pieces in all_pieces]
+
+    def _layout(self, keys: tuple[str, ...]) -> list[dict[Any, str]]:
+        """The piece caches of the fields in the order ``keys`` (unknown keys: no cache)."""
+        entries = [self._entries[""].get(k) or self._entry("", k) for k in keys]
+        caches = [entry[5] if entry[5] is not None else {} for entry in entries]
+        if len(self._layouts) > 64:  # documents with ever-changing keys: keep it bounded
+            self._layouts.clear()
+        self._layouts[keys] = caches
+        return caches
+
+    def _miss(
+        self,
+        key: str,
+        value: Any,
+        pieces: list[Any],
+        position: int,
+        pending: dict,
+        deferred: list,
+        slow_pending: dict,
+    ) -> None:
+        """Put the piece of a value not in its field's cache at ``pieces[position]``.
+
+        New numbers are left for one ``encrypt_many`` per field (``pending``); keyword
+        arrays are written here; objects, nulls, booleans and unknown keys take the
+        dictionary path (``deferred``).
+        """
+        entry = self._entries[""].get(key) or self._entry("", key)
+        plan = entry[1]
+        kind = value.__class__
+        if kind is str and plan is not None and plan.kind == "string":  # the common miss
+            token = plan.strings.encrypt_uncached(value)
+            pieces[position] = self._remember(entry, value, f'{entry[4]}"{token}"')
+            return
+        if kind is list and plan is not None and plan.kind == "string":
+            encrypt, text = plan.strings.encrypt, plan.text
+            try:
+                items = ",".join([f'"{encrypt(text(item))}"' for item in value])
+            except EncodeError:
+                items = None  # nulls inside: the dictionary path
+            if items is not None:
+                pieces[position] = f"{entry[4]}[{items}]"
+                return
+        if plan is None or kind is list or kind is dict or kind is bool or value is None:
+            try:
+                holder = self._encode_object({key: value}, "", slow_pending)
+            except TypeError:
+                raise EncodeError(f"field {key}: {value!r} is not a value") from None
+            deferred.append((pieces, position, entry[4], holder, entry[0]))
+        elif entry[2]:
+            slots = pending.get(plan)
+            if slots is None:
+                slots = pending[plan] = []
+            slots.append((pieces, position, value, plan.index(value)))
+        else:
+            token = plan.strings.encrypt_uncached(plan.text(value))
+            pieces[position] = self._remember(entry, value, f'{entry[4]}"{token}"')
 
     @staticmethod
     def _remember(entry: tuple, value: Any, piece: str) -> str:
@@ -495,13 +537,12 @@ class AbeCodec(ClientCodec):
         self._fill(pending)
         return out
 
-    @staticmethod
-    def _fill(pending: dict[FieldPlan, list[tuple[Any, Any, Any, int]]]) -> None:
+    def _fill(self, pending: dict[FieldPlan, list[tuple[Any, Any, Any, int]]]) -> None:
         """Encrypt the new OPE values of each field at once and put them into place."""
         for plan, slots in pending.items():
             indices = sorted({slot[3] for slot in slots})
             table = dict(zip(indices, plan.cipher.encrypt_many(indices), strict=True))
-            cache = plan.enc
+            cache = plan.enc if self.cache_numbers else {}
             if len(cache) + len(slots) > CACHE_LIMIT:
                 cache.clear()
             for container, where, value, index in slots:

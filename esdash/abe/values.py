@@ -371,7 +371,12 @@ class StringCipher:
 
     def encrypt_uncached(self, text: str) -> str:
         """One value, no cache (the caller keeps its own)."""
-        return b64(self._siv.encrypt(text.encode("utf-8"), self._ad))
+        return (
+            binascii.b2a_base64(self._siv.encrypt(text.encode(), self._ad), newline=False)
+            .translate(_URLSAFE)
+            .rstrip(b"=")
+            .decode()
+        )
 
     def decrypt(self, token: str) -> str:
         found = self._dec.get(token)

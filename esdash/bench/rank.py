@@ -202,7 +202,7 @@ class Worker:
         began, cpu = time.time(), time.process_time()
         batches = read_slice(corpus, part, plan.bulk_size, plan.index, encode=encode)
         if encode is not None:
-            batches = _read_ahead(batches)
+            batches = _read_ahead(batches, reporter.tick)
         try:
             outcome = loadgen.ingest(
                 connection, batches, recorder, reporter.tick, reporter.add_progress
@@ -291,13 +291,15 @@ class Worker:
         return outcomes
 
 
-def _read_ahead(batches: Any, depth: int = 2) -> Any:
+def _read_ahead(batches: Any, tick: Any = None, depth: int = 2) -> Any:
     """Yield ``batches``, produced up to ``depth`` ahead by a background thread.
 
     With client-side encryption the next bulk bodies are encrypted while the cluster indexes
     the current one, as a real client pipeline would: encryption stays inside the ingest
     time, but is not serialised with the cluster's work (on a saturated machine it still
     competes for the CPU).  The thread makes no MPI calls.  Errors surface here, in order.
+    While it waits for a batch (slow encryption: pyope), ``tick`` keeps the rank reporting,
+    so rank 0 does not take it for lost.
     """
     import queue
     import threading
@@ -328,8 +330,10 @@ def _read_ahead(batches: Any, depth: int = 2) -> Any:
     try:
         while True:
             try:
-                kind, item = ready.get(timeout=1.0)
+                kind, item = ready.get(timeout=0.5)
             except queue.Empty:
+                if tick is not None:
+                    tick()
                 continue
             if kind == "batch":
                 yield item

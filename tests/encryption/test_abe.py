@@ -879,3 +879,12 @@ def test_line_encoder_writes_the_json_of_encode_documents(codec: AbeCodec, corpu
         codec.encode_lines([{"PatientAge": True}])
     with pytest.raises(EncodeError, match="not a value"):
         codec.encode_lines([{"PatientAge": {"a": 1}}])
+
+
+def test_pyope_backend_gives_the_same_ciphertexts_without_caching(raw_key, codec) -> None:
+    slow = AbeMode().client_codec(
+        {"key_file": raw_key, "ope_backend": "pyope"}, MriTrack(), track_options={}
+    )
+    assert not slow.cache_numbers and codec.cache_numbers
+    docs = [{"PatientAge": 33, "FlipAngle": 12.3456, "StudyDate": "2011-02-03"}] * 2
+    assert slow.encode_lines([dict(d) for d in docs]) == codec.encode_lines([dict(d) for d in docs])

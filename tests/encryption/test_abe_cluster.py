@@ -114,9 +114,13 @@ def setup(shared_tmp: Path, es_home: Path):
     """The marked corpus in an isolated esdash cache, a private key, the environment."""
     cache = shared_tmp / "abe-cache"
     docs = list(generate(DOCUMENTS, SEED))
-    docs[5]["ismrmrdHeader"] = f"abc {MARKER_TEXT} def"
-    docs[6]["PatientName"] = MARKER_NAME
-    docs[7]["PatientWeight"] = MARKER_WEIGHT
+    # Every 50th document: Lucene compresses stored fields in chunks (LZ4), and a marker is
+    # kept as a literal only where no earlier bytes of its chunk match part of it; spread
+    # over every chunk, the plaintext positive control finds it reliably.
+    for k in range(5, DOCUMENTS, 50):
+        docs[k]["ismrmrdHeader"] = f"abc {MARKER_TEXT} def"
+        docs[k + 1]["PatientName"] = MARKER_NAME
+        docs[k + 2]["PatientWeight"] = MARKER_WEIGHT
     generated_corpus(cache / "corpora" / f"mri-{DOCUMENTS}-{SEED}.ndjson", docs, DOCUMENTS)
     key_text = OPE.generate_key()  # pyope-style base64 text: easy to search for
     key = shared_tmp / "abe.key"
