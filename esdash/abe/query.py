@@ -549,7 +549,9 @@ class Rewriter:
         out = {}
         for label, body in value.items():
             where = _at(part, label)
-            if not isinstance(label, str) or not isinstance(body, Mapping):
+            if not isinstance(label, str) or not label or "." in label:
+                raise QueryNotSupported(where, "expected an aggregation name without dots")
+            if not isinstance(body, Mapping):
                 raise QueryNotSupported(where, "expected a named aggregation")
             out[self.codec.names.segment(label, "\x00agg")] = self._agg(body, where)
         return out
