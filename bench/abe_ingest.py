@@ -30,6 +30,7 @@ import json
 import os
 import pwd
 import random
+import shutil
 import socket
 import statistics
 import subprocess
@@ -171,6 +172,7 @@ def main() -> int:
     parser.add_argument("--ope-backend", default="auto")
     parser.add_argument("--key-mode", default="per-field")
     parser.add_argument("--user", default="esdash", help="the unprivileged node user")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (runs)")
     args = parser.parse_args()
     pwd.getpwnam(args.user)
 
@@ -186,7 +188,7 @@ def main() -> int:
     print(
         f"# {args.nodes} node(s), {args.workers_per_node} worker(s)/node, {args.documents} MRI "
         f"docs, bulk {args.bulk_size}, OPE backend {args.ope_backend} ({available()}), "
-        f"key mode {args.key_mode}; work dir {work}",
+        f"key mode {args.key_mode}; work dir {work}{'' if args.keep else ' (removed at the end)'}",
         flush=True,
     )
     up = esdash("cluster", "up", str(sessions["none"]), env=env)
@@ -220,6 +222,8 @@ def main() -> int:
                 )
     finally:
         esdash("cluster", "down", str(cluster), env=env)
+        if not args.keep:  # its data and the throw-away key
+            shutil.rmtree(work, ignore_errors=True)
     plain = statistics.median(m["docs_per_s"] for m in measured["none"])
     abe = statistics.median(m["docs_per_s"] for m in measured["abe"])
     pairs = [
