@@ -234,7 +234,7 @@ class Shadow(Track):
         return {}
 
     def corpus(self, options, cache_dir):
-        raise NotImplementedError
+        return Corpus(Path(cache_dir) / "shadow.ndjson")  # never read: the name clash is the test
 
     def query_steps(self, options):
         return ()

@@ -34,6 +34,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
+from support.prereqs import unavailable
 
 from esdash import paths
 from esdash.cluster import security
@@ -185,7 +186,7 @@ def test_install_node_files_for_another_user(pki: ClusterPki, tmp_path: Path) ->
     try:
         user = pwd.getpwnam(ES_USER)
     except KeyError:
-        pytest.skip(f"no user {ES_USER}")
+        unavailable(f"no user {ES_USER}: run scripts/provision")
     config = tmp_path / "config"
     config.mkdir()
     creds = create_credentials(tmp_path, ca_certs=pki.ca_cert)
@@ -265,7 +266,7 @@ def test_credentials_of_another_user_are_refused(tmp_path: Path) -> None:
     try:
         user = pwd.getpwnam(ES_USER)
     except KeyError:
-        pytest.skip(f"no user {ES_USER}")
+        unavailable(f"no user {ES_USER}: run scripts/provision")
     create_credentials(tmp_path, ca_certs=None)
     os.chown(tmp_path / security.CREDENTIALS_FILE, user.pw_uid, user.pw_gid)
     with pytest.raises(SecurityFilesError, match="belongs to user"):
@@ -518,7 +519,7 @@ def secure_cluster() -> Iterator[SecureCluster]:
     the same PKI and credentials but only started by the transport test."""
     reason = _skip_reason()
     if reason:
-        pytest.skip(reason)
+        unavailable(reason)  # a skip outside CI, a failure under CI
     home = _es_home()
     assert home is not None
     root = Path(tempfile.mkdtemp(prefix="esdash-security-"))
