@@ -29,32 +29,14 @@ import argparse
 import json
 import os
 import pwd
-import random
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-
-def free_base(count: int) -> int:
-    while True:
-        base = random.randrange(20000, 40000)
-        socks = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket()
-                socks.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in socks:
-                sock.close()
+from _common import esdash, free_port_block
 
 
 def write_sessions(directory: Path, args: argparse.Namespace, key: Path) -> dict[str, Path]:
@@ -73,7 +55,8 @@ def write_sessions(directory: Path, args: argparse.Namespace, key: Path) -> dict
     )
     common = (
         f'[cluster]\nnodes = {args.nodes}\nheap = "{args.heap}"\nrun_as = "{args.user}"\n'
-        f"http_port = {free_base(args.nodes)}\ntransport_port = {free_base(args.nodes)}\n"
+        f"http_port = {free_port_block(args.nodes)}\n"
+        f"transport_port = {free_port_block(args.nodes)}\n"
         f'data_dir = "data"\n'
         f'[track]\nname = "mri"\ndocuments = {args.documents}\nseed = {args.seed}\n'
         f"[benchmark]\nworkers_per_node = {args.workers_per_node}\nbulk_size = {args.bulk_size}\n"
@@ -92,19 +75,6 @@ def write_sessions(directory: Path, args: argparse.Namespace, key: Path) -> dict
         path.write_text(f'name = "abe-ingest"\n{common}{table}')
         sessions[mode] = path
     return sessions
-
-
-def esdash(*args: str, env: dict[str, str], timeout: float = 7200) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "esdash", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-    )
-    if result.returncode != 0:
-        sys.exit(f"esdash {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-    return result.stdout
 
 
 def node_cpu(cluster: Path) -> float:

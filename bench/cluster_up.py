@@ -23,10 +23,8 @@ import argparse
 import json
 import os
 import pwd
-import random
 import shutil
 import signal
-import socket
 import ssl
 import statistics
 import subprocess
@@ -37,24 +35,9 @@ import urllib.request
 from base64 import b64encode
 from pathlib import Path
 
+from _common import esdash, free_port_block
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_base(count: int) -> int:
-    while True:
-        base = random.randrange(20000, 40000)
-        try:
-            socks = []
-            for port in range(base, base + count):
-                sock = socket.socket()
-                socks.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in socks:
-                sock.close()
 
 
 def write_session(directory: Path, nodes: int, security: bool, user: str) -> Path:
@@ -62,19 +45,10 @@ def write_session(directory: Path, nodes: int, security: bool, user: str) -> Pat
     path.write_text(
         f'name = "bench-up"\n[cluster]\nnodes = {nodes}\nheap = "512m"\n'
         f'run_as = "{user}"\nsecurity = {str(security).lower()}\n'
-        f"http_port = {free_base(nodes)}\ntransport_port = {free_base(nodes)}\n"
+        f"http_port = {free_port_block(nodes)}\ntransport_port = {free_port_block(nodes)}\n"
         f'data_dir = "data"\n[track]\nname = "mri"\n'
     )
     return path
-
-
-def esdash(*args: str, env: dict[str, str]) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "esdash", *args], capture_output=True, text=True, env=env
-    )
-    if result.returncode != 0:
-        sys.exit(f"esdash {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-    return result.stdout
 
 
 def time_esdash(session: Path, env: dict[str, str]) -> tuple[float, Path]:

@@ -36,13 +36,10 @@ import json
 import multiprocessing
 import os
 import pickle
-import random
 import resource
 import shutil
-import socket
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +47,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from _common import esdash, free_port_block
 
 VARIANTS = ("raw", "on", "off")
 LABELS = {
@@ -284,34 +283,6 @@ def run_variant(
 # ----------------------------------------------------------------------------- cluster
 
 
-def esdash_cli(*args: str, env: dict[str, str]) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "esdash", *args], capture_output=True, text=True, env=env
-    )
-    if result.returncode != 0:
-        sys.exit(f"esdash {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-    return result.stdout
-
-
-def free_port_block(count: int) -> int:
-    """A base port such that ``base .. base+count-1`` are free on 127.0.0.1 right now."""
-    for _ in range(200):
-        base = random.randrange(20000, 40000)
-        socks = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket()
-                socks.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in socks:
-                sock.close()
-    raise RuntimeError("no block of free ports found")
-
-
 def cluster_up(scratch: Path, nodes: int, security: bool, user: str, env: dict) -> Path:
     """``esdash cluster up`` on a session written into ``scratch``; the run directory."""
     session = scratch / "driver.toml"
@@ -321,7 +292,7 @@ def cluster_up(scratch: Path, nodes: int, security: bool, user: str, env: dict) 
         f"http_port = {free_port_block(nodes)}\ntransport_port = {free_port_block(nodes)}\n"
         f'data_dir = "data"\n[track]\nname = "mri"\n'
     )
-    output = esdash_cli("cluster", "up", str(session), "--fresh", env=env)
+    output = esdash("cluster", "up", str(session), "--fresh", env=env)
     for line in output.splitlines():
         if line.startswith("run directory:"):
             return Path(line.split(":", 1)[1].strip())
@@ -520,7 +491,7 @@ def main() -> None:
         report(runs, args, info, (load_before, os.getloadavg()[0]))
     finally:
         if args.cluster is None and run is not None:
-            esdash_cli("cluster", "down", str(run), env=env)
+            esdash("cluster", "down", str(run), env=env)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

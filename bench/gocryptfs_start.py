@@ -21,35 +21,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import re
 import secrets
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _common import esdash, free_port_block
+
 USER = os.environ.get("ESDASH_TEST_USER", "esdash")
-
-
-def free_base(count: int) -> int:
-    while True:
-        base = random.randrange(20000, 40000)
-        socks = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket()
-                socks.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in socks:
-                sock.close()
 
 
 def write_session(directory: Path, mode: str, nodes: int, scrypt_n: int) -> Path:
@@ -63,19 +45,10 @@ def write_session(directory: Path, mode: str, nodes: int, scrypt_n: int) -> Path
     path.write_text(
         f'name = "bench-{mode}"\n[cluster]\nnodes = {nodes}\nheap = "512m"\n'
         f'run_as = "{USER}"\nsecurity = false\n'
-        f"http_port = {free_base(nodes)}\ntransport_port = {free_base(nodes)}\n"
+        f"http_port = {free_port_block(nodes)}\ntransport_port = {free_port_block(nodes)}\n"
         f'data_dir = "data-{mode}"\n[encryption]\n{encryption}[track]\nname = "mri"\n'
     )
     return path
-
-
-def esdash(*args: str, env: dict[str, str]) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "esdash", *args], capture_output=True, text=True, env=env
-    )
-    if result.returncode != 0:
-        sys.exit(f"esdash {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-    return result.stdout
 
 
 def up_down(session: Path, fresh: bool, env: dict[str, str]) -> tuple[float, float, Path]:
