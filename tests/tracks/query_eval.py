@@ -8,12 +8,16 @@ Supported: match_all, term, match, match_phrase, range (numbers and dates), bool
 
 from __future__ import annotations
 
+import operator
 import re
 from datetime import datetime
 from typing import Any
 
 _SCRIPT = re.compile(r"^doc\['(\w+)'\]\.value\s*(>|<|>=|<=)\s*doc\['(\w+)'\]\.value\s*\+\s*(\d+)$")
 _JAVA_TO_PY = {"yyyy": "%Y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S"}
+#: Range operators as functions: ``operator.gt(5, 5.5)`` compares int and float exactly, where
+#: ``(5).__gt__(5.5)`` returns NotImplemented, which is truthy.
+_RANGE_OPS = {"gte": operator.ge, "gt": operator.gt, "lte": operator.le, "lt": operator.lt}
 
 
 def _tokens(text: str) -> list[str]:
@@ -47,8 +51,26 @@ def _range(value: Any, bounds: dict[str, Any], text_fields: set[str], field: str
                 else:
                     checks.append(doc_time < bound)
         return all(checks)
-    ops = {"gte": value.__ge__, "gt": value.__gt__, "lte": value.__le__, "lt": value.__lt__}
-    return all(ops[op](bound) for op, bound in bounds.items() if op in ops)
+    return all(
+        compare(value, _number(bound, field))
+        for op, compare in _RANGE_OPS.items()
+        if (bound := bounds.get(op)) is not None
+    )
+
+
+def _number(bound: Any, field: str) -> int | float:
+    """A numeric range bound; Elasticsearch also accepts numbers written as strings."""
+    if isinstance(bound, (int, float)) and not isinstance(bound, bool):
+        return bound
+    if isinstance(bound, str):
+        try:
+            return int(bound)
+        except ValueError:
+            try:
+                return float(bound)
+            except ValueError:
+                pass
+    raise AssertionError(f"range on {field}: bound {bound!r} is not a number")
 
 
 def matches(query: dict[str, Any], doc: dict[str, Any], text_fields: set[str]) -> bool:
