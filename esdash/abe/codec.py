@@ -71,6 +71,9 @@ CACHE_LIMIT = 65536
 PIECE_LIMIT = 16384
 #: Value types whose pieces the line encoder looks up directly (hashable, never a bool).
 _SCALARS = {str, int, float}
+#: The probe document's string and date (:meth:`AbeCodec.layout`).
+PROBE = "esdash-layout-probe"
+PROBE_DAY = 20000101
 #: One compact encoder for all documents (``json.dumps`` with options builds one per call).
 _DUMPS = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
@@ -243,6 +246,19 @@ def plan_fields(
     return plans
 
 
+def _probe_value(plan: FieldPlan) -> Any:
+    """The plaintext of ``plan``'s field in the layout's probe document (on its grid)."""
+    if plan.kind == "string":
+        return PROBE
+    if plan.kind == "boolean":
+        return True
+    if isinstance(plan.grid, DayGrid):
+        return plan.grid.value(PROBE_DAY)
+    if isinstance(plan.grid, SecondGrid):
+        return plan.grid.value(PROBE_DAY * 1_000_000)
+    return plan.grid.value(plan.grid.top // 2)
+
+
 def _grid_from(data: Mapping[str, Any]) -> Any:
     kind = data["kind"]
     if kind == "day":
@@ -314,6 +330,8 @@ class AbeCodec(ClientCodec):
                 plan.strings = StringCipher(master.derive("value", plan.path, 64), plan.path)
             self.plans[plan.path] = plan
         del master
+        #: :meth:`layout`, computed on first use (the orchestrator's; ranks never need it).
+        self._layout_id: str | None = None
         #: Encrypted full path -> plan (aggregations and sort name fields by encrypted path).
         self.by_name = {plan.name: plan for plan in self.plans.values()}
         #: plaintext parent prefix -> document key -> entry (see :meth:`_entry`).
@@ -354,9 +372,33 @@ class AbeCodec(ClientCodec):
         )
 
     def layout(self) -> str:
-        """Identifies the ciphertext layout: key, fields, grids and key mode."""
-        text = json.dumps([self.fingerprint, self.key_mode, self.fields_spec], sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        """Identifies the ciphertexts this codec writes; an index is reused only under it.
+
+        The inputs (key fingerprint, key mode, field plans and grids) are not enough: a
+        change of *how* they are used (associated data, subkey derivation, OPE core, text
+        encoding) keeps them and changes every ciphertext.  An index written before such a
+        change was reused, its strings failed to decrypt (``InvalidTag``) and its terms
+        matched nothing.  So the digest also covers a known answer: a probe document with a
+        value in every field, encrypted by the ingest path itself (:meth:`encode_lines`).
+        """
+        if self._layout_id is None:
+            probe = self.encode_lines([self._probe_document()])[0].decode()
+            text = json.dumps(
+                [self.fingerprint, self.key_mode, self.fields_spec, probe], sort_keys=True
+            )
+            self._layout_id = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return self._layout_id
+
+    def _probe_document(self) -> dict[str, Any]:
+        """A fixed value in every field of the schema (nested objects for dotted paths)."""
+        doc: dict[str, Any] = {}
+        for plan in self.plans.values():
+            *parents, last = plan.path.split(".")
+            target = doc
+            for part in parents:
+                target = target.setdefault(part, {})
+            target[last] = _probe_value(plan)
+        return doc
 
     def close(self) -> None:
         for plan in self.plans.values():
@@ -642,8 +684,8 @@ class AbeCodec(ClientCodec):
         free text without doc values).
 
         Every field the plaintext mapping declares must be in the schema.  ``_meta.esdash``
-        records the ciphertext layout, so an index written with another key, mode or schema
-        is never reused for this one.
+        records the ciphertext layout (:meth:`layout`), so an index written with another key,
+        mode, schema or ciphertext format is never reused for this one.
         """
         from esdash.abe.query import mapping_problems
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 
+from esdash.abe.values import foreign
+
 PREFIX = "f"
 
 
@@ -57,15 +59,26 @@ class NameCipher:
         return self.key(path, "")
 
     def decrypt_segment(self, token: str, parent: str = "") -> str:
+        """One segment's plaintext; :class:`~esdash.abe.values.ForeignCiphertext` if foreign."""
         found = self._dec.get((parent, token))
         if found is None:
-            if not token.startswith(PREFIX):
-                raise ValueError(f"{token!r} is not an encrypted field name")
-            raw = token[len(PREFIX) :].upper()
-            data = base64.b32decode(raw + "=" * (-len(raw) % 8))
-            found = self._siv.decrypt(data, [b"esdash-name", parent.encode()]).decode("utf-8")
+            found = self._decrypt_segment(token, parent)
             self._dec[(parent, token)] = found
         return found
+
+    def _decrypt_segment(self, token: str, parent: str) -> str:
+        from cryptography.exceptions import InvalidTag
+
+        where = f"under {parent!r}" if parent else "at the top level"
+        what = f"the stored field name {token[:40]!r} {where}"
+        if not token.startswith(PREFIX):
+            raise foreign(what, ValueError("not an encrypted field name"))
+        raw = token[len(PREFIX) :].upper()
+        try:
+            data = base64.b32decode(raw + "=" * (-len(raw) % 8))
+            return self._siv.decrypt(data, [b"esdash-name", parent.encode()]).decode("utf-8")
+        except (InvalidTag, ValueError) as exc:  # binascii.Error is a ValueError
+            raise foreign(what, exc) from exc
 
     def decrypt_key(self, token: str, parent: str = "") -> str:
         """The plaintext of an encrypted document key (dotted keys segment by segment)."""

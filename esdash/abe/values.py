@@ -339,6 +339,28 @@ def unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+#: What to do about a stored ciphertext this codec cannot decrypt (every such message ends so).
+FOREIGN_FIX = (
+    "the index was written with another key or another esdash ciphertext format; re-create "
+    "it: esdash run --reingest (or --fresh for a new data root), or point data_dir at a fresh "
+    "directory"
+)
+
+
+class ForeignCiphertext(ValueError):
+    """A stored ciphertext that this codec's key and format did not write.
+
+    AES-SIV authenticates: such a value fails with ``InvalidTag``, which alone names neither
+    the field nor the way out.  This error names both (the response decoder adds the query).
+    """
+
+
+def foreign(what: str, exc: Exception) -> ForeignCiphertext:
+    """The error for ``what`` (e.g. ``field BodyPart: a stored value``) that ``exc`` refused."""
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return ForeignCiphertext(f"{what} does not decrypt ({detail}): {FOREIGN_FIX}")
+
+
 class StringCipher:
     """Deterministic AES-SIV of one field's string values (associated data: its path).
 
@@ -346,12 +368,13 @@ class StringCipher:
     values (vendors, body parts), so repeated values cost a dictionary lookup.
     """
 
-    __slots__ = ("_siv", "_ad", "_enc", "_dec", "_limit")
+    __slots__ = ("_siv", "_ad", "_enc", "_dec", "_limit", "path")
 
     def __init__(self, key: bytes, path: str, cache: int = 65536) -> None:
         from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 
         self._siv = AESSIV(key)
+        self.path = path
         self._ad = [path.encode()]  # the key is per field and purpose already (HKDF)
         self._enc: dict[str, str] = {}
         self._dec: dict[str, str] = {}
@@ -379,13 +402,22 @@ class StringCipher:
         )
 
     def decrypt(self, token: str) -> str:
+        """The plaintext of ``token``; :class:`ForeignCiphertext` unless this cipher wrote it."""
         found = self._dec.get(token)
         if found is None:
-            found = self._siv.decrypt(unb64(token), self._ad).decode("utf-8")
+            found = self._decrypt(token)
             if len(self._dec) >= self._limit:
                 self._dec.clear()
             self._dec[token] = found
         return found
+
+    def _decrypt(self, token: str) -> str:
+        from cryptography.exceptions import InvalidTag
+
+        try:
+            return self._siv.decrypt(unb64(token), self._ad).decode("utf-8")
+        except (InvalidTag, ValueError, TypeError) as exc:  # binascii.Error is a ValueError
+            raise foreign(f"field {self.path}: the stored value {str(token)[:40]!r}", exc) from exc
 
     def clear(self) -> None:
         self._enc.clear()

@@ -21,11 +21,19 @@ from esdash_plugins.tracks.mri import QUERIES, MriTrack, generate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyope.ope import OPE, ValueRange
+from support.abe import older_format
 
 from esdash.abe import keys as keylib
 from esdash.abe.codec import AbeCodec, EncodeError, plan_fields
 from esdash.abe.names import NameCipher
-from esdash.abe.values import DayGrid, NumberGrid, OffGrid, SecondGrid, parse_instant
+from esdash.abe.values import (
+    DayGrid,
+    ForeignCiphertext,
+    NumberGrid,
+    OffGrid,
+    SecondGrid,
+    parse_instant,
+)
 from esdash.errors import BadInput
 from esdash.plugin_api import FieldSpec, QueryNotSupported
 
@@ -409,6 +417,32 @@ def test_mapping_types_and_meta(codec: AbeCodec) -> None:
     assert len(types) == 63
     assert mapping["_meta"]["esdash"]["layout"] == codec.layout()
     assert "PatientAge" not in json.dumps(body)
+
+
+def test_layout_identifies_the_ciphertexts_not_only_key_and_schema(codec: AbeCodec) -> None:
+    # Regression (paper-small campaign): an index written by an earlier string format had
+    # the same key, schema and layout, so it was reused and its hits failed with InvalidTag.
+    spec = codec.spec()
+    older = older_format(spec)
+    assert older.fingerprint == codec.fingerprint and older.fields_spec == codec.fields_spec
+    assert older.layout() != codec.layout()
+    assert AbeCodec.from_spec(spec).layout() == codec.layout()
+    # equal ciphertexts, equal layout: the pyope backend writes what the fast core writes
+    assert AbeCodec.from_spec({**spec, "ope_backend": "pyope"}).layout() == codec.layout()
+
+
+def test_foreign_ciphertexts_name_the_field_and_the_fix(keydir: Path, codec: AbeCodec) -> None:
+    doc = {"BodyPart": "Head", "PatientAge": 55}
+    stored = json.loads(older_format(codec.spec()).encode_lines([doc])[0])
+    with pytest.raises(ForeignCiphertext, match=r"field BodyPart: the stored value .*InvalidTag"):
+        codec.decode_document(stored)
+    with pytest.raises(ForeignCiphertext, match=r"esdash run --reingest.*fresh"):
+        codec.decode_response({"hits": {"hits": [{"_source": stored}]}})
+    other = small_codec(keydir, [FieldSpec("BodyPart", "keyword")])
+    with pytest.raises(ForeignCiphertext, match="stored field name .* at the top level"):
+        other.decode_document(codec.encode_document(doc))
+    with pytest.raises(ForeignCiphertext, match="not an encrypted field name"):
+        codec.decode_document({"BodyPart": "Head"})
 
 
 def test_mapping_fields_missing_from_the_schema_are_refused(keydir: Path) -> None:
