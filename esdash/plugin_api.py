@@ -343,6 +343,22 @@ class EncryptionMode(Registrable):
     kind = "encryption"
     #: True when documents are encrypted on the client before they are sent.
     client_side: bool = False
+    #: What a node's directory in the data root (``<root>/<rank>``) holds: ``"plain"`` (the
+    #: node's own files) or a mode's word for what it keeps there instead (gocryptfs:
+    #: ``"gocryptfs-cipher"``).  Recorded with the mode's name in the data root's marker
+    #: (``esdash-data.json``); a run in another mode on that root is refused.
+    node_data: str = "plain"
+
+    def check_options(self, options: Mapping[str, Any], owner: Owner) -> None:
+        """Refuse what the option declarations cannot express, before anything starts.
+
+        "Exactly one of two keys", a key file others may read, a command that is not there:
+        raise :class:`esdash.errors.BadInput` whose message starts with the key
+        (``encryption.password_file: ...``) and says how to fix it; esdash puts the session
+        file's name in front.  ``esdash session check`` calls this, and so does every run
+        before it launches anything, so the two never disagree.  ``owner`` is the account
+        nodes run as.  Change nothing: create no file, run no command that may ask a person.
+        """
 
     def client_codec(
         self,

@@ -71,10 +71,12 @@ def prepare_workload(session: Session) -> tuple[Any, Any, tuple]:
 def client_codec_for(session: Session, track: Any) -> Any:
     """The encryption mode's client codec (None for modes that send data unchanged).
 
-    Built before any cluster starts: a missing or unsafe key stops the run right here.
+    Built before any cluster starts: a missing or unsafe key stops the run right here, with
+    the message ``esdash session check`` gives for it.
     """
     from esdash.cluster.dataroot import data_root
 
+    lifecycle.check_encryption(session)
     mode = get_plugins().get("encryption", session.encryption.name)
     return mode.client_codec(
         session.encryption.options,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from esdash.errors import EXIT_BAD_INPUT
-from esdash.session import SessionError, load_session
+from esdash.errors import EXIT_BAD_INPUT, BadInput
+from esdash.session import load_session
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,11 +18,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    """Keys and values of every file, then what its encryption mode refuses.
+
+    The mode's check is the one every run makes before it launches anything
+    (:func:`esdash.cluster.lifecycle.check_encryption`), so a session that passes here is not
+    refused later for its ``[encryption]`` table on this machine.
+    """
+    from esdash.cluster.lifecycle import check_encryption
+
     failed = 0
     for file in args.files:
         try:
             session = load_session(file)
-        except SessionError as exc:
+            check_encryption(session)
+        except BadInput as exc:  # SessionError included
             failed += 1
             print(f"esdash: error: {exc}", file=sys.stderr)
             continue

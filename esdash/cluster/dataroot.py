@@ -1,9 +1,16 @@
 """The data root: where nodes keep their indices, keyed by rank, across jobs.
 
 A later job may run on other hosts and another interconnect and still reuse the indices, as
-long as the cluster has the same number of nodes: node ``k`` always gets ``<root>/<k>``.
-A different size would leave shards without their node, so it is refused unless the user
-asks to start fresh; data is never deleted silently.
+long as the cluster has the same number of nodes and the same encryption mode: node ``k``
+always gets ``<root>/<k>``.  A different size would leave shards without their node, and a
+different mode would start nodes on what another mode keeps there (plain nodes next to
+gocryptfs cipher directories, say), so both are refused unless the user asks to start fresh;
+data is never deleted silently.
+
+The marker ``<root>/esdash-data.json`` records the cluster name, the number of nodes and the
+encryption mode with what a node's directory holds (``node_data``: ``"plain"``, or
+``"gocryptfs-cipher"``).  Markers written before the mode was recorded are accepted as they
+are and get it recorded by the next run.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from pathlib import Path
 from esdash.cluster.rundir import read_json, write_json
 from esdash.errors import BadInput
 from esdash.paths import runs_dir
+from esdash.plugin_api import EncryptionMode
 from esdash.session import Session
 
 MARKER = "esdash-data.json"
@@ -30,7 +38,14 @@ def cluster_name(session: Session) -> str:
     return f"esdash-{session.name}"
 
 
-def check_data_root(root: Path, cluster_name: str, nodes: int, fresh: bool) -> str:
+def encryption_record(encryption: EncryptionMode) -> dict[str, str]:
+    """What the marker records about the encryption mode."""
+    return {"mode": encryption.name, "node_data": encryption.node_data}
+
+
+def check_data_root(
+    root: Path, cluster_name: str, nodes: int, fresh: bool, encryption: EncryptionMode
+) -> str:
     """Whether ``root`` can serve a cluster of ``nodes`` ("new", "reuse" or "fresh").
 
     Changes nothing, so the orchestrator can refuse before anything is launched.
@@ -53,12 +68,26 @@ def check_data_root(root: Path, cluster_name: str, nodes: int, fresh: bool) -> s
             f"Reusing indices needs the same size: set cluster.nodes = {info.get('nodes')}, "
             f"choose another cluster.data_dir, or start with --fresh to delete that data"
         )
+    recorded = info.get("encryption")
+    if isinstance(recorded, dict) and recorded.get("mode") != encryption.name:
+        # A marker without the field predates it: accepted, and recorded by prepare_data_root.
+        mode = recorded.get("mode")
+        held = recorded.get("node_data") or "plain"
+        raise BadInput(
+            f'{root} holds node data written with encryption.mode = "{mode}" ({held} node '
+            f'directories), and this session asks for encryption.mode = "{encryption.name}" '
+            f"({encryption.node_data} node directories). A data root keeps the mode it was "
+            f'first used with: set encryption.mode = "{mode}", choose another '
+            f"cluster.data_dir for this session, or start with --fresh to delete that data"
+        )
     return "reuse"
 
 
-def prepare_data_root(root: Path, cluster_name: str, nodes: int, fresh: bool) -> str:
+def prepare_data_root(
+    root: Path, cluster_name: str, nodes: int, fresh: bool, encryption: EncryptionMode
+) -> str:
     """Check or initialise ``root`` for a cluster of ``nodes``; say what was done."""
-    verdict = check_data_root(root, cluster_name, nodes, fresh)
+    verdict = check_data_root(root, cluster_name, nodes, fresh, encryption)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
     marker = root / MARKER
@@ -70,6 +99,12 @@ def prepare_data_root(root: Path, cluster_name: str, nodes: int, fresh: bool) ->
         outcome = f"fresh (deleted the data of {old_nodes} node(s))"
     write_json(
         marker,
-        {"cluster_name": cluster_name, "nodes": nodes, "updated": time.time(), "last": outcome},
+        {
+            "cluster_name": cluster_name,
+            "nodes": nodes,
+            "encryption": encryption_record(encryption),
+            "updated": time.time(),
+            "last": outcome,
+        },
     )
     return outcome

@@ -52,11 +52,13 @@ def prepare_run(session: Session, run: RunDir | None = None, fresh: bool = False
     plugins.get("interconnect", session.cluster.interconnect)
     encryption = plugins.get("encryption", session.encryption.name)
     owner = resolve_owner(session.cluster.run_as)
-    _check_encryption_options(session, encryption, owner)
+    check_encryption(session, owner)
     distribution = backend.inspect(resolve_home(session))
     if distribution.problems:
         raise BadInput(f"{distribution.home}: {'; '.join(distribution.problems)}")
-    check_data_root(data_root(session), cluster_name(session), session.cluster.nodes, fresh)
+    check_data_root(
+        data_root(session), cluster_name(session), session.cluster.nodes, fresh, encryption
+    )
     if run is None:
         run = RunDir.create(runs_dir(), session.name)
     shutil.copyfile(session.path, run.session_file)
@@ -75,17 +77,21 @@ def prepare_run(session: Session, run: RunDir | None = None, fresh: bool = False
     return run
 
 
-def _check_encryption_options(session: Session, encryption: Any, owner: Owner) -> None:
-    """Let the mode check what option declarations cannot express ("exactly one of").
+def check_encryption(session: Session, owner: Owner | None = None) -> None:
+    """Refuse what the ``[encryption]`` table's mode refuses, before anything starts.
 
-    ``check_options(options, owner)`` is optional on a mode (gocryptfs has it); a
-    :class:`BadInput` it raises gets the session file's name in front.
+    The one code path of ``esdash session check``, run preparation (``cluster up``,
+    ``submit``, ``run``) and the client codec of ``esdash run``: the mode's
+    :meth:`~esdash.plugin_api.EncryptionMode.check_options` checks what option declarations
+    cannot express (exactly one password or key source, private files, commands that exist).
+    ``owner`` defaults to the account nodes run as.  A :class:`BadInput` gets the session
+    file's name in front.
     """
-    check = getattr(encryption, "check_options", None)
-    if check is None:
-        return
     try:
-        check(session.encryption.options, owner)
+        if owner is None:
+            owner = resolve_owner(session.cluster.run_as)
+        encryption = get_plugins().get("encryption", session.encryption.name)
+        encryption.check_options(session.encryption.options, owner)
     except BadInput as exc:
         raise BadInput(f"{session.path}: {exc}") from None
 

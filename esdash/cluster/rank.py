@@ -103,7 +103,10 @@ def _plan(run: RunDir, session: Session, gathered: list, fresh: bool) -> dict[st
             session.cluster.http_port,
             session.cluster.transport_port,
         )
-        reuse = prepare_data_root(data_root(session), topology.cluster_name, len(gathered), fresh)
+        encryption = get_plugins().get("encryption", session.encryption.name)
+        reuse = prepare_data_root(
+            data_root(session), topology.cluster_name, len(gathered), fresh, encryption
+        )
         if session.cluster.security:
             pki = security.create_cluster_pki(
                 run.pki_dir,

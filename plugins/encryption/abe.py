@@ -5,21 +5,26 @@ with order-preserving encryption bit-identical to pyope 0.2.2; the mapping, ever
 at ingest and every query are rewritten on the client, and responses decoded.  Details in
 :mod:`esdash.abe` and ``docs/plugins.md``.
 
-Options are only checked for their types when a session is checked: the key file may not
-exist yet on the machine that checks it (it is created where the job runs).  ``esdash run``
-loads the key before any node starts and stops with a message naming the file and the fix.
+:meth:`AbeMode.check_options` refuses what ``esdash run`` would refuse about the key source
+(exactly one source; a key or passphrase file that is missing, others may read, or too short;
+a passphrase command that is not there), for ``esdash session check`` and before launch.
+``esdash run`` then loads the key before any node starts.
 """
 
 from __future__ import annotations
 
+import shlex
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import esdash
-from esdash.plugin_api import ClientCodec, EncryptionMode, Option, Track
+from esdash.errors import BadInput
+from esdash.plugin_api import ClientCodec, EncryptionMode, Option, Owner, Track
 
 OPE_BACKENDS = ("auto", "native", "python", "pyope")
+KEY_SOURCES = ("key_file", "passphrase_file", "passphrase_command")
 
 
 class AbeMode(EncryptionMode):
@@ -68,6 +73,41 @@ class AbeMode(EncryptionMode):
         ),
     )
 
+    def check_options(self, options: Mapping[str, Any], owner: Owner) -> None:
+        """Exactly one key source, and a usable one; nothing is created and nothing run.
+
+        The key and passphrase files go through the checks that load them at run time
+        (:func:`esdash.abe.keys.read_key_file`: mode 0600, owned by you or root, long enough);
+        a passphrase command is checked to exist, not run (it may ask someone); an existing
+        ``salt_file`` must be an esdash salt file (a missing one is created by the run).
+        """
+        from esdash.abe import keys
+
+        chosen = [k for k in KEY_SOURCES if options.get(k)]
+        if len(chosen) != 1:
+            found = ", ".join(chosen) if chosen else "none"
+            raise BadInput(
+                f"encryption.{(chosen or KEY_SOURCES)[0]}: set exactly one of "
+                f"{', '.join('encryption.' + k for k in KEY_SOURCES)} (found: {found}); the "
+                f"key itself never goes into the session file"
+            )
+        kind = chosen[0]
+        try:
+            if kind == "key_file":
+                keys.read_key_file(Path(options[kind]))
+            elif kind == "passphrase_file":
+                keys.read_passphrase_file(Path(options[kind]))
+            else:
+                _check_command(options[kind])
+        except BadInput as exc:
+            raise BadInput(f"encryption.{kind}: {exc}") from None
+        salt_file = options.get("salt_file")
+        if salt_file is not None and Path(salt_file).exists():
+            try:
+                keys.load_kdf(Path(salt_file), create=False)
+            except BadInput as exc:
+                raise BadInput(f"encryption.salt_file: {exc}") from None
+
     def client_codec(
         self,
         options: Mapping[str, Any],
@@ -95,6 +135,21 @@ class AbeMode(EncryptionMode):
         from esdash.abe.codec import AbeCodec
 
         return AbeCodec.from_spec(spec)
+
+
+def _check_command(command: str) -> None:
+    """A passphrase command that can be started here (it is run without a shell)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise BadInput(f"cannot split {command!r} into words: {exc}") from None
+    if not argv:
+        raise BadInput("empty command; name a program that prints the passphrase")
+    if shutil.which(argv[0]) is None:
+        raise BadInput(
+            f"{argv[0]!r} is not an executable program here (the command runs without a "
+            f"shell; for pipes write `sh -c '...'`)"
+        )
 
 
 @esdash.hookimpl

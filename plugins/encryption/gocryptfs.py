@@ -484,6 +484,7 @@ class GocryptfsMode(EncryptionMode):
 
     name = "gocryptfs"
     description = "each node's data directory is a GoCryptFS mount (ciphertext on disk)"
+    node_data = "gocryptfs-cipher"
     options = (
         Option(
             "password_file",
@@ -507,10 +508,10 @@ class GocryptfsMode(EncryptionMode):
     )
 
     def check_options(self, options: Mapping[str, Any], owner: Owner) -> None:
-        """Before launch: exactly one acceptable password source.
+        """Exactly one acceptable password source (``esdash session check`` and before launch).
 
-        The option declarations cannot say "one of two", so esdash calls this when it prepares
-        a run; the ranks check again on their hosts before they mount.
+        The option declarations cannot say "one of two"; the ranks check again on their hosts
+        before they mount.  A password command is checked to exist, not run.
         """
         check_password_options(options)
 

@@ -136,6 +136,21 @@ def test_two_nodes_on_gocryptfs_up_index_down_and_reuse(workdir: Path, es_user: 
     outputs = [r.stdout + r.stderr for r in (up, down, up2, down2)]
     secret_free(password, run, run2, data, *outputs)
 
+    # The data root remembers its mode: plain nodes are refused before anything starts.
+    recorded = json.loads((data / "esdash-data.json").read_text())["encryption"]
+    assert recorded == {"mode": "gocryptfs", "node_data": "gocryptfs-cipher"}
+    plain = write_session(workdir, "gc2", 2, security=False, tables='[encryption]\nmode = "none"')
+    before = sorted(runs.iterdir())
+    refused = esdash("cluster", "up", str(plain), env_runs=runs, check=False)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert (
+        f'{data} holds node data written with encryption.mode = "gocryptfs" (gocryptfs-cipher '
+        f'node directories), and this session asks for encryption.mode = "none"'
+    ) in refused.stderr
+    assert "choose another cluster.data_dir" in refused.stderr and "--fresh" in refused.stderr
+    assert sorted(runs.iterdir()) == before  # refused before a run directory was created
+    assert sorted(p.name for p in (data / "0").iterdir()) == ["cipher", "plain"]
+
 
 def test_wrong_password_is_a_clear_error_and_leaves_no_mount(workdir: Path, es_user: str) -> None:
     runs = workdir / "runs"
