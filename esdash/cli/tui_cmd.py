@@ -1,4 +1,4 @@
-"""``esdash tui``: the dashboard's home screen — sessions, runs, plugins; launch, watch, stop."""
+"""``esdash tui``: the dashboard's home screen — sessions, campaigns, runs, plugins."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from esdash.errors import BadInput
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "tui",
-        help="open the dashboard: sessions, runs, plugins; launch, watch, compare, stop",
+        help="open the dashboard: sessions, campaigns, runs, plugins; launch, watch, stop",
         description=(
             "The dashboard's home screen. Sessions come from ./sessions, every --sessions "
             "DIR and ESDASH_SESSIONS; runs from the runs directory (ESDASH_RUNS, default "
-            "./runs). Quitting never stops a run."
+            "./runs), campaigns from its campaigns/ and every --campaign. Quitting never "
+            "stops a run."
         ),
     )
     parser.add_argument(
@@ -28,6 +29,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="another directory of session files (repeatable)",
     )
     parser.add_argument("--runs", type=Path, metavar="DIR", help="runs directory (ESDASH_RUNS)")
+    parser.add_argument(
+        "--campaign",
+        action="append",
+        default=[],
+        metavar="CAMPAIGN",
+        help="another campaign to list: its directory, campaign.json or campaign file (repeatable)",
+    )
     parser.add_argument(
         "--fps", type=float, default=4.0, help="redraws per second (default %(default)s)"
     )
@@ -49,10 +57,22 @@ def check_fps(fps: float) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    from esdash.cli.watch_cmd import resolve_campaign
+    from esdash.paths import runs_dir
+
+    runs_root = args.runs.resolve() if args.runs else runs_dir()
+    campaigns = []
+    for value in args.campaign:
+        summary = resolve_campaign(value, runs_root)
+        if summary is None:
+            raise BadInput(
+                f"--campaign {value}: not a campaign directory, campaign.json or campaign "
+                f"file; pass the directory `esdash sweep` printed"
+            )
+        campaigns.append(summary)
     require_terminal("tui")
     from esdash.runs import session_dirs
     from esdash.tui import run_home
 
-    runs_root = args.runs.resolve() if args.runs else None
-    run_home(session_dirs(args.sessions), runs_root, fps=check_fps(args.fps))
+    run_home(session_dirs(args.sessions), runs_root, fps=check_fps(args.fps), campaigns=campaigns)
     return 0

@@ -1,4 +1,5 @@
-"""``esdash watch RUN [--compare RUN2]``: follow a run live, replay it, or compare two runs."""
+"""``esdash watch RUN [--compare RUN2]``: follow a run live, replay it, or compare two runs;
+``esdash watch CAMPAIGN``: follow a campaign's points."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from esdash.errors import BadInput
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "watch",
-        help="follow a run live in the dashboard, replay a finished one, or compare two",
+        help="follow a run or a campaign in the dashboard, replay a run, or compare two",
         description=(
             "RUN is a run directory, or the name of one in the runs directory (ESDASH_RUNS). "
             "A run that is over opens with its timeline at the end, ready to replay. "
-            "Quitting never stops the run."
+            "A campaign (its directory, its campaign.json, the campaign file, or its name "
+            "under RUNS/campaigns) opens the campaign screen. Quitting never stops the run."
         ),
     )
-    parser.add_argument("run", metavar="RUN", help="run directory (or its name)")
+    parser.add_argument("run", metavar="RUN", help="run directory (or its name), or a campaign")
     parser.add_argument(
         "--compare", metavar="RUN2", help="show RUN (baseline) and RUN2 side by side"
     )
@@ -44,9 +46,35 @@ def resolve_run(value: str) -> Path:
     )
 
 
+def resolve_campaign(value: str, runs_root: Path | None = None) -> Path | None:
+    """The ``campaign.json`` ``value`` names, or None if it names no campaign.
+
+    A campaign file that has not run yet is an error: there is nothing to show.
+    """
+    from esdash.campaign.progress import summary_of
+    from esdash.paths import runs_dir
+
+    summary = summary_of(value, runs_root or runs_dir())
+    if summary is not None and not summary.is_file():
+        raise BadInput(
+            f"{value}: the campaign has not run yet ({summary.parent} has no campaign.json); "
+            f"start it with `esdash sweep {value}`, or pass the directory of `sweep --dir`"
+        )
+    return summary
+
+
 def run(args: argparse.Namespace) -> int:
     from esdash.cli.tui_cmd import check_fps, require_terminal
 
+    campaign = resolve_campaign(args.run)
+    if campaign is not None:
+        if args.compare:
+            raise BadInput(f"--compare compares runs; {args.run} is a campaign")
+        require_terminal("watch")
+        from esdash.tui import run_campaign
+
+        run_campaign(campaign, fps=check_fps(args.fps))
+        return 0
     run_path = resolve_run(args.run)
     other = resolve_run(args.compare) if args.compare else None
     require_terminal("watch")

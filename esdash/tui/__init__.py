@@ -3,7 +3,8 @@
 The only package of esdash that imports Textual, textual-plotext and plotext (a test
 enforces it); the command line imports it inside the commands that need it.  What it shows
 is folded by the Textual-free :mod:`esdash.live_model` from what
-:mod:`esdash.live_source` polls; sessions and runs come from :mod:`esdash.runs`.
+:mod:`esdash.live_source` polls; sessions and runs come from :mod:`esdash.runs`, campaigns
+from :mod:`esdash.campaign.progress`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,17 @@ from typing import Any
 
 
 def run_home(session_dirs: list[Path], runs_root: Path | None = None, **options: Any) -> None:
-    """Open the home screen (sessions, runs, plugins)."""
+    """Open the home screen (sessions, campaigns, runs, plugins)."""
     from esdash.tui.app import EsdashApp
 
     EsdashApp(session_dirs=session_dirs, runs_root=runs_root, **options).run()
+
+
+def run_campaign(summary: Path, **options: Any) -> None:
+    """Open the campaign screen of a ``campaign.json``."""
+    from esdash.tui.app import EsdashApp
+
+    EsdashApp(campaign=summary, **options).run()
 
 
 def run_watch(run: Path, compare: Path | None = None, **options: Any) -> None:

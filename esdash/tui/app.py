@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from esdash.live_source import RunSource
+from esdash.tui.screens.campaign import CampaignScreen
 from esdash.tui.screens.compare import CompareScreen
 from esdash.tui.screens.dialogs import ConfirmScreen, HelpScreen
 from esdash.tui.screens.home import HomeScreen
@@ -36,7 +37,8 @@ ESDASH_THEME = Theme(
 
 
 class EsdashApp(App[None]):
-    """``esdash tui`` (home screen) and ``esdash watch RUN [--compare RUN2]``."""
+    """``esdash tui`` (home screen), ``esdash watch RUN [--compare RUN2]`` and
+    ``esdash watch CAMPAIGN`` (the campaign screen)."""
 
     CSS_PATH = "app.tcss"
     TITLE = "esdash"
@@ -51,6 +53,8 @@ class EsdashApp(App[None]):
         *,
         run: str | Path | None = None,
         compare: str | Path | None = None,
+        campaign: str | Path | None = None,
+        campaigns: Iterable[Path] = (),
         session_dirs: Iterable[Path] = (),
         runs_root: Path | None = None,
         plugins: Any = None,
@@ -64,6 +68,8 @@ class EsdashApp(App[None]):
         super().__init__()
         self.start_run = Path(run) if run is not None else None
         self.start_compare = Path(compare) if compare is not None else None
+        self.start_campaign = Path(campaign) if campaign is not None else None
+        self.campaigns = list(campaigns)
         self.session_dirs = list(session_dirs)
         if runs_root is None:
             from esdash.paths import runs_dir
@@ -80,7 +86,9 @@ class EsdashApp(App[None]):
         self.theme = theme
 
     def on_mount(self) -> None:
-        if self.start_run is not None and self.start_compare is not None:
+        if self.start_campaign is not None:
+            self.push_screen(self._campaign(self.start_campaign, back=False))
+        elif self.start_run is not None and self.start_compare is not None:
             self.push_screen(CompareScreen(self.start_run, self.start_compare, **self._kw()))
         elif self.start_run is not None:
             self.push_screen(self._live(self.start_run, back=False))
@@ -91,6 +99,7 @@ class EsdashApp(App[None]):
                     self.runs_root,
                     plugins=self.plugins,
                     job_state=self.job_state,
+                    campaigns=self.campaigns,
                 )
             )
 
@@ -106,9 +115,16 @@ class EsdashApp(App[None]):
             can_go_back=back,
         )
 
+    def _campaign(self, path: Path, back: bool) -> CampaignScreen:
+        return CampaignScreen(path, clock=self.clock, can_go_back=back)
+
     # ------------------------------------------------------------------ navigation
     def watch_run(self, path: Path, back: bool = True) -> None:
         self.push_screen(self._live(path, back))
+
+    def open_campaign(self, path: Path, back: bool = True) -> None:
+        """The campaign screen of a campaign directory or its ``campaign.json``."""
+        self.push_screen(self._campaign(path, back))
 
     def compare_runs(self, a: Path, b: Path, back: bool = True) -> None:
         self.push_screen(CompareScreen(a, b, can_go_back=back, **self._kw()))
@@ -121,7 +137,7 @@ class EsdashApp(App[None]):
 
     def action_screenshot(self) -> None:
         screen = self.screen
-        name = getattr(screen, "run_path", None)
+        name = getattr(screen, "run_path", None) or getattr(screen, "campaign_dir", None)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         prefix = f"esdash-{Path(name).name}" if name is not None else "esdash"
         directory = str(self.screenshot_dir) if self.screenshot_dir else None

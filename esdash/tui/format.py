@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 NA = "-"
 
 
@@ -70,3 +72,11 @@ def change(value: float | None) -> str:
     if value is None:
         return NA
     return f"{value * 100:+.1f}%"
+
+
+def short_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is below it, else as it is."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from esdash.campaign.progress import CampaignReading
 from esdash.live_model import Snapshot, ViewParams
 
 
@@ -26,3 +27,14 @@ class SourceFailed(Message):
     def __init__(self, error: str) -> None:
         super().__init__()
         self.error = error
+
+
+class CampaignRead(Message):
+    """A new reading of a ``campaign.json``; a newer one replaces an older one still queued."""
+
+    def __init__(self, reading: CampaignReading) -> None:
+        super().__init__()
+        self.reading = reading
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, CampaignRead)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from support.cli import ESDASH, esdash, java_pids_under, write_session
 
+from esdash.campaign.progress import read_progress
 from esdash.report.summary import fmt_ms
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi]
@@ -121,6 +122,9 @@ def test_tiny_campaign_is_resumable_and_its_report_matches_the_runs(shared_tmp: 
         live = summary(directory)
         assert live["state"] == "running"
         assert live["current"][0]["point"] == points(directory)[2]["id"]
+        progress = read_progress(directory)  # as the dashboard reads it
+        assert progress.state == "running" and progress.counts.running == 1
+        assert progress.current[0].run == Path(points(directory)[2]["run"])
         stream = Path(points(directory)[2]["run"], "stream.jsonl")
         wait_for(lambda: b'"measure"' in _read(stream), 120, "the second point to measure")
         sweep.send_signal(signal.SIGINT)
@@ -142,6 +146,7 @@ def test_tiny_campaign_is_resumable_and_its_report_matches_the_runs(shared_tmp: 
     assert final[1]["run"] == first[1]["run"] and final[1]["attempts"] == 1
     assert final[2]["status"] == "completed" and final[2]["run"] != first[2]["run"]
     assert summary(directory)["state"] == "finished"
+    assert read_progress(directory).counts.completed == 2
     again = esdash("sweep", str(campaign), env_runs=runs)
     assert "0 to run" in again.stdout
 

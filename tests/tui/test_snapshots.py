@@ -6,8 +6,9 @@ with).  After a deliberate change, look at the report and update them:
 
     .venv/bin/pytest tests/tui/test_snapshots.py --snapshot-update
 
-Everything shown is fixed: canned finished runs, paths relative to the working directory,
-a fixed list of plugins.
+Everything shown is fixed: canned finished runs, a campaign.json with fixed times, hosts
+and pids (``tuihelp.fixed_campaign``) and a fixed clock, paths relative to the working
+directory, a fixed list of plugins.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tuihelp import FIXTURES, RUN_A, RUN_B, Clock, wait_for
+from tuihelp import CAMPAIGN_NOW, FIXTURES, RUN_A, RUN_B, Clock, fixed_campaign, wait_for
 
 from esdash.plugins import PluginSet, get_plugins
 from esdash.tui.app import EsdashApp
@@ -88,3 +89,15 @@ def test_home_screen(snap_compare, workdir: Path, size):
 def test_compare_screen(snap_compare, workdir: Path):
     app = EsdashApp(run=workdir / "runs" / RUN_A, compare=workdir / "runs" / RUN_B)
     assert snap_compare(app, terminal_size=(160, 48), run_before=live_ready)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_campaign_screen(snap_compare, workdir: Path, size):
+    fixed_campaign(workdir / "runs")
+    app = EsdashApp(campaign=Path("runs/campaigns/paper"), clock=Clock(CAMPAIGN_NOW))
+
+    async def ready(pilot) -> None:
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "applied", 0) > 0)
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)

@@ -12,6 +12,7 @@ import termios
 import time
 from pathlib import Path
 
+from support.campaign import write_campaign
 from tuihelp import RUN_A
 
 ESDASH = [sys.executable, "-m", "esdash"]
@@ -50,6 +51,27 @@ def test_watch_refuses_a_missing_run_and_a_batch_job(runs_root: Path):
     assert tui.returncode == 2 and "needs a terminal" in tui.stderr
     fps = run_cli("watch", RUN_A, "--fps", "100", runs=runs_root)
     assert fps.returncode == 2
+
+
+def test_watch_and_tui_take_a_campaign_as_its_directory_file_or_name(
+    tmp_path: Path, runs_root: Path
+):
+    written = write_campaign(tmp_path, runs_root)
+    # resolved (then refused only for want of a terminal): directory, campaign file, name
+    for value in (str(written.directory.path), str(tmp_path / "study.toml"), "study"):
+        result = run_cli("watch", value, runs=runs_root)
+        assert result.returncode == 2 and "needs a terminal" in result.stderr, result.stderr
+    compare = run_cli("watch", "study", "--compare", RUN_A, runs=runs_root)
+    assert compare.returncode == 2 and "--compare compares runs" in compare.stderr
+    (tmp_path / "later.toml").write_text(
+        (tmp_path / "study.toml").read_text().replace('name = "study"', 'name = "later"')
+    )
+    later = run_cli("watch", str(tmp_path / "later.toml"), runs=runs_root)
+    assert later.returncode == 2 and "the campaign has not run yet" in later.stderr
+    tui = run_cli("tui", "--campaign", str(tmp_path / "base.toml"), runs=runs_root)
+    assert tui.returncode == 2 and "not a campaign directory" in tui.stderr
+    tui = run_cli("tui", "--campaign", str(written.summary_file), runs=runs_root)
+    assert tui.returncode == 2 and "needs a terminal" in tui.stderr
 
 
 def test_watch_runs_in_a_terminal_and_quits_on_q(runs_root: Path):

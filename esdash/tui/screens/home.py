@@ -1,4 +1,4 @@
-"""The home screen: sessions to launch, recent runs to watch, stop or compare, the plugins."""
+"""The home screen: sessions to launch, campaigns and recent runs to watch, stop or compare."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -19,8 +18,12 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
 from esdash import runs
+from esdash.campaign.progress import CampaignReading, ProgressFollower, campaign_files
 from esdash.tui import format as fmt
 from esdash.tui.screens.dialogs import ConfirmScreen
+from esdash.tui.widgets.campaign import STATUS_STYLES as CAMPAIGN_STYLES
+from esdash.tui.widgets.campaign import bar_widths
+from esdash.tui.widgets.tables import fill_table
 
 STATE_STYLES = {
     "running": "bold green",
@@ -47,24 +50,21 @@ SESSION_COLUMNS = ("session", "nodes", "workers", "track", "encryption", "net", 
 RUN_COLUMNS = ("run", "session", "state", "detail", "started (UTC)", "job")
 
 
-def fill_table(
-    table: DataTable, headers: tuple[str, ...], rows: list[tuple[str, list[Text | str]]]
-) -> None:
-    """Replace a table's rows; columns sized to their content (fixed widths: no stale cache)."""
-    widths = [len(h) for h in headers]
-    for _, cells in rows:
-        widths = [max(w, cell_len(str(c))) for w, c in zip(widths, cells, strict=True)]
-    table.clear(columns=True)
-    for header, width in zip(headers, widths, strict=True):
-        table.add_column(header, width=width, key=header)
-    for key, cells in rows:
-        table.add_row(*cells, key=key)
+CAMPAIGN_COLUMNS = ("campaign", "state", "progress", "failed", "now", "updated (UTC)")
+#: Cells of the little progress bar in the campaigns table.
+CAMPAIGN_BAR = 12
 
 
 class RunsListed(Message):
     def __init__(self, entries: list[runs.RunEntry]) -> None:
         super().__init__()
         self.entries = entries
+
+
+class CampaignsListed(Message):
+    def __init__(self, readings: list[CampaignReading]) -> None:
+        super().__init__()
+        self.readings = readings
 
 
 class SessionsListed(Message):
@@ -74,7 +74,7 @@ class SessionsListed(Message):
 
 
 class HomeScreen(Screen):
-    """Sessions and runs; launch, submit, watch, stop, compare."""
+    """Sessions, campaigns and runs; launch, submit, watch, stop, compare."""
 
     BINDINGS = [
         Binding("enter", "open", "Open", id="open"),
@@ -95,6 +95,9 @@ waiting in the queue), stopped, stalled (no record for 3 intervals: the writer m
 * On a session: `v` validates it, `l` launches it here (`esdash run SESSION`, detached;
   its output goes to `esdash-run.log` in the run directory), `s` submits it to Slurm
   (`esdash submit SESSION`).
+* On a campaign (shown when the runs directory has some under `campaigns/`, or given with
+  `esdash tui --campaign`): `enter` opens the campaign screen (its points, what runs now,
+  the runs of its points).
 * On a run: `enter` watches it (live, or replayed when it is over), `x` stops it (asks
   first: the benchmark is interrupted like Ctrl-C would, then its cluster stopped),
   `c` marks it for comparison — `c` on a second run opens both side by side.
@@ -111,6 +114,7 @@ validation.
         plugins: Any = None,
         refresh_every: float = 3.0,
         job_state: Callable[[str], str] | None = None,
+        campaigns: list[Path] | None = None,
     ) -> None:
         super().__init__()
         self.session_dirs = session_dirs
@@ -122,11 +126,15 @@ validation.
         self.runs: list[runs.RunEntry] = []
         self.launches: list[runs.Launch] = []
         self.compare_first: Path | None = None
+        self.extra_campaigns = list(campaigns or [])
+        self.campaigns: list[CampaignReading] = []
+        self._followers: dict[Path, ProgressFollower] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(id="home-title")
         with Vertical(id="home-body"):
             yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+            yield DataTable(id="campaigns", cursor_type="row", zebra_stripes=True)
             yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
             yield Static(id="plugins")
             yield Static(id="status")
@@ -136,6 +144,9 @@ validation.
         sessions = self.query_one("#sessions", DataTable)
         sessions.border_title = "Sessions"
         fill_table(sessions, SESSION_COLUMNS, [])
+        campaigns = self.query_one("#campaigns", DataTable)
+        campaigns.border_title = "Campaigns"
+        campaigns.display = False  # until there is one
         table = self.query_one("#runs", DataTable)
         table.border_title = "Runs"
         fill_table(table, RUN_COLUMNS, [])
@@ -206,8 +217,23 @@ validation.
                 self.launches.remove(launch)
                 if code not in (0, 130):  # 130: stopped (Ctrl-C, or the stop action)
                     self.app.call_from_thread(self._launch_failed, launch, code)
+        self.post_message(CampaignsListed(self._read_campaigns()))
         entries = runs.list_runs(self.runs_root, job_state=self.job_state)
         self.post_message(RunsListed(entries))
+
+    def _read_campaigns(self) -> list[CampaignReading]:
+        """Every campaign's reading; a file is read again only when it changed."""
+        paths = campaign_files(self.runs_root)
+        paths += [p for p in self.extra_campaigns if p not in paths]
+        readings = []
+        for path in paths:
+            follower = self._followers.get(path)
+            if follower is None:
+                follower = self._followers[path] = ProgressFollower(path)
+            follower.reading()
+            readings.append(follower.latest)
+        readings.sort(key=lambda r: -(r.progress.updated or 0.0) if r.progress else 0.0)
+        return readings
 
     def _launch_failed(self, launch: runs.Launch, code: int) -> None:
         self.notify(
@@ -247,10 +273,49 @@ validation.
 
     @staticmethod
     def _short(path: Path) -> str:
-        try:
-            return str(path.relative_to(Path.cwd()))
-        except ValueError:
-            return str(path)
+        return fmt.short_path(path)
+
+    def on_campaigns_listed(self, message: CampaignsListed) -> None:
+        if message.readings == self.campaigns:
+            return
+        self.campaigns = message.readings
+        table = self.query_one("#campaigns", DataTable)
+        selected = self._selected_campaign()
+        rows: list[tuple[str, list[Text | str]]] = []
+        for reading in self.campaigns:
+            progress = reading.progress
+            state = Text(reading.state, style=CAMPAIGN_STYLES.get(reading.state, ""))
+            error = (reading.error or "").removeprefix(f"{reading.path}: ")  # the row says which
+            if progress is None:
+                name = reading.path.parent.name
+                cells: list[Text | str] = [Text(name, style="bold red"), state, "", "", "", ""]
+                cells[4] = Text(error[:80], style="red")
+            else:
+                counts = progress.counts
+                bar = Text()
+                for status, width in bar_widths(counts, CAMPAIGN_BAR):
+                    bar.append("━" * width, style=CAMPAIGN_STYLES.get(status, ""))
+                bar.append(f" {counts.completed}/{counts.total}")
+                now = error[:80] or ", ".join(c.label for c in progress.current) or "-"
+                cells = [
+                    Text(progress.name, style="bold" if reading.state == "running" else ""),
+                    state,
+                    bar,
+                    Text(str(counts.failed), style="bold red") if counts.failed else "0",
+                    Text(now, style="red" if reading.error else ""),
+                    _utc(progress.updated),
+                ]
+            rows.append((str(reading.path), cells))
+        fill_table(table, CAMPAIGN_COLUMNS, rows)
+        if table.display != bool(rows):  # shown only when there are campaigns
+            table.display = bool(rows)
+            self.call_after_refresh(table.refresh, layout=True)  # sized once it has rows
+        if selected is not None:
+            for index, reading in enumerate(self.campaigns):
+                if reading.path == selected.path:
+                    table.move_cursor(row=index, animate=False)
+        running = sum(1 for r in self.campaigns if r.state == "running")
+        table.border_title = f"Campaigns ({len(self.campaigns)}, {running} running)"
 
     def on_runs_listed(self, message: RunsListed) -> None:
         if message.entries == self.runs and not self._marks_changed:
@@ -284,6 +349,12 @@ validation.
         if not self.sessions or table.cursor_row < 0 or table.cursor_row >= len(self.sessions):
             return None
         return self.sessions[table.cursor_row]
+
+    def _selected_campaign(self) -> CampaignReading | None:
+        table = self.query_one("#campaigns", DataTable)
+        if not self.campaigns or not 0 <= table.cursor_row < len(self.campaigns):
+            return None
+        return self.campaigns[table.cursor_row]
 
     def _selected_run(self) -> runs.RunEntry | None:
         table = self.query_one("#runs", DataTable)
@@ -319,6 +390,10 @@ validation.
             entry = self._selected_run()
             if entry is not None:
                 self.app.watch_run(entry.path, back=True)  # type: ignore[attr-defined]
+        elif self._focus_is("campaigns"):
+            reading = self._selected_campaign()
+            if reading is not None:
+                self.app.open_campaign(reading.path, back=True)  # type: ignore[attr-defined]
         elif self._focus_is("sessions"):
             self.action_validate()
 
