@@ -18,6 +18,9 @@ the total CPU per document: the throughput ratio a CPU-bound machine would show.
     .venv/bin/python bench/abe_ingest.py [--nodes 1] [--documents 50000] [--rounds 4]
         [--ope-backend auto|native|python|pyope] [--key-mode per-field|single]
 
+Documents are encrypted by the native fast path (``esdash_abe_native``, from the raw
+corpus lines) where it is built and the OPE backend is ``auto`` or ``native``;
+``--ope-backend python`` measures the pure-Python encoder (same bytes, Python OPE core).
 ``--ope-backend pyope`` reproduces the paper's cost (pyope for every value, no caches; use
 fewer documents, it is about a hundred times slower).  Run as root (nodes run as the
 session's unprivileged user) on an otherwise idle machine.
@@ -153,11 +156,19 @@ def main() -> int:
         out.write(os.urandom(32))
     sessions = write_sessions(work, args, key)
     env = {**os.environ, "ESDASH_RUNS": str(work / "runs")}
+    from esdash.abe.native_lines import NATIVE_BACKENDS, native_module
     from esdash.abe.opecore import available
+
+    encoder = (
+        "native document encoder"
+        if native_module() is not None and args.ope_backend in NATIVE_BACKENDS
+        else "Python document encoder"
+    )
 
     print(
         f"# {args.nodes} node(s), {args.workers_per_node} worker(s)/node, {args.documents} MRI "
-        f"docs, bulk {args.bulk_size}, OPE backend {args.ope_backend} ({available()}), "
+        f"docs, bulk {args.bulk_size}, {encoder}, OPE backend {args.ope_backend} "
+        f"({available()}), "
         f"key mode {args.key_mode}; work dir {work}{'' if args.keep else ' (removed at the end)'}",
         flush=True,
     )

@@ -306,6 +306,16 @@ class ClientCodec:
         dumps = json.dumps
         return [dumps(doc, separators=(",", ":")).encode() for doc in self.encode_documents(docs)]
 
+    def encode_raw_lines(self, lines: list[bytes]) -> list[bytes | None]:
+        """An optional fast path: per raw corpus line its encoded line, or ``None``.
+
+        Called per bulk request before :meth:`encode_lines`, with the corpus lines as read
+        (no action lines).  Lines left ``None`` are parsed, checked (errors name the file
+        and line) and passed to :meth:`encode_lines`; a codec that encodes a line here must
+        write exactly what :meth:`encode_lines` would.  The default leaves every line.
+        """
+        return [None] * len(lines)
+
     def encode_query(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """A ``_search`` body as sent to the cluster.
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from esdash.abe import keys as keylib
 from esdash.abe.names import NameCipher
+from esdash.abe.native_lines import line_encoder
 from esdash.abe.opecore import ope_cipher
 from esdash.abe.values import DayGrid, NumberGrid, OffGrid, SecondGrid, StringCipher
 from esdash.errors import BadInput
@@ -284,6 +285,7 @@ class AbeCodec(ClientCodec):
         decode_responses: bool = True,
         fingerprint: str | None = None,
         master: keylib.MasterKey | None = None,
+        native: bool = True,
     ) -> None:
         if key_mode not in ("per-field", "single"):
             raise BadInput(f"encryption.key_mode {key_mode!r}: expected per-field or single")
@@ -329,6 +331,14 @@ class AbeCodec(ClientCodec):
             else:
                 plan.strings = StringCipher(master.derive("value", plan.path, 64), plan.path)
             self.plans[plan.path] = plan
+        #: The native fast path (:mod:`esdash.abe.native_lines`), where it is built and the
+        #: OPE backend allows it; ``native=False`` keeps everything in Python (the tests'
+        #: oracle, and the benchmark's comparison).
+        self._native = (
+            line_encoder(list(self.plans.values()), master, key_mode, ope_backend)
+            if native
+            else None
+        )
         del master
         #: :meth:`layout`, computed on first use (the orchestrator's; ranks never need it).
         self._layout_id: str | None = None
@@ -358,7 +368,7 @@ class AbeCodec(ClientCodec):
         }
 
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> AbeCodec:
+    def from_spec(cls, spec: Mapping[str, Any], *, native: bool = True) -> AbeCodec:
         if spec.get("scheme") != SCHEME:
             raise BadInput(f"bench plan: unknown ABE scheme {spec.get('scheme')!r}")
         return cls(
@@ -369,6 +379,7 @@ class AbeCodec(ClientCodec):
             text_match=spec["text_match"],
             decode_responses=bool(spec["decode_responses"]),
             fingerprint=spec["fingerprint"],
+            native=native,
         )
 
     def layout(self) -> str:
@@ -382,7 +393,10 @@ class AbeCodec(ClientCodec):
         value in every field, encrypted by the ingest path itself (:meth:`encode_lines`).
         """
         if self._layout_id is None:
-            probe = self.encode_lines([self._probe_document()])[0].decode()
+            doc = self._probe_document()
+            # Through the path that ingests: the native one where it takes the document.
+            line = self.encode_raw_lines([json.dumps(doc).encode()])[0]
+            probe = (line or self.encode_lines([doc])[0]).decode()
             text = json.dumps(
                 [self.fingerprint, self.key_mode, self.fields_spec, probe], sort_keys=True
             )
@@ -401,6 +415,8 @@ class AbeCodec(ClientCodec):
         return doc
 
     def close(self) -> None:
+        if self._native is not None:
+            self._native.clear()
         for plan in self.plans.values():
             plan.enc.clear()
             plan.dec.clear()
@@ -451,6 +467,18 @@ class AbeCodec(ClientCodec):
 
     def encode_document(self, doc: dict[str, Any]) -> dict[str, Any]:
         return self.encode_documents([doc])[0]
+
+    def encode_raw_lines(self, lines: list[bytes]) -> list[bytes | None]:
+        """The fast path: per raw corpus line its encrypted line, or ``None`` for Python.
+
+        The native encoder takes documents whose keys are the schema's top-level fields
+        with values of their declared kind, and writes exactly what :meth:`encode_lines`
+        writes for them; every other line, and every line without the native module,
+        comes back ``None`` for the caller to parse, check and pass to :meth:`encode_lines`.
+        """
+        if self._native is None:
+            return [None] * len(lines)
+        return self._native.encode(lines)
 
     def encode_lines(self, docs: list[dict[str, Any]]) -> list[bytes]:
         """The bulk lines of a batch, written directly as JSON text (the ingest hot path).

@@ -2,9 +2,11 @@
 
 Each path segment is encrypted on its own, with the parent path as associated data, so
 nested objects stay objects and equal segment names under different parents differ.  The
-ciphertext is written as ``f`` + lowercase unpadded base32: it never starts with ``_`` (no
-clash with metadata fields) or a digit, and never contains ``.``, ``/``, ``+``, ``=``,
-``*`` or whitespace.  Names are deterministic, so a query simply encrypts the names it uses.
+ciphertext is written as ``f`` + unpadded URL-safe base64 (``A-Z a-z 0-9 - _``): it never
+starts with ``_`` (no clash with metadata fields) or a digit, and never contains ``.``,
+``/``, ``+``, ``=``, ``*`` or whitespace.  Base64 rather than base32: every document carries
+every name, and the shorter names make an MRI document 10 % smaller, which the nodes feel
+at ingest.  Names are deterministic, so a query simply encrypts the names it uses.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class NameCipher:
             if not name or "." in name:
                 raise ValueError(f"invalid field name segment {name!r}")
             data = self._siv.encrypt(name.encode("utf-8"), [b"esdash-name", parent.encode()])
-            found = PREFIX + base64.b32encode(data).decode("ascii").rstrip("=").lower()
+            found = PREFIX + base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
             self._enc[key] = found
             self._dec[(parent, found)] = name
         return found
@@ -73,9 +75,10 @@ class NameCipher:
         what = f"the stored field name {token[:40]!r} {where}"
         if not token.startswith(PREFIX):
             raise foreign(what, ValueError("not an encrypted field name"))
-        raw = token[len(PREFIX) :].upper()
+        raw = token[len(PREFIX) :]
         try:
-            data = base64.b32decode(raw + "=" * (-len(raw) % 8))
+            padded = raw + "=" * (-len(raw) % 4)
+            data = base64.b64decode(padded, altchars=b"-_", validate=True)
             return self._siv.decrypt(data, [b"esdash-name", parent.encode()]).decode("utf-8")
         except (InvalidTag, ValueError) as exc:  # binascii.Error is a ValueError
             raise foreign(what, exc) from exc

@@ -633,6 +633,7 @@ def read_slice(
     index: str | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
     encode: Callable[[list[dict[str, Any]]], list[bytes]] | None = None,
+    encode_raw: Callable[[list[bytes]], list[bytes | None]] | None = None,
 ) -> Iterator[Batch]:
     """Yield the ``_bulk`` bodies of one slice, ``batch_size`` documents each (the last fewer).
 
@@ -647,6 +648,12 @@ def read_slice(
     documents into the JSON lines that are sent instead of the corpus lines; it runs in the
     generator, i.e. inside the ingesting rank and its measured ingest time.  Without it the
     corpus bytes are sent as they are, at no extra cost.
+
+    ``encode_raw`` (with ``encode``, for corpora without action lines) is a codec's fast
+    path: it gets the batch's raw lines and returns the encoded line, or ``None`` for each
+    line it leaves to Python.  Only those lines are then parsed, checked and passed to
+    ``encode``, so a line the fast path encodes is parsed once, natively, and a bad line
+    still raises :class:`BadInput` naming its file and line.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
@@ -664,6 +671,8 @@ def read_slice(
         offset, number = part.start_byte, part.first_line - 1
         body: list[bytes] = []
         values: list[dict[str, Any]] = []  # parsed documents, when they are encoded
+        numbered: list[tuple[int, bytes]] = []  # (line number, raw line) for encode_raw
+        fast = encode is not None and encode_raw is not None and not paired
         docs = total = first = 0
         action: bytes | None = None  # the pending action line of a paired corpus
         action_line = 0
@@ -675,10 +684,21 @@ def read_slice(
             offset += len(line)
             if _is_blank(line):
                 continue
-            value = _decode(path, number, line)
             raw = line.rstrip(b"\r\n")
             if number == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM) :]
+            if fast:
+                if not body:
+                    first = number
+                body.append(default_action)
+                numbered.append((number, raw))
+                docs += 1
+                if docs == batch_size:
+                    yield Batch(_encoded_raw(path, body, numbered, encode_raw, encode), docs, first)
+                    total += docs
+                    body, numbered, docs = [], [], 0
+                continue
+            value = _decode(path, number, line)
             if paired and action is None:
                 action = _with_index(_action(path, number, value), index, raw)
                 action_line = number
@@ -703,9 +723,38 @@ def read_slice(
             raise _dangling(path, action_line)
         if body:
             total += docs
-            yield Batch(_joined(body, values, encode), docs, first)
+            if fast:
+                yield Batch(_encoded_raw(path, body, numbered, encode_raw, encode), docs, first)
+            else:
+                yield Batch(_joined(body, values, encode), docs, first)
     if total != part.documents or offset != part.end_byte:
         raise _changed(path)
+
+
+def _encoded_raw(
+    path: Path,
+    actions: list[bytes],
+    numbered: list[tuple[int, bytes]],
+    encode_raw: Callable[[list[bytes]], list[bytes | None]] | None,
+    encode: Callable[[list[dict[str, Any]]], list[bytes]] | None,
+) -> bytes:
+    """A batch's body through the fast path; the lines it leaves go through Python."""
+    assert encode_raw is not None and encode is not None
+    encoded = encode_raw([raw for _, raw in numbered])
+    left = [position for position, line in enumerate(encoded) if line is None]
+    if left:
+        docs = []
+        for position in left:  # in line order: the first bad line is the one reported
+            number, raw = numbered[position]
+            value = _decode(path, number, raw)
+            _document(path, number, value)
+            docs.append(value)
+        for position, line in zip(left, encode(docs), strict=True):
+            encoded[position] = line
+    return b"".join(
+        action + line + b"\n"  # type: ignore[operator]
+        for action, line in zip(actions, encoded, strict=True)
+    )
 
 
 def _joined(

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tracks"))
 from query_eval import matches  # noqa: E402
 
 TEXT_FIELDS = {"ismrmrdHeader", "cflHeader", "StudyTimeText", "SystemVendor"}
-ES_NAME = re.compile(r"^f[a-z2-7]+$")
+ES_NAME = re.compile(r"^f[A-Za-z0-9_-]+$")
 OUT = (0, 2**48 - 1)
 
 

@@ -15,8 +15,11 @@ OLD_VALUE_AD = b"esdash-value"
 
 
 def older_format(spec: dict) -> AbeCodec:
-    """A codec with the key and plan of ``spec`` whose strings are in the earlier format."""
-    codec = AbeCodec.from_spec(spec)
+    """A codec with the key and plan of ``spec`` whose strings are in the earlier format.
+
+    All in Python (no native fast path): the earlier format is simulated on Python's ciphers.
+    """
+    codec = AbeCodec.from_spec(spec, native=False)
     for plan in codec.plans.values():
         if plan.strings is not None:
             plan.strings._ad = [OLD_VALUE_AD, plan.path.encode()]
