@@ -17,6 +17,11 @@ the total CPU per document: the throughput ratio a CPU-bound machine would show.
 
     .venv/bin/python bench/abe_ingest.py [--nodes 1] [--documents 50000] [--rounds 4]
         [--ope-backend auto|native|python|pyope] [--key-mode per-field|single]
+        [--node-cpus 0 --client-cpus 1]
+
+With ``--node-cpus``/``--client-cpus`` the nodes and the ingest ranks run on separate cores,
+as on an HPC node with cores to spare for the benchmark ranks: the ratio then shows what
+encryption costs the cluster (bigger documents) rather than the sum of both sides' CPU.
 
 Documents are encrypted by the native fast path (``esdash_abe_native``, from the raw
 corpus lines) where it is built and the OPE backend is ``auto`` or ``native``;
@@ -29,6 +34,7 @@ session's unprivileged user) on an otherwise idle machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pwd
@@ -80,13 +86,9 @@ def write_sessions(directory: Path, args: argparse.Namespace, key: Path) -> dict
     return sessions
 
 
-def node_cpu(cluster: Path) -> float:
-    """CPU seconds (user + system) the cluster's node processes have used so far.
-
-    A node's recorded pid is its launcher; the server JVM is a descendant, so every
-    process below the recorded pids counts.
-    """
-    stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, cpu seconds)
+def _processes() -> dict[int, tuple[int, float]]:
+    """pid -> (parent pid, CPU seconds used so far), for every process."""
+    stats: dict[int, tuple[int, float]] = {}
     ticks = os.sysconf("SC_CLK_TCK")
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -96,19 +98,51 @@ def node_cpu(cluster: Path) -> float:
         except OSError:
             continue
         stats[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks)
+    return stats
+
+
+def node_processes(cluster: Path) -> dict[int, float]:
+    """The cluster's node processes (pid -> CPU seconds so far).
+
+    A node's recorded pid is its launcher; the server JVM is a descendant, so every
+    process below the recorded pids counts.
+    """
+    stats = _processes()
     roots = set()
     for status in sorted((cluster / "nodes").glob("*/status.json")):
         pid = json.loads(status.read_text()).get("pid")
         if isinstance(pid, int):
             roots.add(pid)
-    total = 0.0
+    found = {}
     for pid, (_, cpu) in stats.items():
         ancestor, seen = pid, 0
         while ancestor in stats and ancestor not in roots and seen < 64:
             ancestor, seen = stats[ancestor][0], seen + 1
         if ancestor in roots:
-            total += cpu
-    return total
+            found[pid] = cpu
+    return found
+
+
+def node_cpu(cluster: Path) -> float:
+    """CPU seconds (user + system) the cluster's node processes have used so far."""
+    return sum(node_processes(cluster).values())
+
+
+def pin_nodes(cluster: Path, cpus: set[int]) -> None:
+    """Every thread of every node process onto ``cpus`` (new threads inherit it)."""
+    for pid in node_processes(cluster):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(ProcessLookupError, FileNotFoundError):  # thread ended
+                os.sched_setaffinity(int(task.name), cpus)
+
+
+def cpu_list(text: str) -> set[int]:
+    """``0`` or ``0,2`` or ``0-3``: a set of CPU numbers."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
 
 
 def ingest(session: Path, cluster: Path, env: dict[str, str]) -> dict:
@@ -146,6 +180,14 @@ def main() -> int:
     parser.add_argument("--key-mode", default="per-field")
     parser.add_argument("--user", default="esdash", help="the unprivileged node user")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (runs)")
+    parser.add_argument(
+        "--node-cpus",
+        type=cpu_list,
+        help="pin the node(s) to these CPUs (e.g. 0), the ingest ranks to --client-cpus: "
+        "client and cluster then do not compete for cores, as on an HPC node with cores "
+        "to spare for the benchmark ranks",
+    )
+    parser.add_argument("--client-cpus", type=cpu_list, help="CPUs of the ingest ranks (e.g. 1)")
     args = parser.parse_args()
     pwd.getpwnam(args.user)
 
@@ -165,11 +207,19 @@ def main() -> int:
         else "Python document encoder"
     )
 
+    pinning = (
+        f"; nodes on CPUs {sorted(args.node_cpus)}, ranks on CPUs {sorted(args.client_cpus)}"
+        if args.node_cpus and args.client_cpus
+        else "; nodes and ranks share all CPUs"
+    )
+    if bool(args.node_cpus) != bool(args.client_cpus):
+        parser.error("--node-cpus and --client-cpus go together")
     print(
         f"# {args.nodes} node(s), {args.workers_per_node} worker(s)/node, {args.documents} MRI "
         f"docs, bulk {args.bulk_size}, {encoder}, OPE backend {args.ope_backend} "
         f"({available()}), "
-        f"key mode {args.key_mode}; work dir {work}{'' if args.keep else ' (removed at the end)'}",
+        f"key mode {args.key_mode}{pinning}; work dir {work}"
+        f"{'' if args.keep else ' (removed at the end)'}",
         flush=True,
     )
     up = esdash("cluster", "up", str(sessions["none"]), env=env)
@@ -180,7 +230,12 @@ def main() -> int:
     )
     measured: dict[str, list[dict]] = {"none": [], "abe": []}
     try:
-        ingest(sessions["none"], cluster, env)  # warm-up: JVM, page cache, corpus offsets
+        if args.node_cpus:
+            pin_nodes(cluster, args.node_cpus)
+        if args.client_cpus:  # inherited by `esdash run`, mpiexec and the ranks
+            os.sched_setaffinity(0, args.client_cpus)
+        for mode in ("none", "abe"):  # warm-up: the JIT for both document shapes, caches
+            ingest(sessions[mode], cluster, env)
         for round_ in range(args.rounds):
             order = ("none", "abe") if round_ % 2 == 0 else ("abe", "none")
             for mode in order:

@@ -751,10 +751,7 @@ def _encoded_raw(
             docs.append(value)
         for position, line in zip(left, encode(docs), strict=True):
             encoded[position] = line
-    return b"".join(
-        action + line + b"\n"  # type: ignore[operator]
-        for action, line in zip(actions, encoded, strict=True)
-    )
+    return _interleaved(actions, encoded)  # type: ignore[arg-type]
 
 
 def _joined(
@@ -765,8 +762,21 @@ def _joined(
     """A batch's body: the collected lines, or action lines interleaved with encoded docs."""
     if encode is None:
         return b"".join(body)
-    lines = encode(values)
-    return b"".join(action + line + b"\n" for action, line in zip(body, lines, strict=True))
+    return _interleaved(body, encode(values))
+
+
+def _interleaved(actions: list[bytes], lines: list[bytes]) -> bytes:
+    """``action line \\n`` per document, in one join (bodies are megabytes: no per-document
+    concatenation, which would copy every encrypted line twice more)."""
+    if len(actions) != len(lines):
+        raise ValueError(f"{len(lines)} encoded lines for {len(actions)} documents")
+    first = actions[0] if actions else b""
+    if all(action is first for action in actions):  # one shared action line (no corpus actions)
+        return first + (b"\n" + first).join(lines) + b"\n" if lines else b""
+    parts = []
+    for action, line in zip(actions, lines, strict=True):
+        parts += (action, line, b"\n")
+    return b"".join(parts)
 
 
 def _stale(path: Path, part: Slice) -> BadInput:

@@ -34,6 +34,10 @@ use serde_json::Number;
 
 /// Entries per field cache before it starts over (bounded memory on long runs).
 const CACHE_LIMIT: usize = 65536;
+/// Lookups over which a text field's cache must earn its keep (see [`CacheUse`]).
+const CACHE_WINDOW: u32 = 4096;
+/// A text cache stays on while at least 1 in this many lookups hits.
+const CACHE_MIN_SHARE: u32 = 8;
 /// Memo depth of the OPE contexts (what esdash.ope uses; it does not change ciphertexts).
 const MEMO_DEPTH: u32 = 16;
 /// Largest float magnitude taken here: below 2^53 a double's shortest decimal text is
@@ -63,16 +67,19 @@ impl NumberKey {
         } else if let Some(value) = number.as_u64() {
             Some(NumberKey::Unsigned(value))
         } else {
-            number.as_f64().map(|value| NumberKey::Float(value.to_bits()))
+            number
+                .as_f64()
+                .map(|value| NumberKey::Float(value.to_bits()))
         }
     }
 }
 
 enum Kind {
     Text {
-        siv: Aes256Siv,
+        siv: Box<Aes256Siv>,
         ad: Vec<u8>,
         cache: HashMap<String, String>,
+        used: CacheUse,
     },
     Number {
         grid: NumberGrid,
@@ -86,6 +93,38 @@ enum Kind {
         ope: Ope,
         cache: HashMap<i128, i128>,
     },
+}
+
+/// Whether a text field's cache pays: fields of unique values (free text, identifiers)
+/// would fill it with kilobytes per document and never hit, so it is switched off for
+/// them after a window of lookups in which fewer than 1 in [`CACHE_MIN_SHARE`] hit.
+/// Only the speed depends on it, never the output.
+struct CacheUse {
+    lookups: u32,
+    hits: u32,
+    on: bool,
+}
+
+impl CacheUse {
+    fn new() -> CacheUse {
+        CacheUse {
+            lookups: 0,
+            hits: 0,
+            on: true,
+        }
+    }
+
+    /// Count one lookup; `false` once the cache has been switched off.
+    fn record(&mut self, hit: bool) -> bool {
+        self.lookups += 1;
+        self.hits += u32::from(hit);
+        if self.lookups == CACHE_WINDOW {
+            self.on = self.hits * CACHE_MIN_SHARE >= self.lookups;
+            self.lookups = 0;
+            self.hits = 0;
+        }
+        self.on
+    }
 }
 
 struct Field {
@@ -308,16 +347,32 @@ fn write_text(
     siv: &mut Aes256Siv,
     ad: &[u8],
     cache: &mut HashMap<String, String>,
+    used: &mut CacheUse,
     text: &str,
 ) -> Option<()> {
     out.push(b'"');
-    if let Some(token) = cache.get(text) {
+    if let Some(token) = if used.on { cache.get(text) } else { None } {
         out.extend_from_slice(token.as_bytes());
-    } else {
-        let sealed = siv.encrypt([ad], text.as_bytes()).ok()?;
-        let token = URL_SAFE_NO_PAD.encode(sealed);
+        used.record(true);
+        out.push(b'"');
+        return Some(());
+    }
+    let sealed = siv.encrypt([ad], text.as_bytes()).ok()?;
+    if used.on && used.record(false) {
+        let token = URL_SAFE_NO_PAD.encode(&sealed);
         out.extend_from_slice(token.as_bytes());
         remember(cache, text.to_owned(), token);
+    } else {
+        if used.on || !cache.is_empty() {
+            *cache = HashMap::default(); // switched off: give the memory back
+        }
+        // Straight into the document, no token string.
+        let start = out.len();
+        out.resize(start + sealed.len().div_ceil(3) * 4, 0);
+        let written = URL_SAFE_NO_PAD
+            .encode_slice(&sealed, &mut out[start..])
+            .ok()?;
+        out.truncate(start + written);
     }
     out.push(b'"');
     Some(())
@@ -392,22 +447,41 @@ impl Field {
         out.extend_from_slice(&self.member);
         match (&mut self.kind, value) {
             (_, Resolved::Null) => out.extend_from_slice(b"null"),
-            (Kind::Text { siv, ad, cache }, Resolved::Text(text)) => {
-                write_text(out, siv, ad, cache, text)?
-            }
-            (Kind::Text { siv, ad, cache }, Resolved::Texts(items)) => {
+            (
+                Kind::Text {
+                    siv,
+                    ad,
+                    cache,
+                    used,
+                },
+                Resolved::Text(text),
+            ) => write_text(out, siv, ad, cache, used, text)?,
+            (
+                Kind::Text {
+                    siv,
+                    ad,
+                    cache,
+                    used,
+                },
+                Resolved::Texts(items),
+            ) => {
                 out.push(b'[');
                 for (position, item) in items.iter().enumerate() {
                     let Item::Text(text) = item else { return None };
                     if position > 0 {
                         out.push(b',');
                     }
-                    write_text(out, siv, ad, cache, text)?;
+                    write_text(out, siv, ad, cache, used, text)?;
                 }
                 out.push(b']');
             }
             (_, Resolved::Cipher(found)) => write!(out, "{found}").ok()?,
-            (Kind::Number { ope, cache, values, .. }, Resolved::Index(index, key)) => {
+            (
+                Kind::Number {
+                    ope, cache, values, ..
+                },
+                Resolved::Index(index, key),
+            ) => {
                 let found = ope_value(ope, cache, *index)?;
                 if let Some(key) = key {
                     remember(values, *key, found);
@@ -530,10 +604,13 @@ impl LineEncoder {
             let secret: Vec<u8> = spec.get_item(3)?.extract()?;
             let kind = match kind.as_str() {
                 "text" => Kind::Text {
-                    siv: Aes256Siv::new_from_slice(&secret)
-                        .map_err(|_| PyValueError::new_err("AES-SIV keys are 64 bytes here"))?,
+                    siv: Box::new(
+                        Aes256Siv::new_from_slice(&secret)
+                            .map_err(|_| PyValueError::new_err("AES-SIV keys are 64 bytes here"))?,
+                    ),
                     ad: spec.get_item(4)?.extract()?,
                     cache: HashMap::default(),
+                    used: CacheUse::new(),
                 },
                 "number" | "day" => {
                     let top = int(&spec.get_item(4)?, "top")?;
@@ -563,7 +640,9 @@ impl LineEncoder {
                     }
                 }
                 other => {
-                    return Err(PyValueError::new_err(format!("unknown field kind {other:?}")))
+                    return Err(PyValueError::new_err(format!(
+                        "unknown field kind {other:?}"
+                    )))
                 }
             };
             inner.by_key.insert(key, inner.fields.len());
@@ -607,7 +686,10 @@ impl LineEncoder {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         for field in &mut inner.fields {
             match &mut field.kind {
-                Kind::Text { cache, .. } => cache.clear(),
+                Kind::Text { cache, used, .. } => {
+                    cache.clear();
+                    *used = CacheUse::new();
+                }
                 Kind::Number {
                     ope, cache, values, ..
                 } => {
