@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -40,7 +41,7 @@ from esdash.campaign.plan import (
 )
 from esdash.campaign.plan import plan as make_plan
 from esdash.campaign.spec import Campaign, Point
-from esdash.campaign.state import CampaignDir
+from esdash.campaign.state import CampaignDir, default_directory
 from esdash.cluster import lifecycle
 from esdash.cluster.rundir import RunDir, read_json, tail
 from esdash.errors import EXIT_ABORT, EXIT_FAILURE, EXIT_OK, EXIT_THRESHOLD, EsdashError
@@ -171,9 +172,18 @@ class Sweep:
             f"report with: esdash report {self.directory.path}"
         )
         if outcome == "interrupted":
-            self.say(f"resume with: esdash sweep {self.campaign.path}")
+            self.say(f"resume with: {self.resume_command()}")
             return EXIT_ABORT
         return EXIT_FAILURE if self.failed else EXIT_OK
+
+    def resume_command(self) -> str:
+        """The command that runs what is left: this one, with its directory and filters."""
+        words = ["esdash", "sweep", str(self.campaign.path)]
+        if self.directory.path.resolve() != default_directory(self.campaign).resolve():
+            words += ["--dir", str(self.directory.path)]
+        for only in self.options.only:
+            words += ["--only", only]
+        return shlex.join(words)
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         first = not self.interrupted
@@ -330,8 +340,15 @@ class Sweep:
             }
         )
         self.summary()
-        action = {FIRST: "ingests unless the index is complete", EACH: "re-ingests"}.get(
-            planned.ingest, "reuses the index"
+        # A first point tried before (interrupted or failed, perhaps after its ingest) ingests
+        # again: its ingest figures must come from the run that completes.
+        reingest = planned.ingest == EACH or (planned.ingest == FIRST and len(attempts) > 1)
+        action = (
+            "re-ingests"
+            if reingest
+            else {FIRST: "ingests unless the index is complete"}.get(
+                planned.ingest, "reuses the index"
+            )
         )
         self.say(f"[{self.done + 1}/{self.total}] {point.label}: running ({action}) in {run.path}")
         command = slurm.python_command(
@@ -341,7 +358,7 @@ class Sweep:
             str(cluster.run.path),
             "--run-dir",
             str(run.path),
-            *(["--reingest"] if planned.ingest == EACH else []),
+            *(["--reingest"] if reingest else []),
         )
         code = self._child(command, self.directory.log_file(point.id))
         results = _results(run.path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -99,11 +100,11 @@ def test_tiny_campaign_is_resumable_and_its_report_matches_the_runs(shared_tmp: 
     write_session(root, "tinybase", 1, track='name = "mri"\ndocuments = 500', tables=BENCH)
     campaign = root / "tiny.toml"
     campaign.write_text(CAMPAIGN)
-    directory = runs / "campaigns" / "tiny"
+    directory = root / "tiny-campaign"  # not the default: the resume hint must name it
 
-    # 1. interrupt the sweep while the second point runs
+    # 1. interrupt the sweep while the first point measures (its ingest is done)
     sweep = subprocess.Popen(
-        [*ESDASH, "sweep", str(campaign), "--quiet"],
+        [*ESDASH, "sweep", str(campaign), "--dir", str(directory), "--quiet"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -113,41 +114,46 @@ def test_tiny_campaign_is_resumable_and_its_report_matches_the_runs(shared_tmp: 
         wait_for(
             lambda: (
                 (directory / "campaign.json").exists()
-                and points(directory)[2]["status"] == "running"
+                and points(directory)[1]["status"] == "running"
             ),
             300,
-            "the second point to start",
+            "the first point to start",
         )
-        assert points(directory)[1]["status"] == "completed"
         live = summary(directory)
         assert live["state"] == "running"
-        assert live["current"][0]["point"] == points(directory)[2]["id"]
+        assert live["current"][0]["point"] == points(directory)[1]["id"]
         progress = read_progress(directory)  # as the dashboard reads it
         assert progress.state == "running" and progress.counts.running == 1
-        assert progress.current[0].run == Path(points(directory)[2]["run"])
-        stream = Path(points(directory)[2]["run"], "stream.jsonl")
-        wait_for(lambda: b'"measure"' in _read(stream), 120, "the second point to measure")
+        assert progress.current[0].run == Path(points(directory)[1]["run"])
+        stream = Path(points(directory)[1]["run"], "stream.jsonl")
+        wait_for(lambda: b'"measure"' in _read(stream), 180, "the first point to measure")
         sweep.send_signal(signal.SIGINT)
         output, _ = sweep.communicate(timeout=300)
     finally:
         _stop(sweep, runs)
     assert sweep.returncode == 130, output
     first = points(directory)
-    assert first[1]["status"] == "completed" and first[2]["status"] == "interrupted", output
+    assert first[1]["status"] == "interrupted" and first[2]["status"] == "pending", output
     assert summary(directory)["state"] == "interrupted"
-    assert "resume with: esdash sweep" in output
-    assert java_pids_under(Path(first[2]["cluster_run"])) == []  # the cluster was stopped
+    hint = next(line for line in output.splitlines() if "resume with: " in line)
+    command = shlex.split(hint.split("resume with: ", 1)[1])
+    assert command == ["esdash", "sweep", str(campaign), "--dir", str(directory)]
+    assert java_pids_under(Path(first[1]["cluster_run"])) == []  # the cluster was stopped
 
-    # 2. resume: the completed point is not run again
-    resumed = esdash("sweep", str(campaign), "--quiet", env_runs=runs, timeout=600)
-    assert "2 points, 1 completed, 1 to run on 1 cluster(s)" in resumed.stdout
-    assert "workers_per_node=1 mode=none: running" not in resumed.stdout
+    # 2. resume with the printed command; the interrupted first point ingests again, so
+    #    that its completed run carries the ingest figures
+    resumed = esdash(*command[1:], env_runs=runs, timeout=600)
+    assert "2 points, 0 completed, 2 to run on 1 cluster(s)" in resumed.stdout
+    assert "workers_per_node=1 mode=none: running (re-ingests)" in resumed.stdout
+    assert "workers_per_node=2 mode=none: running (reuses the index)" in resumed.stdout
     final = points(directory)
-    assert final[1]["run"] == first[1]["run"] and final[1]["attempts"] == 1
-    assert final[2]["status"] == "completed" and final[2]["run"] != first[2]["run"]
+    assert final[1]["status"] == "completed" and final[1]["attempts"] == 2
+    assert final[1]["run"] != first[1]["run"]
+    assert final[2]["status"] == "completed" and final[2]["attempts"] == 1
     assert summary(directory)["state"] == "finished"
     assert read_progress(directory).counts.completed == 2
-    again = esdash("sweep", str(campaign), env_runs=runs)
+    # a completed point is not run again
+    again = esdash("sweep", str(campaign), "--dir", str(directory), env_runs=runs)
     assert "0 to run" in again.stdout
 
     # 3. the report's numbers are the runs' numbers
