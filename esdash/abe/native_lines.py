@@ -56,8 +56,8 @@ def field_spec(plan: FieldPlan, master: MasterKey, key_mode: str) -> tuple | Non
         return None  # booleans: few, and their text rules live in FieldPlan.text
     key = master.material if key_mode == "single" else master.derive("ope", plan.path, 32)
     grid, out_top = plan.grid, plan.out_range[1]
-    if grid.kind == "day":
-        return ("day", plan.path, member, key, grid.top, out_top)
+    if grid.kind in ("day", "second"):  # date-times: plain UTC ``yyyy-MM-dd HH:mm:ss`` only
+        return (grid.kind, plan.path, member, key, grid.top, out_top)
     if grid.kind == "number" and _fits(grid.low, grid.step, grid.top):
         return (
             "number",
@@ -70,7 +70,7 @@ def field_spec(plan: FieldPlan, master: MasterKey, key_mode: str) -> tuple | Non
             grid.low,
             grid.step,
         )
-    return None  # date-times (zones, fractions) and huge grids stay in Python
+    return None  # grids beyond 64 bits stay in Python
 
 
 def _fits(*values: int) -> bool:

@@ -2,7 +2,7 @@
 
 ``esdash_abe_native`` (native/abe) encodes raw corpus lines; every line it returns must be
 byte-identical to :meth:`AbeCodec.encode_lines` of the parsed document, and every line it
-cannot encode faithfully (unknown keys, wrong types, values off the grid, date-times,
+cannot encode faithfully (unknown keys, wrong types, values off the grid, zoned date-times,
 duplicates, JSON Python reads differently) must come back as ``None`` so that Python
 encodes or rejects it.  The oracle is a codec with the fast path switched off.
 """
@@ -113,7 +113,27 @@ VALUES: dict[str, Any] = {
     "weight": st.one_of(numbers, anything),
     "coarse": numbers,
     "day": st.one_of(days, anything),
-    "seen": st.sampled_from(["2021-03-04 05:06:07", "2021-03-04"]),
+    "seen": st.one_of(
+        st.datetimes().map(lambda t: t.isoformat(sep=" ", timespec="seconds")),
+        st.datetimes().map(lambda t: t.isoformat(sep="T", timespec="seconds")),
+        st.sampled_from(
+            [
+                "2021-03-04 05:06:07",
+                "2021-03-04",
+                "2021-03-04 24:00:00",
+                "2021-03-04 23:60:00",
+                "2021-03-04 23:59:60",
+                "2021-02-29 10:00:00",
+                "2021-03-04 05:06:07Z",
+                "2021-03-04T05:06:07+02:00",
+                "2021-03-04 05:06:07.000",
+                "2021-03-04 05:06:07.5",
+                "now",
+            ]
+        ),
+        st.integers(0, 2**41).map(lambda ms: ms * 1000),
+        anything,
+    ),
     "flag": st.one_of(st.booleans(), anything),
     "inner": st.fixed_dictionaries({"depth": st.integers(0, 100)}),
     "unknown": anything,
@@ -179,7 +199,10 @@ def test_edge_lines_match_or_are_left(small, raw: bytes) -> None:
 
 def test_simple_lines_take_the_fast_path(small) -> None:
     fast, slow = small
-    raw = b'{"name": ["a", "b"], "count": 7, "weight": 1.25, "day": "2020-02-29", "notes": null}'
+    raw = (
+        b'{"name": ["a", "b"], "count": 7, "weight": 1.25, "day": "2020-02-29", "notes": null, '
+        b'"seen": "2021-03-04 05:06:07"}'
+    )
     (native,) = fast.encode_raw_lines([raw])
     assert native is not None and native == python_line(slow, raw)
 

@@ -7,7 +7,7 @@
 //! and returns, per line, the encrypted JSON object, or `None` where the line needs
 //! anything it does not handle: invalid JSON, a key outside the flat schema (nested
 //! objects, dotted keys), a value of an unexpected type, a number off its grid, a
-//! date-time.  Python then encodes (or rejects, with a message naming the field) exactly
+//! date-time with a zone, a fraction or as epoch milliseconds.  Python then encodes (or rejects, with a message naming the field) exactly
 //! those lines, so the fast path never decides about errors.
 //!
 //! Per field the Python side hands over what it derived from the key: the JSON member
@@ -90,9 +90,11 @@ enum Kind {
         /// number as parsed -> ciphertext
         values: HashMap<NumberKey, i128>,
     },
-    Day {
+    /// Dates (`YYYYMMDD`) or, with `seconds`, date-times (`YYYYMMDDhhmmss`).
+    Date {
         ope: Ope,
         cache: HashMap<i128, i128>,
+        seconds: bool,
     },
 }
 
@@ -303,8 +305,7 @@ fn two_digits(bytes: &[u8]) -> Option<u32> {
 }
 
 /// `YYYY-MM-DD` (ASCII digits, a valid Gregorian date, year >= 1) as `YYYYMMDD`.
-fn day_index(text: &str) -> Option<i128> {
-    let bytes = text.as_bytes();
+fn day_index(bytes: &[u8]) -> Option<i128> {
     if bytes.len() != 10 || bytes[4] != b'-' || bytes[7] != b'-' {
         return None;
     }
@@ -323,6 +324,26 @@ fn day_index(text: &str) -> Option<i128> {
         return None;
     }
     Some(i128::from(year * 10_000 + month * 100 + day))
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (or `T` between, UTC, no fraction or zone) or a bare date (its
+/// midnight) as `YYYYMMDDhhmmss`; every other form (zones, fractions, epoch millis) is
+/// Python's.
+fn second_index(bytes: &[u8]) -> Option<i128> {
+    if bytes.len() == 10 {
+        return Some(day_index(bytes)? * 1_000_000);
+    }
+    if bytes.len() != 19
+        || !matches!(bytes[10], b' ' | b'T')
+        || bytes[13] != b':'
+        || bytes[16] != b':'
+    {
+        return None;
+    }
+    let hour = two_digits(&bytes[11..13]).filter(|h| *h < 24)?;
+    let minute = two_digits(&bytes[14..16]).filter(|m| *m < 60)?;
+    let second = two_digits(&bytes[17..19]).filter(|s| *s < 60)?;
+    Some(day_index(&bytes[..10])? * 1_000_000 + i128::from(hour * 10_000 + minute * 100 + second))
 }
 
 fn remember<K: std::hash::Hash + Eq, V>(cache: &mut HashMap<K, V>, key: K, value: V) {
@@ -412,7 +433,15 @@ impl Field {
                     None => Some(Resolved::Index(grid.index(number)?, Some(key))),
                 }
             }
-            (Kind::Day { .. }, Item::Text(text)) => Some(Resolved::Index(day_index(text)?, None)),
+            (Kind::Date { seconds, .. }, Item::Text(text)) => {
+                let bytes = text.as_bytes();
+                let index = if *seconds {
+                    second_index(bytes)
+                } else {
+                    day_index(bytes)
+                };
+                Some(Resolved::Index(index?, None))
+            }
             _ => None,
         }
     }
@@ -420,7 +449,7 @@ impl Field {
     /// Whether `index` still has to be encrypted (not in the field's index cache).
     fn is_new(&self, index: i128) -> bool {
         match &self.kind {
-            Kind::Number { cache, .. } | Kind::Day { cache, .. } => !cache.contains_key(&index),
+            Kind::Number { cache, .. } | Kind::Date { cache, .. } => !cache.contains_key(&index),
             Kind::Text { .. } => false,
         }
     }
@@ -428,7 +457,8 @@ impl Field {
     /// Encrypt the new indices of a batch in one walk of the OPE tree (shared path prefixes
     /// are computed once), and cache them.
     fn prepare(&mut self, pending: &mut Vec<i128>) {
-        let (Kind::Number { ope, cache, .. } | Kind::Day { ope, cache }) = &mut self.kind else {
+        let (Kind::Number { ope, cache, .. } | Kind::Date { ope, cache, .. }) = &mut self.kind
+        else {
             return;
         };
         pending.sort_unstable();
@@ -489,7 +519,7 @@ impl Field {
                 }
                 write!(out, "{found}").ok()?;
             }
-            (Kind::Day { ope, cache }, Resolved::Index(index, _)) => {
+            (Kind::Date { ope, cache, .. }, Resolved::Index(index, _)) => {
                 let found = ope_value(ope, cache, *index)?;
                 write!(out, "{found}").ok()?;
             }
@@ -591,7 +621,7 @@ impl LineEncoder {
     /// `fields`: one tuple per top-level field,
     /// `("text", key, member, siv_key, associated_data)`,
     /// `("number", key, member, ope_key, top, out_top, places, low, step)` or
-    /// `("day", key, member, ope_key, top, out_top)`.
+    /// `("day", key, member, ope_key, top, out_top)` or the same with `"second"`.
     #[new]
     fn new(fields: &Bound<'_, PyList>) -> PyResult<LineEncoder> {
         let mut inner = Inner {
@@ -613,14 +643,15 @@ impl LineEncoder {
                     cache: HashMap::default(),
                     used: CacheUse::new(),
                 },
-                "number" | "day" => {
+                "number" | "day" | "second" => {
                     let top = int(&spec.get_item(4)?, "top")?;
                     let out_top = int(&spec.get_item(5)?, "out_top")?;
                     let ope = ope_context(&secret, top, out_top)?;
-                    if kind == "day" {
-                        Kind::Day {
+                    if kind != "number" {
+                        Kind::Date {
                             ope,
                             cache: HashMap::default(),
+                            seconds: kind == "second",
                         }
                     } else {
                         let step = int(&spec.get_item(8)?, "step")?;
@@ -698,7 +729,7 @@ impl LineEncoder {
                     cache.clear();
                     values.clear();
                 }
-                Kind::Day { ope, cache } => {
+                Kind::Date { ope, cache, .. } => {
                     ope.clear();
                     cache.clear();
                 }
