@@ -390,7 +390,8 @@ class AbeCodec(ClientCodec):
         encoding) keeps them and changes every ciphertext.  An index written before such a
         change was reused, its strings failed to decrypt (``InvalidTag``) and its terms
         matched nothing.  So the digest also covers a known answer: a probe document with a
-        value in every field, encrypted by the ingest path itself (:meth:`encode_lines`).
+        value in every field, encrypted by the ingest path itself (:meth:`encode_raw_lines`,
+        else :meth:`encode_lines`; both write the same bytes).
         """
         if self._layout_id is None:
             doc = self._probe_document()
