@@ -316,20 +316,18 @@ class AbeCodec(ClientCodec):
                 plan.grid = _grid_from(plan.grid_spec)
                 in_range = (0, plan.grid.top)
                 plan.out_range = OUT_48 if plan.grid.top < 2**32 else OUT_53
+                key = master.ope_key(plan.path, key_mode)
                 if key_mode == "single":
                     # The paper's setup: one pyope key for every field; equal ranges share
                     # one context (and its caches).
                     context = (in_range, plan.out_range)
                     if context not in shared:
-                        shared[context] = ope_cipher(
-                            master.material, in_range, plan.out_range, ope_backend
-                        )
+                        shared[context] = ope_cipher(key, in_range, plan.out_range, ope_backend)
                     plan.cipher = shared[context]
                 else:
-                    key = master.derive("ope", plan.path, 32)
                     plan.cipher = ope_cipher(key, in_range, plan.out_range, ope_backend)
             else:
-                plan.strings = StringCipher(master.derive("value", plan.path, 64), plan.path)
+                plan.strings = StringCipher(master.string_key(plan.path), plan.path)
             self.plans[plan.path] = plan
         #: The native fast path (:mod:`esdash.abe.native_lines`), where it is built and the
         #: OPE backend allows it; ``native=False`` keeps everything in Python (the tests'

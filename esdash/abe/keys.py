@@ -87,6 +87,15 @@ class MasterKey:
         info = f"{INFO_PREFIX}/{purpose}/{path}".encode()
         return HKDF(hashes.SHA256(), length, salt=None, info=info).derive(self._material)
 
+    def string_key(self, path: str) -> bytes:
+        """The AES-SIV key of field ``path``'s values (64 bytes: AES-256-SIV)."""
+        return self.derive("value", path, 64)
+
+    def ope_key(self, path: str, key_mode: str) -> bytes:
+        """The OPE key of field ``path``: its own subkey, or with ``key_mode = "single"`` the
+        key itself for every field, as pyope users (and the paper) had it."""
+        return self._material if key_mode == "single" else self.derive("ope", path, 32)
+
     def fingerprint(self) -> str:
         """16 hex digits identifying the key (safe to store: a PRF output, not the key)."""
         return self.derive("fingerprint", "", 8).hex()

@@ -39,7 +39,8 @@ def native_module() -> Any | None:
 def field_spec(plan: FieldPlan, master: MasterKey, key_mode: str) -> tuple | None:
     """The native encoder's description of one top-level field, or ``None`` (Python's).
 
-    The keys are derived exactly as the codec derives its own ciphers' keys.
+    The keys come from the same :class:`~esdash.abe.keys.MasterKey` methods as the codec's
+    own ciphers'.
     """
     if "." in plan.path:
         return None  # nested objects and dotted keys stay in Python
@@ -49,12 +50,12 @@ def field_spec(plan: FieldPlan, master: MasterKey, key_mode: str) -> tuple | Non
             "text",
             plan.path,
             member,
-            master.derive("value", plan.path, 64),
+            master.string_key(plan.path),
             plan.path.encode(),
         )
     if plan.kind != "ope":
         return None  # booleans: few, and their text rules live in FieldPlan.text
-    key = master.material if key_mode == "single" else master.derive("ope", plan.path, 32)
+    key = master.ope_key(plan.path, key_mode)
     grid, out_top = plan.grid, plan.out_range[1]
     if grid.kind in ("day", "second"):  # date-times: plain UTC ``yyyy-MM-dd HH:mm:ss`` only
         return (grid.kind, plan.path, member, key, grid.top, out_top)
