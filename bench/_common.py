@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import subprocess
@@ -39,3 +40,9 @@ def esdash(*args: str, env: dict[str, str], timeout: float = 7200) -> str:
     if result.returncode != 0:
         sys.exit(f"esdash {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
     return result.stdout
+
+
+def throwaway_key(path: str | os.PathLike) -> None:
+    """A fresh 32-byte ABE key file at ``path``, created private (mode 0600) from the start."""
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+        out.write(os.urandom(32))

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _common import throwaway_key
 from esdash_plugins.tracks.mri import MriTrack, generate
 
 from esdash.abe import keys as keylib
@@ -67,8 +67,7 @@ def main() -> int:
     lines = [json.dumps(doc).encode() for doc in docs]
     with tempfile.TemporaryDirectory() as work:
         path = Path(work) / "abe.key"
-        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
-            out.write(os.urandom(32))
+        throwaway_key(path)
         key = keylib.KeySource("key_file", str(path))
         print(f"# {args.documents} MRI documents, batches of {args.batch}, cold caches per round")
         python_us, native_us = [], []

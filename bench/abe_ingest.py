@@ -45,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import esdash, free_port_block
+from _common import esdash, free_port_block, throwaway_key
 
 
 def write_sessions(directory: Path, args: argparse.Namespace, key: Path) -> dict[str, Path]:
@@ -194,8 +194,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="esdash-abe-ingest-"))
     work.chmod(0o755)
     key = work / "abe.key"
-    with os.fdopen(os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
-        out.write(os.urandom(32))
+    throwaway_key(key)
     sessions = write_sessions(work, args, key)
     env = {**os.environ, "ESDASH_RUNS": str(work / "runs")}
     from esdash.abe.native_lines import NATIVE_BACKENDS, native_module
