@@ -25,7 +25,8 @@ import statistics
 import time
 
 from esdash.bench.merge import Merged
-from esdash.bench.recorder import Recorder, new_histogram
+from esdash.bench.recorder import Recorder
+from esdash.rundir.hdr import new_histogram
 
 
 def _median_of(rounds: int, run) -> float:

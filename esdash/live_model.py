@@ -9,9 +9,9 @@ Folding (``_Fold``) keeps, per *scope* — ingest, the warm-up of step k, the me
 step k — and per operation, the cumulative counters and latency histogram of the scope, plus
 the records of the last :data:`MAX_WINDOW` seconds for the sliding window.  Statistics are
 those of :mod:`esdash.stats` (percentiles only where the sample count supports them, exact
-gmean/gstd from the ``ln`` sums), computed on plain lists of HDR bucket counts: decoding a
-record's histogram once and adding count lists is far cheaper than summing ``HdrHistogram``
-objects and walking them in Python, which is what keeps a 4 Hz redraw of a 64-rank run light.
+gmean/gstd from the ``ln`` sums), computed on HDR counts (:mod:`esdash.rundir.hdr`): a
+record's histogram is decoded once, and adding counts arrays is what keeps a 4 Hz redraw of
+a 64-rank run light.
 
 Definitions (same as ``results.json`` where both exist):
 
@@ -27,19 +27,14 @@ Definitions (same as ``results.json`` where both exist):
 
 from __future__ import annotations
 
-import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import accumulate
-from operator import add
 from typing import Any
 
-from hdrh.histogram import HdrHistogram
-
-from esdash.bench.recorder import new_histogram
-from esdash.stats import Bucket, geometric, supported_percentiles
+from esdash.rundir import hdr
+from esdash.stats import Bucket, bucket_counts, geometric, supported_percentiles
 
 #: Percentiles the dashboard shows (each only where the sample count supports it).
 SHOWN_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9)
@@ -56,105 +51,7 @@ MAX_POINTS = 600
 #: Cluster samples kept for replay (2 s apart: 40 minutes).
 CLUSTER_SAMPLES = 1200
 
-_REF = new_histogram()
-_US = 1e-6
-
 Scope = tuple[str, "int | None"]
-
-
-# ------------------------------------------------------------------ histogram counts
-
-
-def decode_counts(encoded: str) -> list[int]:
-    """The bucket counts of an encoded HDR histogram, up to its highest non-empty bucket.
-
-    The layout is esdash's (1 µs .. 1 h, 3 significant digits); a histogram with another
-    layout is re-binned into it.
-    """
-    histogram = HdrHistogram.decode(encoded)
-    if not histogram.get_total_count():
-        return []
-    if (
-        histogram.lowest_trackable_value != _REF.lowest_trackable_value
-        or histogram.highest_trackable_value != _REF.highest_trackable_value
-        or histogram.significant_figures != _REF.significant_figures
-    ):
-        rebinned = new_histogram()
-        rebinned.add(histogram)
-        histogram = rebinned
-    last = histogram.get_counts_array_index(histogram.get_max_value())
-    return histogram.counts[: last + 1]
-
-
-def add_counts(into: list[int], counts: Sequence[int]) -> None:
-    """Add ``counts`` bucket by bucket into ``into`` (which grows as needed)."""
-    if len(counts) > len(into):
-        into.extend([0] * (len(counts) - len(into)))
-    into[: len(counts)] = map(add, into, counts)
-
-
-def counts_percentiles(counts: Sequence[int], percentiles: Sequence[float]) -> dict[float, float]:
-    """Values in seconds of ``percentiles``, exactly as ``HdrHistogram`` computes them."""
-    if not percentiles or not counts:
-        return {}
-    cumulative = list(accumulate(counts))
-    total = cumulative[-1]
-    if not total:
-        return {}
-    values = {}
-    for percentile in percentiles:
-        target = max(int(percentile * total / 100 + 0.5), 1)
-        index = bisect_left(cumulative, target)
-        value = _REF.get_highest_equivalent_value(_REF.get_value_from_index(index))
-        values[percentile] = value * _US
-    return values
-
-
-def counts_range(counts: Sequence[int]) -> tuple[float, float] | None:
-    """Lowest and highest value (seconds) of the non-empty buckets (None: no samples)."""
-    first = next((i for i, c in enumerate(counts) if c), None)
-    if first is None:
-        return None
-    last = len(counts) - 1
-    while last > first and not counts[last]:
-        last -= 1
-    low = max(_REF.get_lowest_equivalent_value(_REF.get_value_from_index(first)), 1)
-    high = _REF.get_highest_equivalent_value(_REF.get_value_from_index(last)) + 1
-    return low * _US, high * _US
-
-
-def log_buckets(
-    counts: Sequence[int],
-    buckets: int,
-    lowest: float | None = None,
-    highest: float | None = None,
-) -> list[Bucket]:
-    """``buckets`` bars of equal width on a log scale, by default from the lowest to the
-    highest value; ``lowest``/``highest`` (seconds) give two histograms one axis.
-
-    Like :func:`esdash.stats.bucket_counts`, but on count lists: an HDR bucket goes to the
-    bar its value falls in, values outside the range to the first or last bar, so the
-    counts always add up to the total.
-    """
-    buckets = max(1, buckets)
-    found = counts_range(counts)
-    if found is None:
-        return []
-    low_us = max((lowest if lowest is not None else found[0]) / _US, 1.0)
-    high_us = (highest if highest is not None else found[1]) / _US
-    if high_us <= low_us:
-        high_us = low_us * 10
-    log_low, width = math.log(low_us), (math.log(high_us) - math.log(low_us)) / buckets
-    edges = [math.exp(log_low + k * width) for k in range(buckets)] + [high_us]
-    size = len(counts)
-    bounds = [0]
-    for edge in edges[1:-1]:
-        bounds.append(min(size, max(bounds[-1], _REF.get_counts_array_index(math.ceil(edge)))))
-    bounds.append(size)
-    return [
-        Bucket(edges[k] * _US, edges[k + 1] * _US, sum(counts[bounds[k] : bounds[k + 1]]))
-        for k in range(buckets)
-    ]
 
 
 # --------------------------------------------------------------------- statistics
@@ -204,7 +101,7 @@ class OpAcc:
         self.ln_sq_sum = 0.0
         self.min: float | None = None
         self.max: float | None = None
-        self.counts: list[int] = []
+        self.counts: hdr.Counts = hdr.empty()
 
     @classmethod
     def from_payload(cls, data: Mapping[str, Any], decode: bool = True) -> OpAcc:
@@ -221,7 +118,7 @@ class OpAcc:
         acc.ln_sq_sum = float(latency.get("ln_sq_sum") or 0.0)
         acc.min, acc.max = latency.get("min"), latency.get("max")
         if decode and acc.count and latency.get("hdr"):
-            acc.counts = decode_counts(latency["hdr"])
+            acc.counts = hdr.decode(latency["hdr"])
         return acc
 
     def merge(self, other: OpAcc) -> OpAcc:
@@ -239,8 +136,8 @@ class OpAcc:
             self.min = other.min if self.min is None else min(self.min, other.min)
         if other.max is not None:
             self.max = other.max if self.max is None else max(self.max, other.max)
-        if other.counts:
-            add_counts(self.counts, other.counts)
+        if other.counts.size:
+            self.counts = hdr.add(self.counts, other.counts)
         return self
 
     @property
@@ -256,7 +153,7 @@ class OpAcc:
         if self.count <= 0:
             return Latency()
         gmean, gstd = geometric(self.count, self.ln_sum, self.ln_sq_sum)
-        values = counts_percentiles(self.counts, supported_percentiles(self.count, percentiles))
+        values = hdr.percentiles(self.counts, supported_percentiles(self.count, percentiles))
         if self.min is not None and self.max is not None:
             values = {p: min(max(v, self.min), self.max) for p, v in values.items()}
         return Latency(
@@ -367,7 +264,7 @@ class _Fold:
                 kept.sort(key=lambda item: item.get("wall") or 0.0)
                 del kept[:-3]
             if point:
-                values = counts_percentiles(
+                values = hdr.percentiles(
                     acc.counts, supported_percentiles(acc.count, (50.0, 99.0))
                 )
                 points[name] = OpPoint(
@@ -737,8 +634,8 @@ class RunModel:
                 selected = names[0] if names else None
             if selected is not None:
                 source = entry.ops[selected] if params.hist_cumulative else window_ops.get(selected)
-                if source is not None and source.counts:
-                    histogram = log_buckets(source.counts, params.hist_rows)
+                if source is not None and source.counts.size:
+                    histogram = bucket_counts(source.counts, params.hist_rows)
                     hist_count = source.count
 
         final = self.final
@@ -1119,14 +1016,14 @@ def relative_change(a: float | None, b: float | None) -> float | None:
     return (b - a) / a
 
 
-def step_counts(model: RunModel, step: int, query: str) -> list[int]:
-    """The latency bucket counts of one query of one measured step (empty if unknown)."""
+def step_counts(model: RunModel, step: int, query: str) -> hdr.Counts:
+    """The latency counts of one query of one measured step (empty if unknown)."""
     if model.results is not None:
         for entry in model.results.get("steps") or []:
             if entry.get("index") == step and query in (entry.get("queries") or {}):
                 encoded = (entry["queries"][query].get("histograms") or {}).get("latency")
-                return decode_counts(encoded) if encoded else []
-        return []
+                return hdr.decode(encoded) if encoded else hdr.empty()
+        return hdr.empty()
     scope = model._live.scopes.get(("measure", step))
     acc = scope.ops.get(query) if scope is not None else None
-    return list(acc.counts) if acc is not None else []
+    return acc.counts if acc is not None else hdr.empty()

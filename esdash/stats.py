@@ -1,7 +1,8 @@
 """Statistics from merged measurements: percentiles, geometric mean and std, throughput.
 
-Inputs are what the recorder keeps (:mod:`esdash.bench.recorder`): an HDR histogram in
-microseconds plus exact count, min, max, sum and sums of ``ln(x)`` and ``ln(x)**2``.  Outputs
+Inputs are what the recorder keeps (:mod:`esdash.bench.recorder`): HDR counts
+(:mod:`esdash.rundir.hdr`) plus exact count, min, max, sum and sums of ``ln(x)`` and
+``ln(x)**2``.  Outputs
 are in seconds (times) and per second (rates); renderers choose display units.
 
 * **mean**, **gmean**, **gstd** are exact (from the sums, not from buckets).  ``gstd`` is the
@@ -21,23 +22,25 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
 
-from hdrh.histogram import HdrHistogram
+import numpy as np
+
+from esdash.rundir import hdr
 
 #: The percentiles esdash reports (where the sample count supports them).
 PERCENTILES: tuple[float, ...] = (1.0, 50.0, 90.0, 99.0, 99.9)
 
-_US = 1e-6
+_US = hdr.US
 
 
 class Samples(Protocol):
     """What :func:`summarize` needs; :class:`esdash.bench.merge.SeriesData` provides it."""
 
-    histogram: HdrHistogram
+    counts: hdr.Counts
     count: int
     min: float | None
     max: float | None
@@ -83,16 +86,6 @@ def geometric(count: int, ln_sum: float, ln_sq_sum: float) -> tuple[float | None
         return gmean, None
     variance = (ln_sq_sum - count * mean_ln * mean_ln) / (count - 1)
     return gmean, math.exp(math.sqrt(max(variance, 0.0)))
-
-
-def histogram_percentiles(
-    histogram: HdrHistogram, percentiles: Sequence[float]
-) -> dict[float, float]:
-    """Values (seconds) of ``percentiles`` in a histogram of microseconds, in one pass."""
-    if not percentiles or not histogram.get_total_count():
-        return {}
-    values = histogram.get_percentile_to_value_dict(list(percentiles))
-    return {p: values[p] * _US for p in percentiles if p in values}
 
 
 @dataclass(frozen=True)
@@ -143,7 +136,7 @@ def summarize(samples: Samples, percentiles: Sequence[float] = PERCENTILES) -> S
     if count <= 0:
         return Summary(count=0)
     gmean, gstd = geometric(count, samples.ln_sum, samples.ln_sq_sum)
-    values = histogram_percentiles(samples.histogram, supported_percentiles(count, percentiles))
+    values = hdr.percentiles(samples.counts, supported_percentiles(count, percentiles))
     low, high = samples.min, samples.max
     if low is not None and high is not None:
         values = {p: min(max(v, low), high) for p, v in values.items()}
@@ -212,24 +205,6 @@ def spread(values: Iterable[float]) -> Spread:
     )
 
 
-def recorded_values(histogram: HdrHistogram) -> Iterator[tuple[float, float, int]]:
-    """``(lowest, highest, count)`` in seconds for every non-empty bucket, in value order.
-
-    A bucket holds every value from ``lowest`` to ``highest`` (microsecond resolution below
-    2 ms, 0.1 % of the value above).
-    """
-    if not histogram.get_total_count():
-        return
-    last = histogram.get_counts_array_index(histogram.get_max_value())
-    counts = histogram.counts[: last + 1]
-    for index, count in enumerate(counts):
-        if count:
-            value = histogram.get_value_from_index(index)
-            low = histogram.get_lowest_equivalent_value(value)
-            high = histogram.get_highest_equivalent_value(value)
-            yield low * _US, high * _US, count
-
-
 @dataclass(frozen=True)
 class Bucket:
     """One bar of a log-scaled latency histogram: ``[low, high)`` in seconds."""
@@ -240,34 +215,42 @@ class Bucket:
 
 
 def bucket_counts(
-    histogram: HdrHistogram,
+    counts: hdr.Counts,
     log_buckets: int = 30,
     lowest: float | None = None,
     highest: float | None = None,
 ) -> list[Bucket]:
-    """Counts in ``log_buckets`` buckets of equal width on a log scale, for the dashboard.
+    """Counts in ``log_buckets`` bars of equal width on a log scale (dashboard and figures).
 
-    The range defaults to the histogram's own (min to max); with ``lowest``/``highest``
-    (seconds) a view can keep its axis steady between refreshes.  Each HDR bucket counts at
-    the middle of its value range; values outside the range go to the first or last bucket,
-    so the counts always add up to the histogram's total.
+    The range defaults to the histogram's own (lowest to highest value); with
+    ``lowest``/``highest`` (seconds) two histograms share one axis, or a view keeps its axis
+    steady between refreshes.  An HDR bucket goes to the bar its lowest value falls in;
+    values outside the range go to the first or last bar, so the bars always add up to the
+    histogram's total.  Empty without samples.
     """
     if log_buckets < 1:
         raise ValueError("log_buckets must be at least 1")
-    entries = list(recorded_values(histogram))
-    if lowest is None:
-        lowest = entries[0][0] if entries else _US
-    if highest is None:
-        highest = entries[-1][1] + _US if entries else 1.0
-    lowest = max(lowest, _US)
-    if highest <= lowest:
-        highest = lowest * 10
-    log_low = math.log(lowest)
-    width = (math.log(highest) - log_low) / log_buckets
-    edges = [math.exp(log_low + k * width) for k in range(log_buckets)] + [highest]
-    counts = [0] * log_buckets
-    for low, high, count in entries:
-        middle = max((low + high) / 2, _US)
-        slot = int((math.log(middle) - log_low) / width)
-        counts[min(max(slot, 0), log_buckets - 1)] += count
-    return [Bucket(edges[k], edges[k + 1], counts[k]) for k in range(log_buckets)]
+    found = hdr.value_range(counts)
+    if found is None:
+        return []
+    low_us = max((lowest if lowest is not None else found[0]) / _US, 1.0)
+    high_us = (highest if highest is not None else found[1]) / _US
+    if high_us <= low_us:
+        high_us = low_us * 10
+    log_low = math.log(low_us)
+    width = (math.log(high_us) - log_low) / log_buckets
+    edges = [math.exp(log_low + k * width) for k in range(log_buckets)] + [high_us]
+    size = counts.size
+    bounds = [0]
+    for edge in edges[1:-1]:
+        bounds.append(min(size, max(bounds[-1], hdr.bucket_index(edge))))
+    bounds.append(size)
+    cumulative = np.concatenate(([0], np.cumsum(counts)))
+    return [
+        Bucket(
+            edges[k] * _US,
+            edges[k + 1] * _US,
+            int(cumulative[bounds[k + 1]] - cumulative[bounds[k]]),
+        )
+        for k in range(log_buckets)
+    ]

@@ -14,7 +14,8 @@ import statistics
 import pytest
 
 from esdash.bench.merge import Merged
-from esdash.bench.recorder import Recorder, new_histogram
+from esdash.bench.recorder import Recorder
+from esdash.rundir import hdr
 from esdash.stats import (
     PERCENTILES,
     Summary,
@@ -190,7 +191,7 @@ def test_bucket_counts_are_log_spaced_and_add_up():
     rng = random.Random(5)
     values = [rng.lognormvariate(math.log(0.01), 1.0) for _ in range(50_000)]
     series = _series(values)
-    buckets = bucket_counts(series.histogram, log_buckets=20)
+    buckets = bucket_counts(series.counts, log_buckets=20)
     assert len(buckets) == 20
     assert sum(b.count for b in buckets) == 50_000
     ratios = [b.high / b.low for b in buckets]
@@ -203,17 +204,15 @@ def test_bucket_counts_are_log_spaced_and_add_up():
 
 
 def test_bucket_counts_with_a_fixed_axis_clamp_outliers_into_the_ends():
-    histogram = new_histogram()
-    for us, count in ((50, 10), (1_000, 20), (100_000, 30), (10_000_000, 5)):
-        histogram.record_value(us, count)
-    buckets = bucket_counts(histogram, log_buckets=2, lowest=0.001, highest=0.1)
+    recorded = ((50, 10), (1_000, 20), (100_000, 30), (10_000_000, 5))
+    counts = hdr.from_mapping({hdr.index_of(us): count for us, count in recorded})
+    buckets = bucket_counts(counts, log_buckets=2, lowest=0.001, highest=0.1)
     assert buckets[0].low == pytest.approx(0.001) and buckets[-1].high == pytest.approx(0.1)
     # 50 us and 1 ms fall in the first half of the axis (1..10 ms), 100 ms and 10 s at the end.
     assert [b.count for b in buckets] == [30, 35]
 
 
 def test_bucket_counts_of_an_empty_histogram():
-    buckets = bucket_counts(new_histogram(), log_buckets=3)
-    assert [b.count for b in buckets] == [0, 0, 0]
+    assert bucket_counts(hdr.empty(), log_buckets=3) == []
     with pytest.raises(ValueError):
-        bucket_counts(new_histogram(), log_buckets=0)
+        bucket_counts(hdr.empty(), log_buckets=0)

@@ -7,8 +7,9 @@ merge: rank 0 merges the ranks of one interval for the stream, and the run accum
 intervals per step and per rank for the results.
 
 Merging is exact for everything but the histograms' bucket resolution: counters and the
-``ln`` sums add, min and max take the extremes, histograms add bucket by bucket.  Decoding a
-histogram costs a fraction of a millisecond, so empty ones are never decoded.
+``ln`` sums add, min and max take the extremes, histogram counts (:mod:`esdash.rundir.hdr`)
+add bucket by bucket.  Decoding a histogram costs a fraction of a millisecond, so empty ones
+are never decoded.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hdrh.histogram import HdrHistogram
-
-from esdash.bench.recorder import LAST_ERRORS, PAYLOAD_VERSION, new_histogram
+from esdash.bench.recorder import LAST_ERRORS, PAYLOAD_VERSION
+from esdash.rundir import hdr
 
 
 def _add_counts(into: dict[str, int], other: Mapping[str, int]) -> None:
@@ -27,15 +27,15 @@ def _add_counts(into: dict[str, int], other: Mapping[str, int]) -> None:
 
 
 class SeriesData:
-    """One timed quantity: its histogram (microseconds) plus exact count, extremes and sums.
+    """One timed quantity: its HDR counts plus exact count, extremes and sums.
 
     Times (``min``, ``max``, ``sum``) are in seconds.  Satisfies :class:`esdash.stats.Samples`.
     """
 
-    __slots__ = ("histogram", "count", "min", "max", "sum", "ln_sum", "ln_sq_sum", "clamped")
+    __slots__ = ("counts", "count", "min", "max", "sum", "ln_sum", "ln_sq_sum", "clamped")
 
     def __init__(self) -> None:
-        self.histogram: HdrHistogram = new_histogram()
+        self.counts: hdr.Counts = hdr.empty()
         self.count = 0
         self.min: float | None = None
         self.max: float | None = None
@@ -53,7 +53,7 @@ class SeriesData:
     def add_payload(self, data: Mapping[str, Any]) -> None:
         count = int(data["count"])
         if count:
-            self.histogram.decode_and_add(data["hdr"])
+            self.counts = hdr.add(self.counts, hdr.decode(data["hdr"]))
         self.count += count
         self._extremes(data.get("min"), data.get("max"))
         self.sum += data["sum"]
@@ -63,7 +63,7 @@ class SeriesData:
 
     def merge(self, other: SeriesData) -> None:
         if other.count:
-            self.histogram.add(other.histogram)
+            self.counts = hdr.add(self.counts, other.counts)
         self.count += other.count
         self._extremes(other.min, other.max)
         self.sum += other.sum
@@ -73,7 +73,7 @@ class SeriesData:
 
     def to_payload(self) -> dict[str, Any]:
         return {
-            "hdr": self.histogram.encode().decode("ascii"),
+            "hdr": hdr.encode(self.counts),
             "count": self.count,
             "min": self.min,
             "max": self.max,

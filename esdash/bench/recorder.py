@@ -29,13 +29,13 @@ Error classes (a small, closed taxonomy; anything else is a programming error)::
                             e.g. bulk_item_mapper_parsing_exception (counts documents, not
                             requests: see record_bulk_rejections)
 
-Histograms use HdrHistogram's layout for 1 µs .. 1 hour at 3 significant digits.  The hot path
-computes the HDR bucket index itself (the same arithmetic as ``hdrh``, verified by the tests)
-and counts into a dict; ``drain`` replays the counts into a real :class:`HdrHistogram` and
-encodes it.  Values outside the range are clamped into it (and counted in ``clamped``), never
-dropped.  Alongside each histogram the recorder keeps exact count, min, max, sum and the sums
-of ``ln(x)`` and ``ln(x)**2``: mean, geometric mean and geometric standard deviation are then
-exact instead of bucket-approximated.
+Histograms are esdash's one HDR layout (:mod:`esdash.rundir.hdr`: 1 µs .. 1 hour at 3
+significant digits).  The hot path computes the bucket index itself (``hdr.index_of``,
+inlined) and counts into a dict; ``drain`` encodes the counts into the stored format.  Values
+outside the range are clamped into it (and counted in ``clamped``), never dropped.  Alongside
+each histogram the recorder keeps exact count, min, max, sum and the sums of ``ln(x)`` and
+``ln(x)**2``: mean, geometric mean and geometric standard deviation are then exact instead of
+bucket-approximated.
 
 Payload shape (``PAYLOAD_VERSION`` 1; documented field by field in ``docs/stream.md``)::
 
@@ -57,20 +57,14 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from hdrh.histogram import HdrHistogram
+from esdash.rundir import hdr
 
 PAYLOAD_VERSION = 1
-
-#: Histogram range and precision, in microseconds: 1 µs .. 1 hour, 3 significant digits.
-HDR_LOWEST_US = 1
-HDR_HIGHEST_US = 3_600_000_000
-HDR_SIGNIFICANT_FIGURES = 3
 
 #: Successful requests :meth:`Recorder.record` keeps before it counts them (see there).
 RECORD_BATCH = 1024
@@ -85,58 +79,14 @@ ERROR_CLASS_RE = re.compile(
 _REQUEST_ERROR_RE = re.compile(r"^(timeout|connection|other|http_[1-5][0-9][0-9])$")
 _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 
-
-def new_histogram() -> HdrHistogram:
-    """An empty histogram with esdash's range and precision (values in microseconds)."""
-    return HdrHistogram(HDR_LOWEST_US, HDR_HIGHEST_US, HDR_SIGNIFICANT_FIGURES)
-
-
-# The bucket index arithmetic of hdrh for a histogram whose lowest value is 1 (unit
-# magnitude 0): bucket = bit_length(v | mask) - (half_count_magnitude + 1), and the counts
-# index is ((bucket + 1) << half_count_magnitude) + (v >> bucket) - half_count.
-_PROBE = new_histogram()
-assert _PROBE.unit_magnitude == 0, "the fast index below assumes a lowest value of 1"
-_MASK = _PROBE.sub_bucket_mask
-_HALF_MAG = _PROBE.sub_bucket_half_count_magnitude
-_HALF = _PROBE.sub_bucket_half_count
-_SHIFT = _HALF_MAG + 1
-_COUNTS_LEN = _PROBE.counts_len
-del _PROBE
-
-_LOWEST_S = HDR_LOWEST_US / 1e6
-_HIGHEST_S = HDR_HIGHEST_US / 1e6
-
-
-def hdr_index(us: int) -> int:
-    """The counts-array index hdrh uses for ``us`` (microseconds); the hot path inlines it."""
-    bucket = (us | _MASK).bit_length() - _SHIFT
-    return ((bucket + 1) << _HALF_MAG) + (us >> bucket) - _HALF
-
-
-def encode_counts(counts: Mapping[int, int], scratch: HdrHistogram) -> str:
-    """The ``hdrh`` encoding of ``counts`` (counts-array index -> count), as ASCII.
-
-    The same string as recording ``get_value_from_index(index)`` ``count`` times for every
-    entry into a new histogram and encoding it (the encoding depends only on the counts, the
-    total count and the maximum), without what made that slow once per interval: allocating
-    a fresh 23,552-entry counts array and one ``record_value`` call per bucket.  ``scratch``
-    is an empty histogram of :func:`new_histogram`'s layout; it is left empty again.
-    """
-    array = scratch.counts
-    try:
-        if counts:
-            for index, count in counts.items():
-                array[index] += count
-            scratch.total_count = sum(counts.values())
-            scratch.min_value = scratch.get_value_from_index(min(counts))
-            scratch.max_value = scratch.get_value_from_index(max(counts))
-        return scratch.encode().decode("ascii")
-    finally:
-        for index in counts:
-            array[index] = 0
-        scratch.total_count = 0
-        scratch.min_value = sys.maxsize
-        scratch.max_value = 0
+# The bucket index arithmetic of esdash.rundir.hdr.index_of, inlined in _count below: module
+# constants are as cheap to read there as locals.
+_MASK = hdr.SUB_BUCKET_MASK
+_HALF_MAG = hdr.HALF_COUNT_MAGNITUDE
+_HALF = hdr.HALF_COUNT
+_SHIFT = hdr.SHIFT
+_LOWEST_S = hdr.LOWEST_S
+_HIGHEST_S = hdr.HIGHEST_S
 
 
 def error_class_of_status(status: int) -> str:
@@ -182,10 +132,10 @@ class _Series:
         self.ln_sq_sum = 0.0
         self.clamped = 0
 
-    def payload(self, scratch: HdrHistogram | None = None) -> dict[str, Any]:
-        """This series' payload; ``scratch``: an empty histogram to encode with (reused)."""
+    def payload(self, encoder: hdr.Encoder) -> dict[str, Any]:
+        """This series' payload, its histogram encoded with ``encoder`` (reused per drain)."""
         return {
-            "hdr": encode_counts(self.counts, scratch if scratch is not None else new_histogram()),
+            "hdr": encoder.encode(self.counts),
             "count": self.count,
             "min": self.min if self.count else None,
             "max": self.max if self.count else None,
@@ -233,7 +183,7 @@ class _Op:
             entry = self.nodes[node] = [0, 0, 0.0, 0.0, {}, {}]
         return entry
 
-    def payload(self, scratch: HdrHistogram | None = None) -> dict[str, Any]:
+    def payload(self, encoder: hdr.Encoder) -> dict[str, Any]:
         return {
             "requests": self.requests,
             "docs": self.docs,
@@ -241,8 +191,8 @@ class _Op:
             "errors": dict(self.errors),
             "doc_errors": dict(self.doc_errors),
             "error_time": {"count": self.error_time_count, "sum": self.error_time_sum},
-            "latency": self.latency.payload(scratch),
-            "service_time": self.service_time.payload(scratch),
+            "latency": self.latency.payload(encoder),
+            "service_time": self.service_time.payload(encoder),
             "nodes": {
                 name: {
                     "requests": entry[0],
@@ -278,9 +228,9 @@ class Recorder:
         self._ops: dict[str, _Op] = {}
         self._batch: list[tuple[str, str, float, float, int, int]] = []
         self._started = clock()
-        #: The empty histogram every drain encodes with (allocating one costs more than
-        #: encoding a typical interval).
-        self._scratch: HdrHistogram | None = None
+        #: Every drain encodes with this one (allocating a histogram costs more than encoding
+        #: a typical interval).
+        self._encoder = hdr.Encoder()
 
     def _op(self, op: str) -> _Op:
         state = self._ops.get(op)
@@ -478,13 +428,11 @@ class Recorder:
         self._count_batch()
         ops, self._ops = self._ops, {}
         elapsed, self._started = now - self._started, now
-        if ops and self._scratch is None:
-            self._scratch = new_histogram()
         return {
             "v": PAYLOAD_VERSION,
             "rank": self.rank,
             "elapsed": elapsed,
-            "ops": {name: state.payload(self._scratch) for name, state in ops.items()},
+            "ops": {name: state.payload(self._encoder) for name, state in ops.items()},
         }
 
     @property

@@ -363,15 +363,13 @@ _APPROXIMATION_NOTE = (
 
 
 def _authors_responses(rank: Mapping[str, Any]) -> list[dict[str, Any]]:
-    from hdrh.histogram import HdrHistogram
+    from esdash.rundir import hdr
 
-    from esdash.stats import recorded_values
-
-    histogram = HdrHistogram.decode(rank["histograms"]["service_time"])
+    counts = hdr.decode(rank["histograms"]["service_time"])
     ok = int(rank["ok"])
     base, extra = divmod(int(rank["docs"]), ok) if ok else (0, 0)
     responses: list[dict[str, Any]] = []
-    for low, high, count in recorded_values(histogram):
+    for low, high, count in hdr.buckets(counts):
         latency = round((low + high) / 2, 7)
         for _ in range(count):
             docs = base + (1 if len(responses) < extra else 0)

@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from esdash.bench.merge import SeriesData
-from esdash.bench.recorder import HDR_HIGHEST_US, HDR_LOWEST_US
 from esdash.errors import BadInput
+from esdash.rundir import hdr
 from esdash.stats import spread, summarize
 
 SCHEMA = "esdash.results/1"
@@ -64,11 +64,14 @@ def _op(
 ) -> dict:
     """A results.json ``<op>`` from exact per-request values (latencies in seconds)."""
     series = SeriesData()
+    counts: dict[int, int] = {}
     for value in latencies:
-        series.histogram.record_value(min(max(round(value * 1e6), HDR_LOWEST_US), HDR_HIGHEST_US))
+        index = hdr.index_of(min(max(round(value * 1e6), hdr.LOWEST_US), hdr.HIGHEST_US))
+        counts[index] = counts.get(index, 0) + 1
         logged = math.log(max(value, 1e-6))
         series.ln_sum += logged
         series.ln_sq_sum += logged * logged
+    series.counts = hdr.from_mapping(counts)
     series.count = len(latencies)
     series.sum = math.fsum(latencies)
     series.min = min(latencies, default=None)
@@ -76,7 +79,7 @@ def _op(
     ok = len(latencies)
     failed = sum(errors.values())
     stats = summarize(series).to_dict(scale=1000.0, digits=4)
-    hdr = series.to_payload()["hdr"]
+    encoded = hdr.encode(series.counts)
     rate = None if not seconds else round(ok / seconds, 3)
     return {
         "requests": ok + failed,
@@ -99,7 +102,7 @@ def _op(
         "per_rank": {},
         "per_node": {},
         "last_errors": {},
-        "histograms": {"latency": hdr, "service_time": hdr},
+        "histograms": {"latency": encoded, "service_time": encoded},
     }
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from esdash.report.inputs import Entry, config_label
 from esdash.report.tables import group_configs, merged_histogram, op_of, queries_of, query_label
+from esdash.rundir import hdr
 
 FORMATS = ("png", "svg")
 #: Panels per scaling figure; more queries than this get a second look in the tables.
@@ -85,7 +86,7 @@ class Drawer:
 
 
 def latency_distributions(drawer: Drawer, entries: Sequence[Entry]) -> None:
-    from esdash.stats import bucket_counts, recorded_values
+    from esdash.stats import bucket_counts
 
     groups = group_configs(entries)
     for step, query in queries_of(entries):
@@ -97,7 +98,7 @@ def latency_distributions(drawer: Drawer, entries: Sequence[Entry]) -> None:
                 lines.append((config_label(group[0].config), group[0].source, found[0]))
         if not lines:
             continue
-        values = [v for _l, _s, h in lines for v in recorded_values(h)]
+        values = [v for _l, _s, counts in lines for v in hdr.buckets(counts)]
         lowest = min(low for low, _high, _count in values)
         highest = max(high for _low, high, _count in values) * 1.001 + 1e-6
         fig, ax = drawer.plt.subplots(figsize=(6.4, 3.8))
@@ -132,13 +133,13 @@ def timeline(drawer: Drawer, entry: Entry, bins: int = 60) -> None:
     from matplotlib.colors import LogNorm
 
     from esdash.report.intervals import read_intervals
-    from esdash.stats import bucket_counts, histogram_percentiles, recorded_values
+    from esdash.stats import bucket_counts
 
     _header, ops = read_intervals(entry.stream)
-    ops = [o for o in ops if o.phase in ("warmup", "measure") and o.histogram is not None]
+    ops = [o for o in ops if o.phase in ("warmup", "measure") and o.counts.size]
     if not ops:
         return
-    values = [v for o in ops for v in recorded_values(o.histogram)]
+    values = [v for o in ops for v in hdr.buckets(o.counts)]
     lowest = max(min(v[0] for v in values), 1e-6)
     highest = max(v[1] for v in values) * 1.001 + 1e-6
     columns: dict[tuple[float, float], list[Any]] = {}
@@ -153,18 +154,14 @@ def timeline(drawer: Drawer, entry: Entry, bins: int = 60) -> None:
     p50: list[float | None] = []
     p99: list[float | None] = []
     for column, span in enumerate(spans):
-        merged = None
+        merged = hdr.empty()
         for o in columns[span]:
-            for row, bucket in enumerate(bucket_counts(o.histogram, bins, lowest, highest)):
+            for row, bucket in enumerate(bucket_counts(o.counts, bins, lowest, highest)):
                 grid[row][column] += bucket.count
-            if merged is None:
-                from esdash.bench.recorder import new_histogram
-
-                merged = new_histogram()
-            merged.add(o.histogram)
-        count = merged.get_total_count() if merged is not None else 0
+            merged = hdr.add(merged, o.counts)
+        count = hdr.total(merged)
         wanted = [p for p, need in ((50.0, 2), (99.0, 100)) if count >= need]
-        found = histogram_percentiles(merged, wanted) if merged is not None else {}
+        found = hdr.percentiles(merged, wanted)
         p50.append(found.get(50.0))
         p99.append(found.get(99.0))
     xs = [span[0] for span in spans] + [spans[-1][1]]

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hdrh.histogram import HdrHistogram
-
 from esdash.bench.merge import Merged
-from esdash.stats import geometric, histogram_percentiles
+from esdash.rundir import hdr
+from esdash.stats import geometric
 
 
 @dataclass
@@ -33,7 +32,7 @@ class IntervalOp:
     op: str
     ok: int
     gmean: float | None  # seconds
-    histogram: HdrHistogram | None  # microseconds; None without samples
+    counts: hdr.Counts  # empty without samples
 
     @property
     def rate(self) -> float | None:
@@ -43,9 +42,9 @@ class IntervalOp:
         """Seconds; only where the interval has the samples for it (p99 needs 100)."""
         from esdash.stats import min_samples
 
-        if self.histogram is None or self.ok < min_samples(p):
+        if not self.counts.size or self.ok < min_samples(p):
             return None
-        return histogram_percentiles(self.histogram, [p]).get(p)
+        return hdr.percentiles(self.counts, [p]).get(p)
 
 
 def read_intervals(stream: Path | None) -> tuple[dict[str, Any], list[IntervalOp]]:
@@ -75,7 +74,7 @@ def read_intervals(stream: Path | None) -> tuple[dict[str, Any], list[IntervalOp
                     op=name,
                     ok=series.count,
                     gmean=gmean,
-                    histogram=series.histogram if series.count else None,
+                    counts=series.counts,
                 )
             )
     return header, found

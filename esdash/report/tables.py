@@ -33,7 +33,8 @@ from typing import Any
 
 from esdash.report.inputs import BASELINE, CONFIG_FIELDS, Entry, config_label
 from esdash.report.summary import fmt_count, fmt_factor, fmt_ms, fmt_rate
-from esdash.stats import geometric, histogram_percentiles, supported_percentiles
+from esdash.rundir import hdr
+from esdash.stats import geometric, supported_percentiles
 
 NA = "-"
 
@@ -156,14 +157,14 @@ def pooled_geometric(stats: Sequence[Mapping[str, Any]]) -> tuple[float | None, 
     return geometric(int(count), ln_sum, ln_sq)
 
 
-def merged_histogram(ops: Sequence[Mapping[str, Any]]) -> tuple[Any, float, float] | None:
-    """The runs' latency histograms added up, with the exact min and max (ms).
+def merged_histogram(
+    ops: Sequence[Mapping[str, Any]],
+) -> tuple[hdr.Counts, float, float] | None:
+    """The runs' latency counts added up, with the exact min and max (ms).
 
     None without samples, or when a run with samples has no histogram (a trimmed results
     file): a merge of part of the runs would look complete and be wrong.
     """
-    from hdrh.histogram import HdrHistogram
-
     merged = None
     low = math.inf
     high = -math.inf
@@ -173,11 +174,8 @@ def merged_histogram(ops: Sequence[Mapping[str, Any]]) -> tuple[Any, float, floa
         encoded = (op.get("histograms") or {}).get("latency")
         if not encoded:
             return None
-        histogram = HdrHistogram.decode(encoded)
-        if merged is None:
-            merged = histogram
-        else:
-            merged.add(histogram)
+        counts = hdr.decode(encoded)
+        merged = counts if merged is None else hdr.add(merged, counts)
         low = min(low, op["latency"]["min"])
         high = max(high, op["latency"]["max"])
     return None if merged is None else (merged, low, high)
@@ -192,8 +190,8 @@ def pooled_percentiles(ops: Sequence[Mapping[str, Any]], names: Sequence[str]) -
         return dict.fromkeys(names)
     merged, low, high = found
     wanted = [float(n[1:]) for n in names]
-    supported = set(supported_percentiles(merged.get_total_count(), wanted))
-    values = histogram_percentiles(merged, [p for p in wanted if p in supported])
+    supported = set(supported_percentiles(hdr.total(merged), wanted))
+    values = hdr.percentiles(merged, [p for p in wanted if p in supported])
     return {
         name: None
         if float(name[1:]) not in values

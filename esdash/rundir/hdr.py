@@ -71,17 +71,15 @@ def index_of(us: int) -> int:
     return ((bucket + 1) << HALF_COUNT_MAGNITUDE) + (us >> bucket) - HALF_COUNT
 
 
-def _bounds() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+def _bounds(probe: HdrHistogram) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Lowest and highest value (µs) equivalent to each index, from the package itself."""
-    low = np.array([_PROBE.get_value_from_index(i) for i in range(COUNTS_LEN)], dtype=np.int64)
-    high = np.array(
-        [_PROBE.get_highest_equivalent_value(int(v)) for v in low], dtype=np.int64
-    )
+    low = np.array([probe.get_value_from_index(i) for i in range(COUNTS_LEN)], dtype=np.int64)
+    high = np.array([probe.get_highest_equivalent_value(int(v)) for v in low], dtype=np.int64)
     return low, high
 
 
 #: Per counts index: the lowest and highest value in microseconds it stands for.
-LOW_US, HIGH_US = _bounds()
+LOW_US, HIGH_US = _bounds(_PROBE)
 del _PROBE
 
 

@@ -1,7 +1,7 @@
 """The recorder's shortcuts give exactly the payloads of the straightforward way.
 
-- ``drain`` encodes through a reused scratch histogram: the same string as recording every
-  bucket into a new ``hdrh`` histogram;
+- ``drain`` encodes through one reused encoder (``esdash.rundir.hdr.Encoder``): the same
+  string as recording every bucket into a new ``hdrh`` histogram;
 - ``record`` batches requests: the same payloads as counting each request at once.
 """
 
@@ -10,37 +10,33 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from esdash.bench.recorder import (
-    HDR_HIGHEST_US,
-    RECORD_BATCH,
-    Recorder,
-    encode_counts,
-    hdr_index,
-    new_histogram,
-)
+from esdash.bench.recorder import RECORD_BATCH, Recorder
+from esdash.rundir import hdr
 
 
 def slow_encoding(counts: dict[int, int]) -> str:
-    histogram = new_histogram()
+    histogram = hdr.new_histogram()
     for index, count in counts.items():
         histogram.record_value(histogram.get_value_from_index(index), count)
     return histogram.encode().decode("ascii")
 
 
-microseconds = st.integers(min_value=1, max_value=HDR_HIGHEST_US)
+microseconds = st.integers(min_value=1, max_value=hdr.HIGHEST_US)
 
 
 @given(st.lists(st.tuples(microseconds, st.integers(1, 10**6)), max_size=60))
 def test_encode_counts_equals_recording_into_a_new_histogram(values) -> None:
     counts: dict[int, int] = {}
     for us, count in values:
-        index = hdr_index(us)
+        index = hdr.index_of(us)
         counts[index] = counts.get(index, 0) + count
-    scratch = new_histogram()
-    assert encode_counts(counts, scratch) == slow_encoding(counts)
-    # the scratch histogram is empty again: a second use gives the same string
-    assert scratch.total_count == 0 and not any(scratch.counts)
-    assert encode_counts(counts, scratch) == slow_encoding(counts)
+    encoder = hdr.Encoder()
+    assert encoder.encode(counts) == slow_encoding(counts)
+    # the encoder's histogram is empty again: a second use gives the same string
+    scratch = encoder._scratch
+    assert scratch is not None and scratch.total_count == 0 and not any(scratch.counts)
+    assert encoder.encode(counts) == slow_encoding(counts)
+    assert encoder.encode(hdr.from_mapping(counts)) == slow_encoding(counts)
 
 
 def test_drains_reuse_one_scratch_and_stay_exact() -> None:
@@ -50,7 +46,7 @@ def test_drains_reuse_one_scratch_and_stay_exact() -> None:
         for k in range(1, 200):
             seconds = (k * (interval + 1)) / 7919.0
             recorder.record("q", "n", seconds, seconds)
-            index = hdr_index(int(seconds * 1e6))
+            index = hdr.index_of(int(seconds * 1e6))
             expected[index] = expected.get(index, 0) + 1
         payload = recorder.drain()["ops"]["q"]
         assert payload["latency"]["hdr"] == slow_encoding(expected)

@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from esdash.bench.recorder import new_histogram
 from esdash.campaign import tomlw
+from esdash.rundir import hdr
 
 
 def histogram(latencies_ms: Sequence[float]):
-    h = new_histogram()
+    h = hdr.new_histogram()
     for value in latencies_ms:
         h.record_value(round(value * 1000))
     return h

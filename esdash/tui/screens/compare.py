@@ -28,14 +28,13 @@ from esdash.live_model import (
     Snapshot,
     StepQuery,
     ViewParams,
-    counts_range,
-    log_buckets,
     relative_change,
     step_counts,
     step_queries,
 )
 from esdash.live_source import RunSource
-from esdash.stats import Bucket
+from esdash.rundir import hdr
+from esdash.stats import Bucket, bucket_counts
 from esdash.tui import format as fmt
 from esdash.tui.widgets.charts import LatencyHistogram
 from esdash.tui.widgets.panels import Panel
@@ -48,7 +47,7 @@ HIGHER_IS_BETTER = {"rate": True, "p50": False, "p99": False, "gmean": False}
 class Side:
     snapshot: Snapshot
     rows: dict[tuple[int, str], StepQuery]
-    counts: dict[tuple[int, str], list[int]]
+    counts: dict[tuple[int, str], hdr.Counts]
 
 
 class CompareReady(Message):
@@ -215,16 +214,16 @@ that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the
             return
         row = self.query_one("#compare-table", DataTable).cursor_row
         key = self.keys[min(max(row, 0), len(self.keys) - 1)]
-        counts = [side.counts.get(key) or [] for side in self.sides]
-        ranges = [r for r in (counts_range(c) for c in counts) if r is not None]
+        counts = [side.counts.get(key, hdr.empty()) for side in self.sides]
+        ranges = [r for r in (hdr.value_range(c) for c in counts) if r is not None]
         if not ranges:
             return
         low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
         for label, side_counts, widget_id in (("A", counts[0], "a"), ("B", counts[1], "b")):
             widget = self.query_one(f"#hist-{widget_id}", LatencyHistogram)
-            buckets: list[Bucket] = log_buckets(side_counts, widget.rows(), low, high)
+            buckets: list[Bucket] = bucket_counts(side_counts, widget.rows(), low, high)
             widget.buckets = tuple(buckets)
-            widget.total = sum(side_counts)
+            widget.total = hdr.total(side_counts)
             widget.label = f"{label} {key[1]}"
             widget.refresh()
             panel = self.query_one(f"#ph-{widget_id}", Panel)
