@@ -47,6 +47,8 @@ from pathlib import Path
 
 from _common import esdash, free_port_block, throwaway_key
 
+from esdash.rundir.layout import RunDir
+
 
 def write_sessions(directory: Path, args: argparse.Namespace, key: Path) -> dict[str, Path]:
     """Two sessions with the same cluster, corpus and steps; only [encryption] differs."""
@@ -109,10 +111,9 @@ def node_processes(cluster: Path) -> dict[int, float]:
     """
     stats = _processes()
     roots = set()
-    for status in sorted((cluster / "nodes").glob("*/status.json")):
-        pid = json.loads(status.read_text()).get("pid")
-        if isinstance(pid, int):
-            roots.add(pid)
+    for status in RunDir(cluster).node_statuses().values():
+        if status.pid is not None:
+            roots.add(status.pid)
     found = {}
     for pid, (_, cpu) in stats.items():
         ancestor, seen = pid, 0

@@ -37,6 +37,8 @@ from pathlib import Path
 
 from _common import esdash, free_port_block
 
+from esdash.rundir.layout import RunDir
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -78,15 +80,15 @@ def health(url: str, context: ssl.SSLContext | None, auth: str | None) -> dict |
 def time_by_hand(template_run: Path, scratch: Path, user: str) -> float:
     """Start the nodes esdash configured, directly and in parallel; time until green."""
     entry = pwd.getpwnam(user)
-    topology = json.loads((template_run / "topology.json").read_text())
-    info = json.loads((template_run / "run.json").read_text())
-    home = Path(info["home"])
-    nodes = topology["nodes"]
+    run = RunDir(template_run)
+    topology = run.read_topology()
+    home = Path(str(run.read_info().home))
+    nodes = topology.nodes
     work = scratch / f"hand-{time.monotonic_ns()}"
     processes = []
     for node in nodes:
-        node_dir = work / str(node["rank"])
-        shutil.copytree(template_run / "nodes" / str(node["rank"]) / "config", node_dir / "config")
+        node_dir = work / str(node.rank)
+        shutil.copytree(run.node_config_dir(node.rank), node_dir / "config")
         for sub in ("data", "logs", "tmp"):
             (node_dir / sub).mkdir(parents=True)
         yml = node_dir / "config" / "elasticsearch.yml"
@@ -99,13 +101,13 @@ def time_by_hand(template_run: Path, scratch: Path, user: str) -> float:
         yml.write_text("\n".join(lines) + "\n")
         for path in [work, node_dir, *node_dir.rglob("*")]:
             os.chown(path, entry.pw_uid, entry.pw_gid)
-    secure = (template_run / "credentials.json").exists()
+    secure = run.credentials_file.exists()
     context = auth = None
     if secure:
-        creds = json.loads((template_run / "credentials.json").read_text())
+        creds = json.loads(run.credentials_file.read_text())
         context = ssl.create_default_context(cafile=creds["ca_certs"])
         auth = "Basic " + b64encode(f"{creds['username']}:{creds['password']}".encode()).decode()
-    url = f"{'https' if secure else 'http'}://{nodes[0]['address']}:{nodes[0]['http_port']}"
+    url = f"{'https' if secure else 'http'}://{nodes[0].http_address}"
     java_home = Path(os.path.realpath(shutil.which("java"))).parent.parent
     start = time.perf_counter()
     for node in nodes:

@@ -302,11 +302,13 @@ def cluster_up(scratch: Path, nodes: int, security: bool, user: str, env: dict) 
 def targets_of(run: Path) -> tuple[list[tuple[str, str]], bool, Any]:
     """([(node name, host:port)...], secure, credentials) of a run's cluster."""
     from esdash.cluster import security
+    from esdash.rundir.layout import RunDir
 
-    nodes = json.loads((run / "topology.json").read_text())["nodes"]
-    secure = (run / security.CREDENTIALS_FILE).exists()
+    rundir = RunDir(run)
+    nodes = rundir.read_topology().nodes
+    secure = rundir.credentials_file.exists()
     credentials = security.read_credentials(run) if secure else None
-    return [(n["name"], f"{n['address']}:{n['http_port']}") for n in nodes], secure, credentials
+    return [(n.name, n.http_address) for n in nodes], secure, credentials
 
 
 def prepare_index(connection: Any, documents: int, shards: int | None) -> dict[str, Any]:

@@ -31,6 +31,8 @@ from pathlib import Path
 
 from _common import esdash, free_port_block
 
+from esdash.rundir.layout import RunDir
+
 USER = os.environ.get("ESDASH_TEST_USER", "esdash")
 
 
@@ -65,7 +67,7 @@ def up_down(session: Path, fresh: bool, env: dict[str, str]) -> tuple[float, flo
 def storage_times(run: Path) -> dict[str, list[float]]:
     """The ranks' own "initialised ... in X s" and "mounted ... in X s" lines."""
     found: dict[str, list[float]] = {"initialised": [], "mounted": []}
-    text = (run / "launcher.log").read_text(errors="replace")
+    text = RunDir(run).launcher_log.read_text(errors="replace")
     for kind, seconds in re.findall(
         r"esdash gocryptfs on \S+: (initialised|mounted) .* in ([\d.]+) s", text
     ):

@@ -85,13 +85,13 @@ def start_once(root: Path, home: Path, user: str, secure: bool, tag: str) -> flo
     context = security.ssl_context(creds) if creds else None
     argv = ["runuser", "-u", user, "--", *es_env(node), str(home / "bin" / "elasticsearch")]
     argv += ["-p", str(node / "es.pid")]
-    with open(node / "stdout.log", "wb") as log:
+    with open(node / "console.log", "wb") as log:
         began = time.monotonic()
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         while True:
             if proc.poll() is not None:
-                raise SystemExit(f"{tag} exited with {proc.returncode}; see {node}/stdout.log")
+                raise SystemExit(f"{tag} exited with {proc.returncode}; see {node / 'console.log'}")
             try:
                 request = urllib.request.Request(url, headers=headers)
                 with urllib.request.urlopen(request, context=context, timeout=2):

@@ -43,7 +43,22 @@ from typing import Any
 from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
 from esdash.paths import cache_dir
-from esdash.stream.schema import event_record, final_record, header_record, interval_record
+from esdash.rundir import files
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import (
+    BenchInfo,
+    Event,
+    Final,
+    Header,
+    IngestPlan,
+    IngestProgress,
+    Interval,
+    NodePlan,
+    PlannedStepInfo,
+    RankInfo,
+    RankPayload,
+    Topology,
+)
 
 NODES = 8
 INGEST_SECONDS = 30
@@ -53,7 +68,7 @@ BULK_DOCS = 5000
 MISSING = (17, range(70, 74))  # rank 17 misses intervals 70..73
 
 
-def _rank_payload(rank: int, seq: int, op: str, rng: random.Random) -> dict[str, Any]:
+def _rank_payload(rank: int, seq: int, op: str, rng: random.Random) -> RankPayload:
     recorder = Recorder(rank=rank, clock=iter([0.0, 1.0]).__next__, wall=lambda: 1.8e9 + seq)
     node = f"node-{rank % NODES}"
     if op == "bulk":
@@ -75,27 +90,43 @@ def make_stream(ranks: int, path: Path) -> None:
     rng = random.Random(42)
     started = 1_800_000_000.0
     steps = [
-        {"name": n, "queries": [n], "warmup": w, "duration": d, "target_throughput": None}
+        PlannedStepInfo(name=n, queries=[n], warmup=w, duration=d, target_throughput=None)
         for n, w, d in STEPS
     ]
-    header = header_record(
+    nodes = tuple(
+        NodePlan(
+            rank=k,
+            name=f"node-{k}",
+            host=f"h{k}",
+            interface="ib0",
+            address=f"10.0.0.{k + 1}",
+            http_port=9250,
+            transport_port=9350,
+            master_eligible=k < 3,
+        )
+        for k in range(NODES)
+    )
+    docs_total = ranks * 3 * BULK_DOCS * INGEST_SECONDS
+    header = Header(
+        schema="esdash.stream/1",
         run_id=f"tui-load-{ranks}",
         session={"name": f"load-{ranks}", "cluster": {"nodes": NODES}, "track": {"name": "mri"}},
         plugins={"elasticsearch": "0.1.0"},
-        topology={"nodes": [{"name": f"node-{k}", "rank": k} for k in range(NODES)]},
-        bench_ranks=[
-            {"rank": r, "host": f"h{r % NODES}", "target": None} for r in range(1, ranks + 1)
-        ],
+        topology=Topology(cluster_name="esdash-load", nodes=nodes),
+        bench=BenchInfo(
+            ranks=ranks,
+            per_rank=[RankInfo(rank=r, host=f"h{r % NODES}") for r in range(1, ranks + 1)],
+        ),
         slurm_job_id="4242",
         started=started,
         interval=1.0,
         steps=steps,
-        docs_total=ranks * 3 * BULK_DOCS * INGEST_SECONDS,
+        ingest=IngestPlan(docs_total=docs_total),
     )
     plan: list[tuple[str, int | None, str]] = [("ingest", None, "bulk")] * INGEST_SECONDS
     for k, (name, warmup, duration) in enumerate(STEPS):
         plan += [("warmup", k, name)] * warmup + [("measure", k, name)] * duration
-    lines = [header]
+    lines: list[Header | Interval | Event | Final] = [header]
     docs = 0
     for seq, (phase, step, op) in enumerate(plan):
         missing = [MISSING[0]] if seq in MISSING[1] else []
@@ -107,36 +138,38 @@ def make_stream(ranks: int, path: Path) -> None:
             docs += merged.ops["bulk"].docs
         if seq == 0 or plan[seq - 1][:2] != (phase, step):
             lines.append(
-                event_record(
+                Event(
                     t=seq,
                     wall=started + seq,
                     kind="phase",
+                    level="info",
                     message=f"{phase} {op}",
                     step=step,
                     data={"phase": phase, "step": step},
                 )
             )
         lines.append(
-            interval_record(
+            Interval(
                 seq=seq,
                 t=seq + 1.0,
                 wall=started + seq + 1,
-                phase=phase,
+                phase=phase,  # type: ignore[arg-type]
                 step=step,
                 step_name=None if step is None else STEPS[step][0],
                 elapsed=1.0,
-                ops=merged.to_payload()["ops"],
+                ops=merged.to_payload().ops,
                 ranks=sorted(merged.ranks),
                 missing_ranks=missing,
-                docs_done=docs if phase == "ingest" else None,
-                docs_total=header["ingest"]["docs_total"] if phase == "ingest" else None,
+                ingest=IngestProgress(docs_done=docs, docs_total=docs_total)
+                if phase == "ingest"
+                else None,
             )
         )
-    lines.append(final_record(t=len(plan) + 0.5, wall=started + len(plan) + 0.5, status="ok"))
+    lines.append(Final(t=len(plan) + 0.5, wall=started + len(plan) + 0.5, status="ok"))
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
+    with path.open("wb") as handle:
         for record in lines:
-            handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+            handle.write(files.encode(record, indent=0) + b"\n")
 
 
 def cluster_sample(t: float, wall: float) -> dict[str, Any]:
@@ -168,7 +201,8 @@ def write(source: Path, run: Path, speed: float) -> None:
     t0 = records[0]["started"]
     records[0]["started"] = begin
     next_sample = 0.0
-    with (run / "stream.jsonl").open("a") as stream, (run / "cluster.jsonl").open("a") as cluster:
+    rundir = RunDir(run)
+    with rundir.stream_file.open("a") as stream, rundir.cluster_samples_file.open("a") as cluster:
         for record in records:
             offset = (record.get("wall", t0) - t0) / speed
             delay = begin + offset - time.time()

@@ -33,7 +33,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import msgspec
+
 from esdash.rundir import hdr
+from esdash.rundir.records import (
+    ClusterSample,
+    ErrorSample,
+    Event,
+    Final,
+    Header,
+    IngestProgress,
+    Interval,
+    JsonObject,
+    NodeStatus,
+    OpPayload,
+    PlannedStepInfo,
+    Results,
+    RunInfo,
+    StreamRecord,
+)
 from esdash.stats import Bucket, bucket_counts, geometric, supported_percentiles
 
 #: Percentiles the dashboard shows (each only where the sample count supports it).
@@ -104,21 +122,21 @@ class OpAcc:
         self.counts: hdr.Counts = hdr.empty()
 
     @classmethod
-    def from_payload(cls, data: Mapping[str, Any], decode: bool = True) -> OpAcc:
+    def from_payload(cls, data: OpPayload, decode: bool = True) -> OpAcc:
         """One op payload of an interval record (its latency histogram decoded if asked)."""
         acc = cls()
-        acc.requests = int(data.get("requests") or 0)
-        acc.docs = int(data.get("docs") or 0)
-        acc.errors = {k: int(v) for k, v in (data.get("errors") or {}).items()}
-        acc.doc_errors = {k: int(v) for k, v in (data.get("doc_errors") or {}).items()}
-        latency = data.get("latency") or {}
-        acc.count = int(latency.get("count") or 0)
-        acc.sum = float(latency.get("sum") or 0.0)
-        acc.ln_sum = float(latency.get("ln_sum") or 0.0)
-        acc.ln_sq_sum = float(latency.get("ln_sq_sum") or 0.0)
-        acc.min, acc.max = latency.get("min"), latency.get("max")
-        if decode and acc.count and latency.get("hdr"):
-            acc.counts = hdr.decode(latency["hdr"])
+        acc.requests = data.requests
+        acc.docs = data.docs
+        acc.errors = dict(data.errors)
+        acc.doc_errors = dict(data.doc_errors)
+        latency = data.latency
+        acc.count = latency.count
+        acc.sum = latency.sum
+        acc.ln_sum = latency.ln_sum
+        acc.ln_sq_sum = latency.ln_sq_sum
+        acc.min, acc.max = latency.min, latency.max
+        if decode and acc.count:
+            acc.counts = hdr.decode(latency.hdr)
         return acc
 
     def merge(self, other: OpAcc) -> OpAcc:
@@ -211,8 +229,8 @@ class _Recent:
     ops: dict[str, OpAcc]
 
 
-def scope_of(record: Mapping[str, Any]) -> Scope:
-    return (str(record.get("phase")), record.get("step"))
+def scope_of(record: Interval) -> Scope:
+    return (record.phase, record.step)
 
 
 class _Fold:
@@ -228,18 +246,18 @@ class _Fold:
         self.scopes: dict[Scope, _Scope] = {}
         self.recent: deque[_Recent] = deque(maxlen=keep)
         self.errors: dict[str, int] = {}
-        self.last_errors: dict[str, list[dict[str, Any]]] = {}
-        self.ingest: dict[str, Any] | None = None
+        self.last_errors: dict[str, list[ErrorSample]] = {}
+        self.ingest: IngestProgress | None = None
         self.ingest_elapsed = 0.0
-        self.last: Mapping[str, Any] | None = None
+        self.last: Interval | None = None
 
-    def add(self, record: Mapping[str, Any], point: bool = False) -> Point | None:
+    def add(self, record: Interval, point: bool = False) -> Point | None:
         scope = scope_of(record)
         entry = self.scopes.get(scope)
         if entry is None:
             entry = self.scopes[scope] = _Scope()
-        elapsed = float(record.get("elapsed") or 0.0)
-        t = float(record.get("t") or 0.0)
+        elapsed = record.elapsed
+        t = record.t
         entry.elapsed += elapsed
         entry.records += 1
         entry.first_t = t if entry.first_t is None else entry.first_t
@@ -247,7 +265,7 @@ class _Fold:
         ops: dict[str, OpAcc] = {}
         points: dict[str, OpPoint] = {}
         decode = self.only is None or scope == self.only
-        for name, data in (record.get("ops") or {}).items():
+        for name, data in record.ops.items():
             acc = OpAcc.from_payload(data, decode)
             ops[name] = acc
             target = entry.ops.get(name)
@@ -258,10 +276,10 @@ class _Fold:
                 self.errors[cls] = self.errors.get(cls, 0) + value
             for cls, value in acc.doc_errors.items():
                 self.errors[cls] = self.errors.get(cls, 0) + value
-            for cls, items in (data.get("last_errors") or {}).items():
+            for cls, items in data.last_errors.items():
                 kept = self.last_errors.setdefault(cls, [])
-                kept.extend({**item, "op": name} for item in items)
-                kept.sort(key=lambda item: item.get("wall") or 0.0)
+                kept.extend(msgspec.structs.replace(item, op=name) for item in items)
+                kept.sort(key=lambda item: item.wall or 0.0)
                 del kept[:-3]
             if point:
                 values = hdr.percentiles(
@@ -275,8 +293,8 @@ class _Fold:
                     p50=values.get(50.0),
                     p99=values.get(99.0),
                 )
-        if record.get("ingest"):
-            self.ingest = dict(record["ingest"])
+        if record.ingest is not None:
+            self.ingest = record.ingest
         if scope[0] == "ingest":
             self.ingest_elapsed += elapsed
         self.recent.append(_Recent(t, scope, elapsed, ops))
@@ -285,9 +303,9 @@ class _Fold:
         if not point:
             return None
         return Point(
-            seq=int(record.get("seq") or 0),
+            seq=record.seq,
             t=t,
-            wall=float(record.get("wall") or 0.0),
+            wall=record.wall,
             phase=scope[0],
             step=scope[1],
             ops=points,
@@ -315,16 +333,16 @@ class _Fold:
 class Update:
     """What one poll of a run directory found (see :class:`esdash.live_source.RunSource`)."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
-    cluster: list[dict[str, Any]] = field(default_factory=list)
-    run_info: dict[str, Any] | None = None
-    session: dict[str, Any] | None = None
-    nodes: dict[int, dict[str, Any]] | None = None
+    records: list[StreamRecord] = field(default_factory=list)
+    cluster: list[ClusterSample] = field(default_factory=list)
+    run_info: RunInfo | None = None
+    session: JsonObject | None = None
+    nodes: dict[int, NodeStatus] | None = None
     slurm_state: str | None = None
     log: tuple[str, str] | None = None
     problems: list[str] = field(default_factory=list)
     stream_exists: bool | None = None
-    results: dict[str, Any] | None = None
+    results: Results | None = None
 
     def __bool__(self) -> bool:
         return bool(
@@ -469,8 +487,8 @@ class Snapshot:
 
 
 def _session_field(session: Mapping[str, Any], table: str, key: str, default: Any) -> Any:
-    value = (session.get(table) or {}) if isinstance(session.get(table), Mapping) else {}
-    return value.get(key, default)
+    value = session.get(table)
+    return value.get(key, default) if isinstance(value, Mapping) else default
 
 
 class RunModel:
@@ -478,27 +496,27 @@ class RunModel:
 
     def __init__(self, run_id: str = "") -> None:
         self.run_id = run_id
-        self.header: dict[str, Any] | None = None
-        self.final: dict[str, Any] | None = None
-        self.records: list[dict[str, Any]] = []
+        self.header: Header | None = None
+        self.final: Final | None = None
+        self.records: list[Interval] = []
         self.points: list[Point] = []
-        self.events: list[dict[str, Any]] = []
-        self.cluster: deque[dict[str, Any]] = deque(maxlen=CLUSTER_SAMPLES)
-        self.run_info: dict[str, Any] = {}
-        self.session: dict[str, Any] = {}
-        self.nodes: dict[int, dict[str, Any]] = {}
+        self.events: list[Event] = []
+        self.cluster: deque[ClusterSample] = deque(maxlen=CLUSTER_SAMPLES)
+        self.run_info = RunInfo()
+        self.session: JsonObject = {}
+        self.nodes: dict[int, NodeStatus] = {}
         self.slurm_state: str | None = None
         self.log: tuple[str, str] | None = None
         self.problems: list[str] = []
         self.stream_exists = False
-        self.results: dict[str, Any] | None = None
+        self.results: Results | None = None
         self.version = 0
         self._live = _Fold(self._keep())
         self._cursor: _Fold | None = None
         self._cache: tuple[tuple[int, ViewParams], Snapshot] | None = None
 
     def _keep(self) -> int:
-        interval = float((self.header or {}).get("interval") or 1.0)
+        interval = self.header.interval if self.header is not None else 1.0
         # split-phase records share a seq: room for two per interval, plus slack
         return int(2 * MAX_WINDOW / max(interval, 0.05)) + 8
 
@@ -530,26 +548,25 @@ class RunModel:
         self.version += 1
         return True
 
-    def add_record(self, record: Mapping[str, Any]) -> None:
-        kind = record.get("type")
-        if kind == "header":
-            self.header = dict(record)
-            self.run_id = self.header.get("run_id") or self.run_id
+    def add_record(self, record: StreamRecord) -> None:
+        if isinstance(record, Header):
+            self.header = record
+            self.run_id = record.run_id or self.run_id
             self._live = _Fold(self._keep())
             self._cursor = None
             self.records.clear()
             self.points.clear()
             self.events.clear()
             self.final = None
-        elif kind == "interval":
-            self.records.append(dict(record))
+        elif isinstance(record, Interval):
+            self.records.append(record)
             point = self._live.add(record, point=True)
             assert point is not None
             self.points.append(point)
-        elif kind == "event":
-            self.events.append(dict(record))
-        elif kind == "final":
-            self.final = dict(record)
+        elif isinstance(record, Event):
+            self.events.append(record)
+        else:
+            self.final = record
 
     # ----------------------------------------------------------------- folding
     def _fold_at(self, index: int) -> _Fold:
@@ -591,18 +608,18 @@ class RunModel:
         return replace(snap, age=age, stalled=stalled, elapsed=elapsed)
 
     def _build(self, params: ViewParams, now: float) -> Snapshot:
-        header = self.header or {}
-        session = header.get("session") or self.session or {}
-        steps = header.get("steps") or []
-        interval = float(header.get("interval") or 1.0)
+        header = self.header
+        session = (header.session if header is not None else None) or self.session or {}
+        steps = header.steps if header is not None else []
+        interval = header.interval if header is not None else 1.0
         count = len(self.records)
         following = params.upto is None or params.upto >= count - 1
         position = count - 1 if following else max(0, int(params.upto or 0))
         fold = self._fold_at(position) if count else None
         record = self.records[position] if count else None
-        t_pos = float(record["t"]) if record else None
-        t_end = float(self.records[-1]["t"]) if count else None
-        scope = scope_of(record) if record else None
+        t_pos = record.t if record is not None else None
+        t_end = self.records[-1].t if count else None
+        scope = scope_of(record) if record is not None else None
 
         ops: list[OpRow] = []
         histogram: list[Bucket] = []
@@ -652,32 +669,33 @@ class RunModel:
         planned = self._planned(steps, fold)
 
         ranks_all = tuple(
-            sorted(int(r["rank"]) for r in (header.get("bench") or {}).get("per_rank") or [])
+            sorted(rank.rank for rank in header.bench.per_rank) if header is not None else ()
         )
-        missing = tuple(sorted(int(r) for r in (record or {}).get("missing_ranks") or []))
+        missing = tuple(sorted(record.missing_ranks)) if record is not None else ()
         lost = self._lost_ranks(t_pos if not following else None)
 
-        topology = header.get("topology") or {}
         cluster_nodes = _session_field(session, "cluster", "nodes", None)
-        nodes = len(topology.get("nodes") or []) or cluster_nodes or self.run_info.get("nodes")
+        topology_nodes = len(header.topology.nodes) if header is not None else 0
+        nodes = topology_nodes or cluster_nodes or self.run_info.nodes
         return Snapshot(
             version=self.version,
-            run_id=self.run_id or str(header.get("run_id") or ""),
-            session=str(session.get("name") or self.run_info.get("session_name") or "?"),
+            run_id=self.run_id or (header.run_id if header is not None else ""),
+            session=str(session.get("name") or self.run_info.session_name or "?"),
             track=str(_session_field(session, "track", "name", "?")),
             encryption=str(_session_field(session, "encryption", "mode", "none")),
             interconnect=str(_session_field(session, "cluster", "interconnect", "loopback")),
             nodes=nodes,
-            ranks=(header.get("bench") or {}).get("ranks"),
-            slurm_job=header.get("slurm_job_id") or self.run_info.get("slurm_job"),
+            ranks=header.bench.ranks if header is not None else None,
+            slurm_job=(header.slurm_job_id if header is not None else None)
+            or self.run_info.slurm_job,
             slurm_state=self.slurm_state,
             phase=phase,
             phase_key=phase_key,
             elapsed=elapsed,
             planned=planned,
             finished=final is not None,
-            status=(final or {}).get("status"),
-            reason=(final or {}).get("reason"),
+            status=final.status if final is not None else None,
+            reason=final.reason if final is not None else None,
             stalled=stalled,
             age=age,
             interval=interval,
@@ -700,45 +718,40 @@ class RunModel:
             ranks_all=ranks_all,
             ranks_missing=missing,
             ranks_lost=lost,
-            cluster=self._cluster((record or {}).get("wall") if not following else None),
+            cluster=self._cluster(record.wall if record is not None and not following else None),
             log=self.log,
             problems=tuple(self.problems[-5:]),
-            last_seq=(record or {}).get("seq"),
-            last_wall=(record or {}).get("wall"),
+            last_seq=record.seq if record is not None else None,
+            last_wall=record.wall if record is not None else None,
         )
 
     # ---------------------------------------------------------------- helpers
     def _last_wall(self) -> float | None:
         if self.final is not None:
-            return self.final.get("wall")
-        walls = [
-            float(r["wall"])
-            for r in (self.records[-1:] + self.events[-1:])
-            if r.get("wall") is not None
-        ]
+            return self.final.wall
+        walls = [r.wall for r in self.records[-1:]] + [e.wall for e in self.events[-1:]]
         if walls:
             return max(walls)
         if self.header is not None:
-            return self.header.get("started")
+            return self.header.started
         return None
 
     def _phase(
-        self, record: Mapping[str, Any] | None, steps: Sequence[Mapping[str, Any]], following: bool
+        self, record: Interval | None, steps: Sequence[PlannedStepInfo], following: bool
     ) -> tuple[str, str]:
         final = self.final
         if final is not None and following:
-            status = final.get("status") or "ok"
+            status = final.status
             if status == "ok":
                 return "done", "done"
-            return status, status + (f": {final['reason']}" if final.get("reason") else "")
+            return status, status + (f": {final.reason}" if final.reason else "")
         if record is None:
             return self._before_stream()
         phase, step = scope_of(record)
         if phase == "ingest":
             return "ingest", "ingest"
-        name = record.get("step_name") or (
-            steps[step]["name"] if step is not None and step < len(steps) else ""
-        )
+        planned = steps[step].name if step is not None and step < len(steps) else ""
+        name = record.step_name or planned
         of = f"{(step or 0) + 1}/{len(steps)}" if steps else f"{(step or 0) + 1}"
         if phase == "warmup":
             return "warmup", f"warm-up step {of} {name}".rstrip()
@@ -749,7 +762,7 @@ class RunModel:
     def _before_stream(self) -> tuple[str, str]:
         if self.header is not None:
             return "starting", "starting benchmark"
-        state = self.run_info.get("state")
+        state = self.run_info.state
         slurm = (self.slurm_state or "").upper()
         if state == "queued" or slurm == "PENDING":
             return "queued", "queued" + (f" (Slurm {self.slurm_state})" if slurm else "")
@@ -765,22 +778,22 @@ class RunModel:
         if not following:
             return t_pos
         if self.final is not None:
-            return float(self.final.get("t") or 0.0)
-        if self.header is not None and self.header.get("started"):
-            return max(0.0, now - float(self.header["started"]))
+            return self.final.t
+        if self.header is not None and self.header.started:
+            return max(0.0, now - self.header.started)
         return None
 
-    def _planned(self, steps: Sequence[Mapping[str, Any]], fold: _Fold | None) -> float | None:
+    def _planned(self, steps: Sequence[PlannedStepInfo], fold: _Fold | None) -> float | None:
         if not steps:
             return None
         unsupported: dict[int, int] = {}
         for event in self.events:
-            if event.get("kind") == "unsupported" and event.get("step") is not None:
-                unsupported[int(event["step"])] = unsupported.get(int(event["step"]), 0) + 1
+            if event.kind == "unsupported" and event.step is not None:
+                unsupported[event.step] = unsupported.get(event.step, 0) + 1
         planned = sum(
-            float(s.get("warmup") or 0) + float(s.get("duration") or 0)
+            (s.warmup or 0.0) + (s.duration or 0.0)
             for k, s in enumerate(steps)
-            if unsupported.get(k, 0) < len(s.get("queries") or [None])
+            if unsupported.get(k, 0) < len(s.queries or [None])
         )
         ingest = self._ingest_estimate(fold)
         return planned + (ingest or 0.0)
@@ -790,8 +803,9 @@ class RunModel:
             return None
         if ("ingest", None) not in fold.scopes:
             return 0.0
-        progress = fold.ingest or {}
-        done, total = progress.get("docs_done"), progress.get("docs_total")
+        progress = fold.ingest
+        done = progress.docs_done if progress is not None else None
+        total = progress.docs_total if progress is not None else None
         spent = fold.ingest_elapsed
         if (
             not done
@@ -807,8 +821,8 @@ class RunModel:
     ) -> IngestView | None:
         if fold is None or fold.ingest is None:
             return None
-        done = int(fold.ingest.get("docs_done") or 0)
-        total = fold.ingest.get("docs_total")
+        done = fold.ingest.docs_done
+        total = fold.ingest.docs_total
         finished = scope is not None and scope[0] != "ingest"
         rate = None
         if scope == ("ingest", None) and t_pos is not None:
@@ -827,33 +841,32 @@ class RunModel:
             return ()
         lines = []
         for cls, value in sorted(fold.errors.items(), key=lambda item: -item[1]):
-            last = (fold.last_errors.get(cls) or [None])[-1] or {}
+            recent = fold.last_errors.get(cls)
+            last = recent[-1] if recent else None
             lines.append(
-                ErrorLine(cls, value, last.get("message"), last.get("status"), last.get("node"))
+                ErrorLine(
+                    cls,
+                    value,
+                    last.message if last is not None else None,
+                    last.status if last is not None else None,
+                    last.node if last is not None else None,
+                )
             )
         return tuple(lines)
 
     def _events(self, upto_t: float | None) -> tuple[EventLine, ...]:
-        events = [e for e in self.events if upto_t is None or float(e.get("t") or 0.0) <= upto_t]
-        return tuple(
-            EventLine(
-                float(e.get("t") or 0.0),
-                str(e.get("level") or "info"),
-                str(e.get("kind") or "note"),
-                str(e.get("message") or ""),
-            )
-            for e in events[-20:]
-        )
+        events = [e for e in self.events if upto_t is None or e.t <= upto_t]
+        return tuple(EventLine(e.t, e.level, e.kind, e.message) for e in events[-20:])
 
     def _lost_ranks(self, upto_t: float | None) -> tuple[int, ...]:
         lost: set[int] = set()
         for event in self.events:
-            if upto_t is not None and float(event.get("t") or 0.0) > upto_t:
+            if upto_t is not None and event.t > upto_t:
                 continue
-            data = event.get("data") or {}
-            if event.get("kind") == "rank_lost" and data.get("rank") is not None:
+            data = event.data
+            if event.kind == "rank_lost" and data.get("rank") is not None:
                 lost.add(int(data["rank"]))
-            if event.get("kind") == "ranks_missing":
+            if event.kind == "ranks_missing":
                 lost.update(int(r) for r in data.get("ranks") or [])
         return tuple(sorted(lost))
 
@@ -870,8 +883,8 @@ class RunModel:
     def _cluster(self, upto_wall: float | None) -> ClusterView | None:
         samples = list(self.cluster)
         if upto_wall is not None:
-            times = [float(s.get("time") or 0.0) for s in samples]
-            samples = samples[: bisect_right(times, float(upto_wall))]
+            times = [s.time for s in samples]
+            samples = samples[: bisect_right(times, upto_wall)]
         if not samples:
             if not self.nodes:
                 return None
@@ -879,8 +892,8 @@ class RunModel:
                 None,
                 tuple(
                     NodeRow(
-                        str(s.get("name") or f"rank {rank}"),
-                        s.get("state"),
+                        s.name or f"rank {rank}",
+                        s.state,
                         None,
                         None,
                         None,
@@ -895,36 +908,32 @@ class RunModel:
             )
         latest = samples[-1]
         previous = samples[-2] if len(samples) > 1 else None
-        states = {str(s.get("name")): s.get("state") for s in self.nodes.values()}
+        states = {str(s.name): s.state for s in self.nodes.values()}
         rows = []
-        for name, node in sorted((latest.get("nodes") or {}).items()):
-            before = ((previous or {}).get("nodes") or {}).get(name) or {}
+        for name, node in sorted(latest.nodes.items()):
+            before = previous.nodes.get(name) if previous is not None else None
             gc_rate = None
-            rejected = sum((node.get("rejected") or {}).values())
-            rejected_before = sum((before.get("rejected") or {}).values()) if before else rejected
-            if before and previous is not None:
-                seconds = float(latest.get("time") or 0) - float(previous.get("time") or 0)
+            rejected = sum(node.rejected.values())
+            rejected_before = sum(before.rejected.values()) if before is not None else rejected
+            if before is not None and previous is not None:
+                seconds = latest.time - previous.time
                 if seconds > 0:
-                    gc_rate = (
-                        (node.get("gc_millis") or 0) - (before.get("gc_millis") or 0)
-                    ) / seconds
+                    gc_rate = (node.gc_millis - before.gc_millis) / seconds
             rows.append(
                 NodeRow(
                     name=name,
                     state=states.get(name),
-                    heap_percent=node.get("heap_used_percent"),
-                    cpu_percent=node.get("cpu_percent"),
+                    heap_percent=node.heap_used_percent,
+                    cpu_percent=node.cpu_percent,
                     gc_ms_per_s=gc_rate,
-                    segments=node.get("segments"),
-                    docs=node.get("docs"),
+                    segments=node.segments,
+                    docs=node.docs,
                     rejected=rejected,
                     rejected_new=max(0, rejected - rejected_before),
                 )
             )
-        health = latest.get("health") or {}
-        return ClusterView(
-            health.get("status"), tuple(rows), latest.get("time"), health.get("unassigned_shards")
-        )
+        health = latest.health
+        return ClusterView(health.status, tuple(rows), latest.time, health.unassigned_shards)
 
 
 # ---------------------------------------------------------------------- compare
@@ -952,14 +961,14 @@ def step_queries(model: RunModel) -> list[StepQuery]:
     """Per step and query: ``results.json`` when the run wrote it, else the stream so far."""
     if model.results is not None:
         return _from_results(model.results)
-    steps = (model.header or {}).get("steps") or []
+    steps = model.header.steps if model.header is not None else []
     rows = []
     for (phase, step), entry in sorted(
         model._live.scopes.items(), key=lambda item: item[0][1] or -1
     ):
         if phase != "measure" or step is None:
             continue
-        name = steps[step]["name"] if step < len(steps) else str(step)
+        name = steps[step].name if step < len(steps) else str(step)
         for query, acc in sorted(entry.ops.items()):
             latency = acc.latency()
             rows.append(
@@ -981,28 +990,27 @@ def step_queries(model: RunModel) -> list[StepQuery]:
     return rows
 
 
-def _from_results(results: Mapping[str, Any]) -> list[StepQuery]:
-    def seconds(value: Any) -> float | None:
-        return None if value is None else float(value) / 1000.0
+def _from_results(results: Results) -> list[StepQuery]:
+    def seconds(value: float | None) -> float | None:
+        return None if value is None else value / 1000.0
 
     rows = []
-    for step in results.get("steps") or []:
-        for query, op in (step.get("queries") or {}).items():
-            latency = op.get("latency") or {}
-            throughput = op.get("throughput") or {}
+    for step in results.steps:
+        for query, op in step.queries.items():
+            latency = op.latency
             rows.append(
                 StepQuery(
-                    step=int(step.get("index") or 0),
-                    step_name=str(step.get("name")),
+                    step=step.index,
+                    step_name=step.name,
                     query=query,
-                    requests=int(op.get("requests") or 0),
-                    errors=int(op.get("failed") or 0),
-                    rate=throughput.get("requests_per_s"),
-                    docs_rate=throughput.get("docs_per_s"),
-                    p50=seconds(latency.get("p50")),
-                    p99=seconds(latency.get("p99")),
-                    gmean=seconds(latency.get("gmean")),
-                    gstd=latency.get("gstd"),
+                    requests=op.requests,
+                    errors=op.failed,
+                    rate=op.throughput.requests_per_s,
+                    docs_rate=op.throughput.docs_per_s,
+                    p50=seconds(latency.p50),
+                    p99=seconds(latency.p99),
+                    gmean=seconds(latency.gmean),
+                    gstd=latency.gstd,
                     source="results",
                 )
             )
@@ -1019,9 +1027,9 @@ def relative_change(a: float | None, b: float | None) -> float | None:
 def step_counts(model: RunModel, step: int, query: str) -> hdr.Counts:
     """The latency counts of one query of one measured step (empty if unknown)."""
     if model.results is not None:
-        for entry in model.results.get("steps") or []:
-            if entry.get("index") == step and query in (entry.get("queries") or {}):
-                encoded = (entry["queries"][query].get("histograms") or {}).get("latency")
+        for entry in model.results.steps:
+            if entry.index == step and query in entry.queries:
+                encoded = entry.queries[query].histograms.latency
                 return hdr.decode(encoded) if encoded else hdr.empty()
         return hdr.empty()
     scope = model._live.scopes.get(("measure", step))

@@ -2,8 +2,8 @@
 
 One :meth:`RunSource.poll` reads, without ever blocking on a missing or half-written file:
 
-* new complete records of ``stream.jsonl`` (:class:`esdash.stream.reader.StreamReader`);
-* new samples of ``cluster.jsonl`` (:class:`JsonlTail`: complete lines only, garbage skipped);
+* new complete records of ``stream.jsonl`` (:class:`esdash.rundir.stream.StreamReader`);
+* new samples of ``cluster.jsonl`` (complete lines only, garbage skipped);
 * ``run.json`` and ``session.toml`` when they changed, the nodes' ``status.json`` files and
   ``results.json`` (every ``files_every`` seconds);
 * the Slurm job's state for a submitted run (``squeue``, every ``slurm_every`` seconds);
@@ -15,66 +15,26 @@ Run it in a thread: a poll may take as long as the file system (or ``squeue``) d
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from esdash.cluster.rundir import RunDir, read_json, tail
+from esdash.errors import EsdashError
 from esdash.live_model import Update
+from esdash.rundir.files import tail
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import ClusterSample, NodeStatus, RunInfo
+from esdash.rundir.stream import JsonlFollower, StreamReader
 from esdash.session import tomllib
-from esdash.stream.reader import StreamReader
 
 #: Lines of a node's log that a view shows.
 LOG_LINES = 60
 
 
-class JsonlTail:
-    """New complete JSON-object lines of a file on every :meth:`poll` (bad lines skipped)."""
-
-    def __init__(self, path: Path, max_read: int = 4 * 1024 * 1024) -> None:
-        self.path = path
-        self.max_read = max_read
-        self._offset = 0
-        self._partial = b""
-        self.skipped = 0
-
-    def poll(self) -> list[dict[str, Any]]:
-        try:
-            with self.path.open("rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                if size < self._offset:  # replaced: start again
-                    self._offset, self._partial = 0, b""
-                handle.seek(self._offset)
-                data = handle.read(self.max_read)
-        except OSError:
-            return []
-        if not data:
-            return []
-        self._offset += len(data)
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
-        found = []
-        for raw in lines:
-            if not raw.strip():
-                continue
-            try:
-                item = json.loads(raw)
-            except ValueError:
-                self.skipped += 1
-                continue
-            if isinstance(item, dict):
-                found.append(item)
-            else:
-                self.skipped += 1
-        return found
-
-
 def node_log_file(run_path: Path, rank: int, cluster_name: str | None) -> Path | None:
     """The server log of the node of ``rank``: ``<cluster>.log``, else the newest ``*.log``."""
-    logs = run_path / "nodes" / str(rank) / "logs"
+    node = RunDir(run_path)
+    logs = node.node_logs_dir(rank)
     if cluster_name and (logs / f"{cluster_name}.log").is_file():
         return logs / f"{cluster_name}.log"
     try:
@@ -85,7 +45,7 @@ def node_log_file(run_path: Path, rank: int, cluster_name: str | None) -> Path |
         candidates = []
     if candidates:
         return max(candidates, key=lambda p: p.stat().st_mtime)
-    stdout = run_path / "nodes" / str(rank) / "stdout.log"
+    stdout = node.node_stdout(rank)
     return stdout if stdout.is_file() else None
 
 
@@ -104,8 +64,8 @@ class RunSource:
     ) -> None:
         self.path = Path(path)
         self.run = RunDir(self.path)
-        self.stream = StreamReader(self.path / "stream.jsonl")
-        self.cluster = JsonlTail(self.path / "cluster.jsonl")
+        self.stream = StreamReader(self.run.stream_file)
+        self.cluster = JsonlFollower(self.run.cluster_samples_file, ClusterSample)
         self.files_every = files_every
         self.slurm_every = slurm_every
         self.log_every = log_every
@@ -119,11 +79,12 @@ class RunSource:
         self._results_read = False
         self._cluster_name: str | None = None
         self._log_rank: int | None = None
-        self._nodes: dict[int, dict[str, Any]] | None = None
+        self._nodes: dict[int, NodeStatus] | None = None
         self._last_log: tuple[str, str] | None = None
-        self.run_info: dict[str, Any] = {}
+        self.run_info = RunInfo()
 
     def _changed(self, path: Path) -> bool:
+        """Whether ``path`` changed (by mtime) since the last look."""
         try:
             mtime = path.stat().st_mtime
         except OSError:
@@ -147,9 +108,9 @@ class RunSource:
             self._poll_files(update)
         if now >= self._next_slurm:
             self._next_slurm = now + self.slurm_every
-            job = self.run_info.get("slurm_job")
-            if job and self.run_info.get("submitted"):
-                update.slurm_state = self._slurm_state(str(job))
+            job = self.run_info.slurm_job
+            if job and self.run_info.submitted:
+                update.slurm_state = self._slurm_state(job)
         if log_rank is not None and (now >= self._next_log or log_rank != self._log_rank):
             self._next_log = now + self.log_every
             log = self._log(log_rank)
@@ -159,36 +120,37 @@ class RunSource:
         return update
 
     def _poll_files(self, update: Update) -> None:
-        run_file = self.path / "run.json"
-        if self._changed(run_file):
+        run = self.run
+        if self._changed(run.info_file):
             try:
-                self.run_info = read_json(run_file)
+                self.run_info = run.read_info()
                 update.run_info = self.run_info
-            except (OSError, ValueError) as exc:
-                update.problems.append(f"run.json: {exc}")
-        session_file = self.path / "session.toml"
-        if self._changed(session_file):
+            except EsdashError as exc:
+                update.problems.append(str(exc))
+        if self._changed(run.session_file):
             try:
-                update.session = tomllib.loads(session_file.read_text())
+                update.session = tomllib.loads(run.session_file.read_text())
             except (OSError, ValueError) as exc:
-                update.problems.append(f"session.toml: {exc}")
-        if self._cluster_name is None and self._changed(self.path / "topology.json"):
+                update.problems.append(f"{run.session_file}: {exc}")
+        if self._cluster_name is None and self._changed(run.topology_file):
             try:
-                self._cluster_name = read_json(self.path / "topology.json").get("cluster_name")
-            except (OSError, ValueError, AttributeError):
+                self._cluster_name = run.read_topology().cluster_name
+            except EsdashError:
                 self._cluster_name = None
-        if (self.path / "nodes").is_dir():
-            nodes = self.run.node_statuses()
+        if run.nodes_dir.is_dir():
+            nodes = run.node_statuses()
             if nodes != self._nodes:
                 self._nodes = update.nodes = nodes
-        results_file = self.path / "results.json"
         over = self.stream.finished or not self.stream.exists
-        if not self._results_read and over and results_file.is_file():
+        if not self._results_read and over and run.results_file.is_file():
             try:
-                update.results = read_json(results_file)
+                update.results = run.read_results()
                 self._results_read = True
-            except (OSError, ValueError):
-                pass  # being written: next time
+            except EsdashError as exc:
+                # being written (next time), or damaged: say so once it stays that way
+                if self.stream.finished:
+                    update.problems.append(str(exc))
+                    self._results_read = True
 
     def _slurm_state(self, job: str) -> str:
         job_state = self._job_state

@@ -19,7 +19,6 @@ Nothing here is called per record; the functions touch the file system and may r
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -32,15 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from esdash.cluster.rundir import read_json, tail, write_json
 from esdash.errors import EsdashError
+from esdash.rundir.files import tail
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import Final, Header, Interval, LaunchRecord, RunInfo
+from esdash.rundir.stream import read_header, read_last
 
 #: A stream whose newest record is older than this many intervals (and STALL_MIN s) is stalled.
 STALL_INTERVALS = 3
 STALL_MIN = 5.0
-#: Output of an ``esdash run`` the dashboard launched, and the record of its pid.
-LAUNCH_LOG = "esdash-run.log"
-LAUNCH_RECORD = "tui-launch.json"
 
 
 # ---------------------------------------------------------------------- sessions
@@ -143,38 +142,6 @@ class RunEntry:
         return self.state in ("running", "starting", "pending", "queued", "stalled")
 
 
-def last_line(path: Path, chunk: int = 65536) -> dict[str, Any] | None:
-    """The last complete JSON line of a file (None if there is none)."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - chunk))
-            data = handle.read()
-    except OSError:
-        return None
-    lines = data.split(b"\n")
-    lines.pop()  # after the last newline: empty, or a line being written
-    for raw in reversed(lines):
-        if raw.strip():
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                return None
-            return value if isinstance(value, dict) else None
-    return None
-
-
-def _stream_header(path: Path) -> dict[str, Any] | None:
-    try:
-        with path.open("rb") as handle:
-            first = handle.readline(1024 * 1024)
-        value = json.loads(first)
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) and value.get("type") == "header" else None
-
-
 def pid_alive(pid: int) -> bool:
     """The process exists and is not a zombie."""
     try:
@@ -190,22 +157,21 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def _local(info: dict[str, Any]) -> bool:
-    return (info.get("launcher") or {}).get("host") == socket.gethostname()
+def _local(info: RunInfo) -> bool:
+    return info.launcher is not None and info.launcher.host == socket.gethostname()
 
 
-def _describe_record(record: dict[str, Any], header: dict[str, Any] | None) -> str:
-    phase = record.get("phase")
-    if phase == "ingest":
-        ingest = record.get("ingest") or {}
-        if ingest.get("docs_total"):
-            return f"ingest {ingest.get('docs_done', 0) / ingest['docs_total'] * 100:.0f}%"
+def _describe_record(record: Interval, header: Header | None) -> str:
+    if record.phase == "ingest":
+        ingest = record.ingest
+        if ingest is not None and ingest.docs_total:
+            return f"ingest {ingest.docs_done / ingest.docs_total * 100:.0f}%"
         return "ingest"
-    steps = (header or {}).get("steps") or []
-    step = record.get("step")
+    steps = header.steps if header is not None else []
+    step = record.step
     of = f"{(step or 0) + 1}/{len(steps)}" if steps else str((step or 0) + 1)
-    label = "warm-up" if phase == "warmup" else "measuring"
-    return f"{label} step {of} {record.get('step_name') or ''}".rstrip()
+    label = "warm-up" if record.phase == "warmup" else "measuring"
+    return f"{label} step {of} {record.step_name or ''}".rstrip()
 
 
 def run_entry(
@@ -215,47 +181,46 @@ def run_entry(
 ) -> RunEntry | None:
     """The state of one run directory (None if it is not one)."""
     now = time.time() if now is None else now
+    run = RunDir(path)
     try:
-        info = read_json(path / "run.json")
-    except (OSError, ValueError):
+        info: RunInfo | None = run.read_info()
+    except EsdashError:
         info = None
-    stream = path / "stream.jsonl"
-    if not isinstance(info, dict):
+    stream = run.stream_file
+    if info is None:
         if not stream.is_file():
             return None
-        info = {}
-    header = _stream_header(stream) if stream.is_file() else None
+        info = RunInfo()
+    header = read_header(stream) if stream.is_file() else None
     base = {
         "path": path,
         "run_id": path.name,
         "session": str(
-            info.get("session_name") or ((header or {}).get("session") or {}).get("name") or "?"
+            info.session_name or (header.session.get("name") if header is not None else None) or "?"
         ),
-        "created": info.get("created") or (header or {}).get("started"),
-        "slurm_job": info.get("slurm_job") or (header or {}).get("slurm_job_id"),
-        "benchmark": header is not None or "bench_launcher" in info,
+        "created": info.created or (header.started if header is not None else None),
+        "slurm_job": info.slurm_job or (header.slurm_job_id if header is not None else None),
+        "benchmark": header is not None or info.bench_launcher is not None,
     }
-    results_file = path / "results.json"
-    if results_file.is_file():
+    if run.results_file.is_file():
         try:
-            results = read_json(results_file)
-        except (OSError, ValueError):
-            results = {}
-        status = results.get("status")
+            results = run.read_results()
+            status, reason = results.status, results.reason
+        except EsdashError:
+            status, reason = None, None
         if status:
             state = "finished" if status == "ok" else status
-            return RunEntry(state=state, detail=str(results.get("reason") or ""), **base)
-    last = last_line(stream) if header is not None else None
-    if last is not None and last.get("type") == "final":
-        status = last.get("status") or "ok"
+            return RunEntry(state=state, detail=str(reason or ""), **base)
+    last = read_last(stream) if header is not None else None
+    if isinstance(last, Final):
         return RunEntry(
-            state="finished" if status == "ok" else status,
-            detail=str(last.get("reason") or ""),
+            state="finished" if last.status == "ok" else last.status,
+            detail=str(last.reason or ""),
             **base,
         )
-    state = info.get("state")
-    if info.get("submitted") and state in ("queued", "starting", "running"):
-        job = str(info.get("slurm_job"))
+    state = info.state
+    if info.submitted and state in ("queued", "starting", "running"):
+        job = str(info.slurm_job)
         slurm = _job_state(job, job_state)
         if slurm == "PENDING":
             return RunEntry(state="pending", detail=f"Slurm job {job} pending", **base)
@@ -264,23 +229,23 @@ def run_entry(
         if slurm != "RUNNING":
             return RunEntry(state=state or "queued", detail=f"Slurm {slurm}", **base)
     if header is not None:
-        interval = float(header.get("interval") or 1.0)
-        wall = (last or {}).get("wall") or header.get("started")
-        age = now - float(wall) if wall else None
-        detail = _describe_record(last, header) if last and last.get("type") == "interval" else ""
-        bench = info.get("bench_launcher") or {}
-        bench_alive = bool(bench.get("pid")) and _local(info) and pid_alive(int(bench["pid"]))
+        interval = header.interval
+        wall = last.wall if last is not None and not isinstance(last, Header) else header.started
+        age = now - wall if wall else None
+        detail = _describe_record(last, header) if isinstance(last, Interval) else ""
+        bench = info.bench_launcher
+        bench_alive = bench is not None and _local(info) and pid_alive(bench.pid)
         if bench_alive or (age is not None and age <= max(STALL_INTERVALS * interval, STALL_MIN)):
             return RunEntry(state="running", detail=detail, **base)
-        if _local(info) and bench.get("pid") and "bench_exit" not in info:
+        if _local(info) and bench is not None and info.bench_exit is None:
             return RunEntry(
                 state="stalled", detail="benchmark writer gone, no final record", **base
             )
         if age is not None:
             return RunEntry(state="stalled", detail=f"no record for {age:.0f} s", **base)
-    if state in ("starting", "running", "prepared") and info.get("launcher"):
-        launcher = info["launcher"]
-        if _local(info) and launcher.get("pid") and not pid_alive(int(launcher["pid"])):
+    if state in ("starting", "running", "prepared") and info.launcher is not None:
+        launcher = info.launcher
+        if _local(info) and not pid_alive(launcher.pid):
             return RunEntry(state="dead", detail="the cluster launcher is gone", **base)
         label = "running" if state == "running" else "starting"
         return RunEntry(state=label, detail="cluster" if state == "running" else "", **base)
@@ -309,12 +274,9 @@ def list_runs(
         return []
 
     def created(path: Path) -> float:
+        info = RunDir(path).info_file
         try:
-            return (
-                (path / "run.json").stat().st_mtime
-                if (path / "run.json").exists()
-                else (path.stat().st_mtime)
-            )
+            return info.stat().st_mtime if info.exists() else path.stat().st_mtime
         except OSError:
             return 0.0
 
@@ -348,7 +310,7 @@ class Launch:
 
     @property
     def output(self) -> Path:
-        return self.run / LAUNCH_LOG
+        return RunDir(self.run).run_log
 
     def exit_code(self) -> int | None:
         return self.process.poll()
@@ -357,7 +319,6 @@ class Launch:
 def _prepare(session: Any, root: Path) -> Path:
     """The run directory, checked and prepared as ``esdash submit`` prepares one."""
     from esdash.cluster.lifecycle import prepare_run
-    from esdash.cluster.rundir import RunDir
 
     run = RunDir.create(root, session.name)
     try:
@@ -388,7 +349,8 @@ def launch_local(
     env = {**os.environ, "ESDASH_RUNS": str(root)}
     command = [python, "-m", "esdash", "run", str(session.path), "--run-dir", str(run)]
     started = time.time()
-    with (run / LAUNCH_LOG).open("ab") as handle:
+    rundir = RunDir(run)
+    with rundir.run_log.open("ab") as handle:
         process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
@@ -397,15 +359,14 @@ def launch_local(
             start_new_session=True,
             env=env,
         )
-    write_json(
-        run / LAUNCH_RECORD,
-        {
-            "pid": process.pid,
-            "host": socket.gethostname(),
-            "command": command,
-            "started": started,
-            "output": str(run / LAUNCH_LOG),
-        },
+    rundir.write_launch_record(
+        LaunchRecord(
+            pid=process.pid,
+            host=socket.gethostname(),
+            command=command,
+            started=started,
+            output=str(rundir.run_log),
+        )
     )
     return Launch(session.name, session.path, process, run, started)
 
@@ -460,20 +421,19 @@ def _is_esdash_run(pid: int) -> bool:
     return "esdash" in joined and "run" in argv
 
 
-def esdash_run_pid(path: Path, info: dict[str, Any]) -> int | None:
+def esdash_run_pid(path: Path, info: RunInfo) -> int | None:
     """The pid of the ``esdash run`` that drives this run, on this host (None: not found)."""
     if not _local(info):
         return None
-    with contextlib.suppress(OSError, ValueError):
-        record = read_json(path / LAUNCH_RECORD)
-        pid = int(record.get("pid") or 0)
-        here = record.get("host") == socket.gethostname()
-        if pid and here and pid_alive(pid) and _is_esdash_run(pid):
-            return pid
-    for key in ("bench_launcher", "launcher"):
-        child = (info.get(key) or {}).get("pid")
-        if child and pid_alive(int(child)):
-            parent = _parent(int(child))
+    with contextlib.suppress(EsdashError):
+        record = RunDir(path).read_launch_record()
+        if record is not None:
+            here = record.host == socket.gethostname()
+            if here and pid_alive(record.pid) and _is_esdash_run(record.pid):
+                return record.pid
+    for child in (info.bench_launcher, info.launcher):
+        if child is not None and pid_alive(child.pid):
+            parent = _parent(child.pid)
             if parent and parent > 1 and _is_esdash_run(parent):
                 return parent
     return None
@@ -491,12 +451,8 @@ def stop_run(path: Path, grace: float = 120.0) -> str:
     May take minutes: call it from a worker thread.
     """
     from esdash.cluster import lifecycle
-    from esdash.cluster.rundir import RunDir
 
-    try:
-        info = read_json(path / "run.json")
-    except (OSError, ValueError) as exc:
-        raise EsdashError(f"{path}: cannot read run.json ({exc}); nothing to stop") from None
+    info = RunDir(path).read_info()
     pid = esdash_run_pid(path, info)
     if pid is not None:
         os.kill(pid, signal.SIGINT)
@@ -507,10 +463,10 @@ def stop_run(path: Path, grace: float = 120.0) -> str:
             return f"sent Ctrl-C to esdash run (pid {pid}); it is still stopping"
         return f"stopped esdash run (pid {pid}) and its cluster"
     done = []
-    bench = (info.get("bench_launcher") or {}).get("pid")
-    if bench and _local(info) and pid_alive(int(bench)):
+    bench = info.bench_launcher
+    if bench is not None and _local(info) and pid_alive(bench.pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(int(bench), signal.SIGINT)
+            os.killpg(bench.pid, signal.SIGINT)
             done.append("interrupted the benchmark ranks")
     outcome = lifecycle.stop(RunDir(path), grace=min(grace, 90.0))
     done.append(f"cluster {outcome}")

@@ -30,6 +30,7 @@ from typing import Any
 from esdash.errors import BadInput
 from esdash.options import Problem, describe, suggest, validate
 from esdash.plugin_api import REQUIRED, Option
+from esdash.rundir.layout import RunDir
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -331,6 +332,17 @@ def parse_session(data: Mapping[str, Any], path: Path, plugins: Any = None) -> S
         slurm=SlurmSpec(**slurm_values),
         source=MappingProxyType(dict(data)),
     )
+
+
+def load_run_session(run: RunDir) -> Session:
+    """The session copied into a run directory, with paths resolved as in the original file."""
+    info = run.read_info()
+    source = Path(info.session_path) if info.session_path else run.session_file
+    try:
+        data = tomllib.loads(run.session_file.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SessionError(run.session_file, [Problem("", f"cannot read: {exc}")]) from None
+    return parse_session(data, source)
 
 
 def load_session(path: str | Path, plugins: Any = None) -> Session:

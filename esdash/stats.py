@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from esdash.rundir import hdr
+from esdash.rundir import hdr, records
 
 #: The percentiles esdash reports (where the sample count supports them).
 PERCENTILES: tuple[float, ...] = (1.0, 50.0, 90.0, 99.0, 99.9)
@@ -130,6 +130,27 @@ class Summary:
         return out
 
 
+def latency_stats(summary: Summary, scale: float = 1.0, digits: int = 6) -> records.LatencyStats:
+    """The results record of a summary; times multiplied by ``scale`` (1000: milliseconds)."""
+
+    def scaled(value: float | None) -> float | None:
+        return None if value is None else round(value * scale, digits)
+
+    values = {
+        percentile_name(p).replace(".", "_"): scaled(v)
+        for p, v in summary.percentiles.items()
+    }
+    return records.LatencyStats(
+        count=summary.count,
+        min=scaled(summary.min),
+        mean=scaled(summary.mean),
+        gmean=scaled(summary.gmean),
+        gstd=None if summary.gstd is None else round(summary.gstd, digits),
+        max=scaled(summary.max),
+        **values,
+    )
+
+
 def summarize(samples: Samples, percentiles: Sequence[float] = PERCENTILES) -> Summary:
     """Count, extremes, mean, gmean, gstd and the supported percentiles of ``samples``."""
     count = samples.count
@@ -188,6 +209,11 @@ class Spread:
             "median": rounded(self.median),
             "max": rounded(self.max),
         }
+
+
+def spread_record(values: Iterable[float], digits: int = 3) -> records.Spread:
+    """The results record of :func:`spread` (rounded to ``digits``)."""
+    return records.Spread(**spread(values).to_dict(digits))
 
 
 def spread(values: Iterable[float]) -> Spread:

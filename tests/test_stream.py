@@ -1,4 +1,5 @@
-"""The run stream: schema validation, write -> read round trip, and the reader's robustness."""
+"""The run stream: typed records validated on read, write -> read round trip, and the
+reader's robustness against everything a file on a shared file system can hold."""
 
 from __future__ import annotations
 
@@ -6,26 +7,39 @@ import json
 import threading
 import time
 
+import msgspec
 import pytest
+from support.records import as_json
+from support.records import event as event_record
+from support.records import final as final_record
+from support.records import header as _header_record
+from support.records import interval as interval_record
 
 from esdash.bench.merge import merge_payloads
 from esdash.bench.recorder import Recorder
-from esdash.stream.reader import StreamReader
-from esdash.stream.schema import (
-    SCHEMA,
-    event_record,
-    final_record,
-    header_record,
-    interval_record,
-    validate_record,
-)
-from esdash.stream.writer import StreamWriter
+from esdash.rundir.records import STREAM_SCHEMA as SCHEMA
+from esdash.rundir.records import StreamRecord
+from esdash.rundir.stream import StreamReader, StreamWriter
+
+
+def header_record(**kwargs):
+    kwargs["topology_"] = kwargs.pop("topology", None)
+    return _header_record(**kwargs)
+
+
+def validate(data) -> str:
+    """The problem of a JSON value as a stream record ('' when it is a valid one)."""
+    try:
+        msgspec.json.decode(json.dumps(data), type=StreamRecord)
+    except msgspec.ValidationError as exc:
+        return str(exc)
+    return ""
 
 STARTED = 1_763_700_000.0
 
 
 def _header(**changes):
-    record = header_record(
+    record = as_json(header_record(
         run_id="demo-20261121-031000",
         session={"name": "demo", "bench": {"workers_per_node": 2}},
         plugins={"esdash": "0.1.0", "track-mri": "0.1.0"},
@@ -48,7 +62,7 @@ def _header(**changes):
             },
         ],
         docs_total=10_000,
-    )
+    ))
     record.update(changes)
     return record
 
@@ -58,12 +72,12 @@ def _ops(seed: int = 0):
     for k in range(200):
         recorders[k % 2].record("age", "node-0", 0.001 + k * 1e-5, 0.001 + k * 1e-5, 10, 500)
     recorders[1].record_error("age", "node-0", "http_429", 429, "rejected", 0.0004)
-    return merge_payloads(r.drain() for r in recorders).to_payload()["ops"]
+    return as_json(merge_payloads(r.drain() for r in recorders).to_payload())["ops"]
 
 
 def _interval(number: int, **changes):
     seq = number
-    record = interval_record(
+    record = as_json(interval_record(
         seq=seq,
         t=float(seq + 1),
         wall=STARTED + seq + 1,
@@ -74,7 +88,7 @@ def _interval(number: int, **changes):
         ops=_ops(seq),
         ranks=[1, 0],
         missing_ranks=[],
-    )
+    ))
     record.update(changes)
     return record
 
@@ -120,52 +134,66 @@ def _records():
 # ------------------------------------------------------------------------- schema
 
 
+def _typed(data):
+    """A JSON record as the writer takes it."""
+    return msgspec.json.decode(json.dumps(data), type=StreamRecord)
+
+
 def test_builders_make_valid_records():
     for record in _records():
-        assert validate_record(record) == [], record["type"]
+        assert validate(as_json(record)) == "", record
     assert _header()["schema"] == SCHEMA
 
 
 @pytest.mark.parametrize(
     ("record", "expected"),
     [
-        ([1, 2], "expected a JSON object"),
-        ({"type": "summary"}, "type: 'summary' is not one of"),
-        ({k: v for k, v in _header().items() if k != "run_id"}, "run_id: missing"),
-        (_header(schema="esdash.stream/2"), "schema: 'esdash.stream/2' is not"),
-        (_header(interval=0), "interval: must be positive"),
-        (_header(started="yesterday"), "started: expected a number"),
-        (_header(steps=[{"name": "x"}]), "steps[0].queries: missing"),
-        (_interval(0, phase="cooldown"), "phase: 'cooldown' is not one of"),
+        ([1, 2], "Expected `object`, got `array`"),
+        ({"type": "summary"}, "Invalid value 'summary' - at `$.type`"),
+        ({k: v for k, v in _header().items() if k != "run_id"}, "missing required field `run_id`"),
+        (_header(schema="esdash.stream/2"), "schema 'esdash.stream/2' is not"),
+        (_header(interval=0), "Expected `float` > 0.0 - at `$.interval`"),
+        (_header(started="yesterday"), "Expected `float`, got `str` - at `$.started`"),
+        (_header(steps=[{"name": "x"}]), "missing required field `queries` - at `$.steps[0]`"),
+        (_interval(0, phase="cooldown"), "Invalid enum value 'cooldown' - at `$.phase`"),
         (_interval(0, step=None), "step: a measure interval needs a step index"),
-        (_interval(0, missing_ranks=["r1"]), "missing_ranks: expected a list of rank numbers"),
-        (_interval(0, seq=True), "seq: expected an integer"),
-        (_interval(0, t=float("nan")), "t: expected a number"),
+        (_interval(0, missing_ranks=["r1"]), "Expected `int`, got `str` - at `$.missing_ranks[0]`"),
+        (_interval(0, seq=True), "Expected `int`, got `bool` - at `$.seq`"),
+        (_interval(0, seq=-1), "Expected `int` >= 0 - at `$.seq`"),
         (
             _interval(0, ops={"age": {**_ops()["age"], "errors": {"http_5xx": 1}}}),
-            "ops.age.errors.http_5xx: not an error class",
+            "at `key` in `$.ops[...].errors`",
         ),
         (
             _interval(0, ops={"age": {**_ops()["age"], "latency": {"hdr": "x"}}}),
-            "ops.age.latency.count: missing",
+            "missing required field `count` - at `$.ops[...].latency`",
         ),
         (
             _interval(0, ops={"age": {**_ops()["age"], "requests": 0}}),
-            "ops.age: more errors (1) than requests (0)",
+            "more errors (1) than requests (0) - at `$.ops[...]`",
         ),
-        (final_record(t=1, wall=2, status="crashed"), "status: 'crashed' is not one of"),
-        (event_record(t=1, wall=2, kind="Node Lost", message="x"), "kind: 'Node Lost'"),
-        (event_record(t=1, wall=2, kind="note", message="x", level="debug"), "level: 'debug'"),
+        (as_json(final_record(t=1, wall=2, status="crashed")), "at `$.status`"),
+        (
+            as_json(event_record(t=1, wall=2, kind="Node Lost", message="x")),
+            "at `$.kind`",
+        ),
+        (
+            as_json(event_record(t=1, wall=2, kind="note", message="x", level="debug")),
+            "Invalid enum value 'debug' - at `$.level`",
+        ),
     ],
 )
 def test_validation_names_the_field(record, expected):
-    problems = validate_record(record)
-    assert any(expected in problem for problem in problems), problems
+    assert expected in validate(record)
+
+
+def test_not_a_number_is_refused():
+    assert "at `$.t`" in validate({**_interval(0), "t": "NaN"})
 
 
 def test_unknown_fields_and_minor_versions_are_accepted():
-    assert validate_record(_header(schema=SCHEMA + ".3", future_field={"x": 1})) == []
-    assert validate_record(_interval(0, cluster={"status": "green"})) == []
+    assert validate(_header(schema=SCHEMA + ".3", future_field={"x": 1})) == ""
+    assert validate(_interval(0, cluster={"status": "green"})) == ""
 
 
 # ------------------------------------------------------------------ write and read
@@ -176,16 +204,17 @@ def test_round_trip(tmp_path):
     records = _records()
     with StreamWriter(path) as writer:
         for record in records:
-            writer.write(record)
+            writer.write(_typed(record) if isinstance(record, dict) else record)
     assert writer.records == len(records)
     lines = path.read_text().splitlines()
     assert len(lines) == len(records)  # one line per record
     reader = StreamReader(path)
     read = reader.read_all()
-    assert read == json.loads(json.dumps(records))
+    assert [as_json(r) for r in read] == [
+        as_json(_typed(r) if isinstance(r, dict) else r) for r in records
+    ]
     assert reader.problems == []
-    assert reader.header == read[0] and reader.finished and reader.final["status"] == "ok"
-    assert all(validate_record(record) == [] for record in read)
+    assert reader.header == read[0] and reader.finished and reader.final.status == "ok"
     assert reader.poll() == []  # nothing new
 
 
@@ -193,19 +222,15 @@ def test_writer_enforces_order_and_validity(tmp_path):
     path = tmp_path / "stream.jsonl"
     writer = StreamWriter(path)
     with pytest.raises(ValueError, match="first record must be the header"):
-        writer.write(_interval(0))
-    writer.write(_header())
-    with pytest.raises(ValueError, match="ops.age.latency.count: missing"):
-        writer.write(_interval(0, ops={"age": {**_ops()["age"], "latency": {"hdr": "x"}}}))
-    with pytest.raises(ValueError):
-        writer.write(_interval(0, elapsed=float("inf")))  # no NaN/Infinity in the stream
+        writer.write(_typed(_interval(0)))
+    writer.write(_typed(_header()))
     writer.write(final_record(t=1.0, wall=STARTED + 1, status="aborted", reason="SIGTERM"))
     with pytest.raises(ValueError, match="already has its final record"):
-        writer.write(_interval(1))
+        writer.write(_typed(_interval(1)))
     writer.close()
     with pytest.raises(ValueError, match="closed"):
-        writer.write(_interval(1))
-    assert [r["type"] for r in StreamReader(path).read_all()] == ["header", "final"]
+        writer.write(_typed(_interval(1)))
+    assert [type(r).__name__ for r in StreamReader(path).read_all()] == ["Header", "Final"]
 
 
 def test_missing_file_then_growth(tmp_path):
@@ -214,12 +239,12 @@ def test_missing_file_then_growth(tmp_path):
     assert reader.poll() == [] and not reader.exists
     assert reader.age() is None and reader.idle() is None
     writer = StreamWriter(path)
-    writer.write(_header())
-    assert [r["type"] for r in reader.poll()] == ["header"] and reader.exists
+    writer.write(_typed(_header()))
+    assert [type(r).__name__ for r in reader.poll()] == ["Header"] and reader.exists
     assert reader.poll() == []
-    writer.write(_interval(0))
-    writer.write(_interval(1))
-    assert [r["seq"] for r in reader.poll()] == [0, 1]
+    writer.write(_typed(_interval(0)))
+    writer.write(_typed(_interval(1)))
+    assert [r.seq for r in reader.poll()] == [0, 1]
     writer.close()
 
 
@@ -229,11 +254,11 @@ def test_truncated_last_line_waits_for_its_end(tmp_path):
     interval = json.dumps(_interval(0)) + "\n"
     path.write_text(header + interval[:100])  # the writer is mid-write
     reader = StreamReader(path)
-    assert [r["type"] for r in reader.poll()] == ["header"]
+    assert [type(r).__name__ for r in reader.poll()] == ["Header"]
     assert reader.partial_bytes == 100 and reader.problems == []
     with path.open("a") as handle:
         handle.write(interval[100:])
-    assert [r["type"] for r in reader.poll()] == ["interval"]
+    assert [type(r).__name__ for r in reader.poll()] == ["Interval"]
     assert reader.partial_bytes == 0 and reader.problems == []
 
 
@@ -261,13 +286,13 @@ def test_garbage_lines_are_reported_and_skipped(tmp_path):
     path.write_bytes(b"\n".join(lines) + b"\n")
     reader = StreamReader(path)
     records = reader.poll()
-    assert [r["type"] for r in records] == ["header", "interval"]
+    assert [type(r).__name__ for r in records] == ["Header", "Interval"]
     found = {problem.line: problem.message for problem in reader.problems}
     assert set(found) == {2, 3, 4, 5, 8}
     assert found[2].startswith("not JSON")
     assert found[3] == "not UTF-8 text"
-    assert "expected a JSON object" in found[4]
-    assert "t: missing" in found[5]
+    assert "Expected `object`, got `array`" in found[4]
+    assert "missing required field" in found[5]
     assert "second header" in found[8]
     assert reader.new_problems() == reader.problems and reader.new_problems() == []
     assert "line 2" in str(reader.problems[0])
@@ -288,7 +313,7 @@ def test_a_file_that_shrank_is_read_again(tmp_path):
     assert len(reader.poll()) == 2
     path.write_text(json.dumps(_header(run_id="other")) + "\n")
     records = reader.poll()
-    assert [r["run_id"] for r in records] == ["other"]
+    assert [r.run_id for r in records] == ["other"]
     assert "shrank" in reader.problems[0].message
 
 
@@ -296,9 +321,9 @@ def test_writer_after_a_crash_mid_line_starts_a_new_line(tmp_path):
     path = tmp_path / "stream.jsonl"
     path.write_text(json.dumps(_header()) + "\n" + '{"type": "interval", "se')
     with StreamWriter(path) as writer:
-        writer.write(_interval(0))
+        writer.write(_typed(_interval(0)))
     reader = StreamReader(path)
-    assert [r["type"] for r in reader.read_all()] == ["header", "interval"]
+    assert [type(r).__name__ for r in reader.read_all()] == ["Header", "Interval"]
     assert [p.line for p in reader.problems] == [2]
 
 
@@ -307,10 +332,10 @@ def test_age_and_idle(tmp_path):
     now = [50.0]
     reader = StreamReader(path, clock=lambda: now[0])
     with StreamWriter(path) as writer:
-        writer.write(_header())
+        writer.write(_typed(_header()))
         reader.poll()
         assert reader.age(now=STARTED + 10) == pytest.approx(10.0)  # header: started
-        writer.write(_interval(4))  # wall = STARTED + 5
+        writer.write(_typed(_interval(4)))  # wall = STARTED + 5
         reader.poll()
     assert reader.age(now=STARTED + 8) == pytest.approx(3.0)
     assert reader.idle() == 0.0
@@ -323,9 +348,9 @@ def test_small_reads_still_deliver_every_record(tmp_path):
     records = [_header()] + [_interval(seq) for seq in range(5)]
     with StreamWriter(path) as writer:
         for record in records:
-            writer.write(record)
+            writer.write(_typed(record))
     reader = StreamReader(path, max_read=97)
-    assert [r["type"] for r in reader.read_all()] == ["header"] + ["interval"] * 5
+    assert [type(r).__name__ for r in reader.read_all()] == ["Header"] + ["Interval"] * 5
     assert reader.problems == []
 
 
@@ -336,9 +361,9 @@ def test_reader_following_a_live_writer_sees_each_record_once_in_order(tmp_path)
 
     def produce():
         with StreamWriter(path, fsync=False) as writer:
-            writer.write(_header())
+            writer.write(_typed(_header()))
             for seq in range(count):
-                writer.write(_interval(seq))
+                writer.write(_typed(_interval(seq)))
                 time.sleep(0.001)
             writer.write(final_record(t=99.0, wall=STARTED + 99, status="ok"))
 
@@ -352,5 +377,5 @@ def test_reader_following_a_live_writer_sees_each_record_once_in_order(tmp_path)
         time.sleep(0.002)
     thread.join()
     assert reader.problems == []
-    assert [r.get("seq") for r in seen if r["type"] == "interval"] == list(range(count))
-    assert seen[0]["type"] == "header" and seen[-1]["type"] == "final"
+    assert [r.seq for r in seen if type(r).__name__ == "Interval"] == list(range(count))
+    assert type(seen[0]).__name__ == "Header" and type(seen[-1]).__name__ == "Final"

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from support.records import event as event_record
+from support.records import final as final_record
+from support.records import header as header_record
+from support.records import interval as interval_record
+
 from esdash.bench.merge import merge_payloads
 from esdash.bench.recorder import Recorder
 from esdash.report.summary import fmt_ms, fmt_rate, render_live, render_record_line, render_summary
-from esdash.stream.schema import event_record, final_record, header_record, interval_record
+from esdash.rundir import files
+from esdash.rundir.records import Results
+
+
+def results(document) -> Results:
+    """A results.json document, read as the summary's callers read it."""
+    return files.convert(document, Results, Path("results.json"))
 
 
 def op(requests, failed, mean, std, n, rps, docs_ps, gmean, gstd, p50, p99, mx, p99_9=None):
@@ -132,13 +143,13 @@ EXPECTED_SUMMARY = (Path(__file__).parent / "fixtures" / "summary" / "canned.txt
 
 
 def test_summary_table_is_exact():
-    assert render_summary(CANNED) == EXPECTED_SUMMARY
+    assert render_summary(results(CANNED)) == EXPECTED_SUMMARY
 
 
 def test_summary_of_an_aborted_run_without_ingest():
-    results = {**CANNED, "status": "aborted", "reason": "received SIGTERM", "ingest": None}
-    results["steps"] = CANNED["steps"][:1]
-    assert render_summary(results) == (
+    aborted = {**CANNED, "status": "aborted", "reason": "received SIGTERM", "ingest": None}
+    aborted["steps"] = CANNED["steps"][:1]
+    assert render_summary(results(aborted)) == (
         "esdash run nyc-20261121-031000: aborted (received SIGTERM), 3 bench ranks\n"
         "\n"
         "step         query      requests  req/s (mean +- std)   docs/s  gmean ms  gstd"
@@ -169,7 +180,7 @@ def _interval():
     for _ in range(20):
         recorders[0].record("range", "n0", 0.050, 0.050, 1000, 100)
     recorders[1].record_error("range", "n0", "http_429", 429, "rejected")
-    ops = merge_payloads(r.drain() for r in recorders).to_payload()["ops"]
+    ops = merge_payloads(r.drain() for r in recorders).to_payload().ops
     return interval_record(
         seq=11,
         t=12.0,
@@ -188,7 +199,7 @@ HEADER = header_record(
     run_id="demo",
     session={},
     plugins={},
-    topology={"nodes": [{"name": "n0"}, {"name": "n1"}]},
+    topology_={"nodes": [{"name": "n0"}, {"name": "n1"}]},
     bench_ranks=[
         {"rank": 0, "host": "h", "target": "n0"},
         {"rank": 1, "host": "h", "target": "n1"},

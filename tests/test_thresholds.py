@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from esdash.errors import EXIT_THRESHOLD, BadInput
@@ -12,6 +14,8 @@ from esdash.report.thresholds import (
     parse_threshold,
     parse_thresholds,
 )
+from esdash.rundir import files
+from esdash.rundir.records import Results
 
 
 def _op(p99, error_rate=0.0, rps=100.0, count=500, docs_ps=1000.0):
@@ -27,7 +31,7 @@ def _op(p99, error_rate=0.0, rps=100.0, count=500, docs_ps=1000.0):
     }
 
 
-RESULTS = {
+RESULTS_JSON = {
     "ingest": {"docs_per_s": 1500.0, "ops": {"bulk": _op(400.0, rps=10.0)}},
     "steps": [
         {"index": 0, "name": "small", "queries": {"age": _op(12.0), "range": _op(30.0)}},
@@ -35,6 +39,7 @@ RESULTS = {
         {"index": 2, "name": "few", "queries": {"rare": _op(None, count=20)}},
     ],
 }
+RESULTS = files.convert(RESULTS_JSON, Results, Path("results.json"))
 
 
 @pytest.mark.parametrize(
@@ -114,7 +119,9 @@ def test_unavailable_and_unmatched_thresholds_fail():
     assert len(failures) == 2
     assert "p99 needs at least 100 samples, there were 20" in failures[0].message
     assert "no query or ingest operation named 'missing'" in failures[1].message
-    no_ingest = {"steps": RESULTS["steps"], "ingest": None}
+    no_ingest = files.convert(
+        {"steps": RESULTS_JSON["steps"], "ingest": None}, Results, Path("results.json")
+    )
     failures = evaluate_thresholds([parse_threshold("ingest:docs_per_s>1")], no_ingest)
     assert "no ingest phase" in failures[0].message
 

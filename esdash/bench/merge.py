@@ -15,10 +15,17 @@ are never decoded.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
-from esdash.bench.recorder import LAST_ERRORS, PAYLOAD_VERSION
+from esdash.bench.recorder import LAST_ERRORS
 from esdash.rundir import hdr
+from esdash.rundir.records import (
+    ErrorSample,
+    ErrorTime,
+    NodePayload,
+    OpPayload,
+    RankPayload,
+    SeriesPayload,
+)
 
 
 def _add_counts(into: dict[str, int], other: Mapping[str, int]) -> None:
@@ -50,16 +57,15 @@ class SeriesData:
         if high is not None:
             self.max = high if self.max is None else max(self.max, high)
 
-    def add_payload(self, data: Mapping[str, Any]) -> None:
-        count = int(data["count"])
-        if count:
-            self.counts = hdr.add(self.counts, hdr.decode(data["hdr"]))
-        self.count += count
-        self._extremes(data.get("min"), data.get("max"))
-        self.sum += data["sum"]
-        self.ln_sum += data["ln_sum"]
-        self.ln_sq_sum += data["ln_sq_sum"]
-        self.clamped += data.get("clamped", 0)
+    def add_payload(self, data: SeriesPayload) -> None:
+        if data.count:
+            self.counts = hdr.add(self.counts, hdr.decode(data.hdr))
+        self.count += data.count
+        self._extremes(data.min, data.max)
+        self.sum += data.sum
+        self.ln_sum += data.ln_sum
+        self.ln_sq_sum += data.ln_sq_sum
+        self.clamped += data.clamped
 
     def merge(self, other: SeriesData) -> None:
         if other.count:
@@ -71,17 +77,17 @@ class SeriesData:
         self.ln_sq_sum += other.ln_sq_sum
         self.clamped += other.clamped
 
-    def to_payload(self) -> dict[str, Any]:
-        return {
-            "hdr": hdr.encode(self.counts),
-            "count": self.count,
-            "min": self.min,
-            "max": self.max,
-            "sum": self.sum,
-            "ln_sum": self.ln_sum,
-            "ln_sq_sum": self.ln_sq_sum,
-            "clamped": self.clamped,
-        }
+    def to_payload(self) -> SeriesPayload:
+        return SeriesPayload(
+            hdr=hdr.encode(self.counts),
+            count=self.count,
+            min=self.min,
+            max=self.max,
+            sum=self.sum,
+            ln_sum=self.ln_sum,
+            ln_sq_sum=self.ln_sq_sum,
+            clamped=self.clamped,
+        )
 
 
 class NodeData:
@@ -101,23 +107,23 @@ class NodeData:
     def ok(self) -> int:
         return self.requests - sum(self.errors.values())
 
-    def add(self, data: Mapping[str, Any]) -> None:
-        self.requests += data["requests"]
-        self.docs += data["docs"]
-        self.ln_sum += data["ln_sum"]
-        self.ln_sq_sum += data["ln_sq_sum"]
-        _add_counts(self.errors, data.get("errors", {}))
-        _add_counts(self.doc_errors, data.get("doc_errors", {}))
+    def add(self, data: NodePayload) -> None:
+        self.requests += data.requests
+        self.docs += data.docs
+        self.ln_sum += data.ln_sum
+        self.ln_sq_sum += data.ln_sq_sum
+        _add_counts(self.errors, data.errors)
+        _add_counts(self.doc_errors, data.doc_errors)
 
-    def to_payload(self) -> dict[str, Any]:
-        return {
-            "requests": self.requests,
-            "docs": self.docs,
-            "ln_sum": self.ln_sum,
-            "ln_sq_sum": self.ln_sq_sum,
-            "errors": dict(self.errors),
-            "doc_errors": dict(self.doc_errors),
-        }
+    def to_payload(self) -> NodePayload:
+        return NodePayload(
+            requests=self.requests,
+            docs=self.docs,
+            ln_sum=self.ln_sum,
+            ln_sq_sum=self.ln_sq_sum,
+            errors=dict(self.errors),
+            doc_errors=dict(self.doc_errors),
+        )
 
 
 class OpData:
@@ -134,7 +140,7 @@ class OpData:
         self.latency = SeriesData()
         self.service_time = SeriesData()
         self.nodes: dict[str, NodeData] = {}
-        self.last_errors: dict[str, list[dict[str, Any]]] = {}
+        self.last_errors: dict[str, list[ErrorSample]] = {}
 
     @property
     def failed(self) -> int:
@@ -146,27 +152,26 @@ class OpData:
         """Successful requests: what the histograms and the throughput count."""
         return self.requests - self.failed
 
-    def _keep_errors(self, classes: Mapping[str, Iterable[Mapping[str, Any]]]) -> None:
+    def _keep_errors(self, classes: Mapping[str, Iterable[ErrorSample]]) -> None:
         for error_class, items in classes.items():
             kept = self.last_errors.setdefault(error_class, [])
-            kept.extend(dict(item) for item in items)
-            kept.sort(key=lambda item: item.get("wall") or 0.0)
+            kept.extend(items)
+            kept.sort(key=lambda item: item.wall or 0.0)
             del kept[:-LAST_ERRORS]
 
-    def add_payload(self, data: Mapping[str, Any]) -> None:
-        self.requests += data["requests"]
-        self.docs += data["docs"]
-        self.bytes += data["bytes"]
-        _add_counts(self.errors, data.get("errors", {}))
-        _add_counts(self.doc_errors, data.get("doc_errors", {}))
-        error_time = data.get("error_time") or {}
-        self.error_time_count += error_time.get("count", 0)
-        self.error_time_sum += error_time.get("sum", 0.0)
-        self.latency.add_payload(data["latency"])
-        self.service_time.add_payload(data["service_time"])
-        for name, node in data.get("nodes", {}).items():
+    def add_payload(self, data: OpPayload) -> None:
+        self.requests += data.requests
+        self.docs += data.docs
+        self.bytes += data.bytes
+        _add_counts(self.errors, data.errors)
+        _add_counts(self.doc_errors, data.doc_errors)
+        self.error_time_count += data.error_time.count
+        self.error_time_sum += data.error_time.sum
+        self.latency.add_payload(data.latency)
+        self.service_time.add_payload(data.service_time)
+        for name, node in data.nodes.items():
             self.nodes.setdefault(name, NodeData()).add(node)
-        self._keep_errors(data.get("last_errors", {}))
+        self._keep_errors(data.last_errors)
 
     def merge(self, other: OpData) -> None:
         self.requests += other.requests
@@ -182,21 +187,19 @@ class OpData:
             self.nodes.setdefault(name, NodeData()).add(node.to_payload())
         self._keep_errors(other.last_errors)
 
-    def to_payload(self) -> dict[str, Any]:
-        return {
-            "requests": self.requests,
-            "docs": self.docs,
-            "bytes": self.bytes,
-            "errors": dict(self.errors),
-            "doc_errors": dict(self.doc_errors),
-            "error_time": {"count": self.error_time_count, "sum": self.error_time_sum},
-            "latency": self.latency.to_payload(),
-            "service_time": self.service_time.to_payload(),
-            "nodes": {name: node.to_payload() for name, node in sorted(self.nodes.items())},
-            "last_errors": {
-                cls: [dict(item) for item in items] for cls, items in self.last_errors.items()
-            },
-        }
+    def to_payload(self) -> OpPayload:
+        return OpPayload(
+            requests=self.requests,
+            docs=self.docs,
+            bytes=self.bytes,
+            errors=dict(self.errors),
+            doc_errors=dict(self.doc_errors),
+            error_time=ErrorTime(count=self.error_time_count, sum=self.error_time_sum),
+            latency=self.latency.to_payload(),
+            service_time=self.service_time.to_payload(),
+            nodes={name: node.to_payload() for name, node in sorted(self.nodes.items())},
+            last_errors={cls: list(items) for cls, items in self.last_errors.items()},
+        )
 
 
 class Merged:
@@ -220,23 +223,26 @@ class Merged:
             data = self.ops[name] = OpData()
         return data
 
-    def add(self, payload: Mapping[str, Any], rank: int | None = None) -> Merged:
+    def add(self, payload: RankPayload, rank: int | None = None) -> Merged:
         """Merge one payload (from :meth:`Recorder.drain` or :meth:`to_payload`); chainable.
 
         ``rank`` overrides the payload's own ``rank`` (or ``ranks``) field.
         """
-        version = payload.get("v")
-        if version != PAYLOAD_VERSION:
-            raise ValueError(f"payload version {version!r}, expected {PAYLOAD_VERSION}")
         if rank is not None:
             self.ranks.add(rank)
         else:
-            if payload.get("rank") is not None:
-                self.ranks.add(int(payload["rank"]))
-            self.ranks.update(int(r) for r in payload.get("ranks", ()))
+            if payload.rank is not None:
+                self.ranks.add(payload.rank)
+            self.ranks.update(payload.ranks)
         self.payloads += 1
-        self.elapsed = max(self.elapsed, float(payload.get("elapsed") or 0.0))
-        for name, data in payload.get("ops", {}).items():
+        self.elapsed = max(self.elapsed, payload.elapsed)
+        for name, data in payload.ops.items():
+            self.op(name).add_payload(data)
+        return self
+
+    def add_ops(self, ops: Mapping[str, OpPayload]) -> Merged:
+        """Merge the operations of a stream record (no rank, no elapsed); chainable."""
+        for name, data in ops.items():
             self.op(name).add_payload(data)
         return self
 
@@ -252,22 +258,21 @@ class Merged:
     def copy(self) -> Merged:
         return Merged().merge(self)
 
-    def to_payload(self) -> dict[str, Any]:
+    def to_payload(self) -> RankPayload:
         """A payload of the recorder's shape, with ``ranks`` listing who contributed."""
-        return {
-            "v": PAYLOAD_VERSION,
-            "rank": None,
-            "ranks": sorted(self.ranks),
-            "elapsed": self.elapsed,
-            "ops": {name: data.to_payload() for name, data in sorted(self.ops.items())},
-        }
+        return RankPayload(
+            rank=None,
+            ranks=sorted(self.ranks),
+            elapsed=self.elapsed,
+            ops={name: data.to_payload() for name, data in sorted(self.ops.items())},
+        )
 
     @property
     def requests(self) -> int:
         return sum(data.requests for data in self.ops.values())
 
 
-def merge_payloads(payloads: Iterable[Mapping[str, Any]]) -> Merged:
+def merge_payloads(payloads: Iterable[RankPayload]) -> Merged:
     """Merge payloads into a new :class:`Merged`."""
     merged = Merged()
     for payload in payloads:
@@ -275,10 +280,9 @@ def merge_payloads(payloads: Iterable[Mapping[str, Any]]) -> Merged:
     return merged
 
 
-def empty_series_payload() -> dict[str, Any]:
+def empty_series_payload() -> SeriesPayload:
     """The payload of a series without samples (for hand-built payloads and tests)."""
-    data = SeriesData()
-    return data.to_payload()
+    return SeriesData().to_payload()
 
 
 __all__ = [

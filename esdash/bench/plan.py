@@ -13,83 +13,13 @@ every bench rank rebuilds the codec to encrypt documents and decode responses.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from esdash.cluster.rundir import RunDir, read_json, write_json
 from esdash.plugin_api import ClientCodec, Corpus, Distribution, QueryNotSupported, QueryStep, Track
+from esdash.rundir.records import BenchPlan, PlannedQuery, PlannedStep
 from esdash.session import Session
 
-SCHEMA = "esdash.bench/1"
-
-
-@dataclass(frozen=True)
-class PlannedQuery:
-    name: str
-    index: str
-    body: Any
-    unsupported: str | None = None
-
-
-@dataclass(frozen=True)
-class PlannedStep:
-    name: str
-    queries: tuple[PlannedQuery, ...]
-    warmup: float
-    duration: float
-    target_throughput: float | None
-    think_time: float = 0.0
-
-    @property
-    def runnable(self) -> tuple[PlannedQuery, ...]:
-        return tuple(q for q in self.queries if q.unsupported is None)
-
-
-@dataclass(frozen=True)
-class BenchPlan:
-    index: str
-    index_body: dict[str, Any]
-    corpus_path: str
-    corpus_documents: int | None
-    corpus_has_actions: bool
-    bulk_size: int
-    steps: tuple[PlannedStep, ...]
-    interval: float
-    seed: int
-    ranks: int
-    reingest: bool = False
-    track: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    #: The session's encryption mode, and the client codec's spec when it has one.
-    encryption: str = "none"
-    client_codec: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, **asdict(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BenchPlan:
-        data = {k: v for k, v in data.items() if k != "schema"}
-        steps = tuple(
-            PlannedStep(
-                **{
-                    **step,
-                    "queries": tuple(PlannedQuery(**q) for q in step["queries"]),
-                }
-            )
-            for step in data.pop("steps")
-        )
-        return cls(steps=steps, **data)
-
-    def write(self, run: RunDir) -> Path:
-        path = run.path / "bench.json"
-        write_json(path, self.to_dict())
-        return path
-
-    @classmethod
-    def read(cls, run: RunDir) -> BenchPlan:
-        return cls.from_dict(read_json(run.path / "bench.json"))
+__all__ = ["BenchPlan", "PlannedQuery", "PlannedStep", "make_plan", "missing_capability"]
 
 
 #: Query parts that live in modules the integ-test-zip does not ship.
@@ -150,9 +80,11 @@ def planned_query(
             body = codec.encode_query(body)
         except QueryNotSupported as exc:
             reason = f"not possible under {codec.label}: {exc.part} ({exc.reason})"
-            return PlannedQuery(query.name, query.index or index, None, reason)
+            return PlannedQuery(
+                name=query.name, index=query.index or index, body=None, unsupported=reason
+            )
     reason = missing_capability(tuple(query.requires), distribution, query.body)
-    return PlannedQuery(query.name, query.index or index, body, reason)
+    return PlannedQuery(name=query.name, index=query.index or index, body=body, unsupported=reason)
 
 
 #: Field types that need a module the integ-test-zip lacks, and the closest core type.
@@ -245,5 +177,5 @@ def make_plan(
         track=track.name,
         encryption=session.encryption.name,
         client_codec=codec.spec() if codec is not None else None,
-        extra={"notes": notes},
+        notes=tuple(notes),
     )

@@ -40,8 +40,9 @@ from esdash.bench import loadgen
 from esdash.bench.http import Connection, Target
 from esdash.bench.plan import BenchPlan
 from esdash.cluster import security
-from esdash.cluster.rundir import RunDir, read_json
 from esdash.paths import cache_dir
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import NodePlan
 
 TAG_INTERVAL = 11
 TAG_FINAL = 12
@@ -165,20 +166,18 @@ class Worker:
     plan: BenchPlan
     index: int
     workers: int
-    nodes: list[dict]
+    nodes: tuple[NodePlan, ...]
     credentials: Any
     state: RankState = field(default_factory=RankState)
     #: The client-side encryption codec (None: documents and queries go out unchanged).
     codec: Any = None
 
-    def connection(self, node: dict, timeout: float = 120.0) -> Connection:
-        target = Target(
-            node["name"], f"{node['address']}:{node['http_port']}", self.credentials is not None
-        )
+    def connection(self, node: NodePlan, timeout: float = 120.0) -> Connection:
+        target = Target(node.name, node.http_address, self.credentials is not None)
         return Connection(target, self.credentials, timeout)
 
     @property
-    def ingest_node(self) -> dict:
+    def ingest_node(self) -> NodePlan:
         return self.nodes[self.index % len(self.nodes)]
 
     def ingest(self, recorder: Any, reporter: Reporter) -> dict:
@@ -226,7 +225,7 @@ class Worker:
                 close()
         connection.close()
         result = {
-            "node": self.ingest_node["name"],
+            "node": self.ingest_node.name,
             "docs_sent": outcome.docs_sent,
             "docs_indexed": outcome.docs_indexed,
             "rejected": outcome.rejected,
@@ -273,7 +272,7 @@ class Worker:
             order = loadgen.query_order(prepared, rng)
             outcome: dict[str, Any] = {
                 "step": step.name,
-                "node": node["name"],
+                "node": node.name,
                 "order": [q.name for q in order],
             }
             _sleep_until(moment, self.state, reporter.tick)
@@ -376,7 +375,7 @@ def run_worker(
     rank: int,
     size: int,
     plan: BenchPlan,
-    nodes: list[dict],
+    nodes: tuple[NodePlan, ...],
     credentials: Any,
     start: dict[str, Any],
     codec: Any = None,
@@ -517,10 +516,10 @@ class Coordinator:
         self.emit_due(float("inf"))
 
 
-def _prepare_index(plan: BenchPlan, nodes: list[dict], credentials: Any) -> dict:
+def _prepare_index(plan: BenchPlan, nodes: tuple[NodePlan, ...], credentials: Any) -> dict:
     """Create the index, or keep a reused one whose document count is complete."""
     node = nodes[0]
-    target = Target(node["name"], f"{node['address']}:{node['http_port']}", credentials is not None)
+    target = Target(node.name, node.http_address, credentials is not None)
     admin = Connection(target, credentials, timeout=120.0)
     index = plan.index
     status, body = admin.request("GET", f"/{index}/_count")
@@ -553,9 +552,9 @@ def _same_meta(admin: Connection, plan: BenchPlan) -> bool:
     return found == [planned]
 
 
-def _refresh(plan: BenchPlan, nodes: list[dict], credentials: Any) -> None:
+def _refresh(plan: BenchPlan, nodes: tuple[NodePlan, ...], credentials: Any) -> None:
     node = nodes[0]
-    target = Target(node["name"], f"{node['address']}:{node['http_port']}", credentials is not None)
+    target = Target(node.name, node.http_address, credentials is not None)
     admin = Connection(target, credentials, timeout=300.0)
     admin.request("POST", f"/{plan.index}/_refresh")
     admin.close()
@@ -566,7 +565,7 @@ def run_coordinator(
     size: int,
     run: RunDir,
     plan: BenchPlan,
-    nodes: list[dict],
+    nodes: tuple[NodePlan, ...],
     credentials: Any,
     start: dict[str, Any],
     everyone: list[dict],
@@ -576,7 +575,7 @@ def run_coordinator(
     state = RankState()
     _watch_signals(state)
     schedule = Schedule(start["t0"], plan.interval)
-    sink = StreamSink(run, plan, size - 1, read_json(run.topology_file))
+    sink = StreamSink(run, plan, size - 1, run.read_topology())
     sink.start(start, everyone)
     coordinator = Coordinator(comm, size - 1, schedule, sink)
     schedule_end: list[float] = []
@@ -631,10 +630,10 @@ def run_bench_rank(run_path: Path) -> int:
     comm.Set_errhandler(MPI.ERRORS_RETURN)
     rank, size = comm.Get_rank(), comm.Get_size()
     run = RunDir.open(run_path)
-    plan = BenchPlan.read(run)
-    nodes = read_json(run.topology_file)["nodes"]
+    plan = run.read_bench_plan()
+    nodes = run.read_topology().nodes
     # a benchmark against a running cluster reads that cluster's credentials
-    cluster_run = RunDir(Path(run.read_run().get("cluster_run") or run.path))
+    cluster_run = RunDir(Path(run.read_info().cluster_run or run.path))
     credentials = (
         security.read_credentials(cluster_run.path)
         if cluster_run.credentials_file.exists()
@@ -654,7 +653,7 @@ def run_bench_rank(run_path: Path) -> int:
     start = comm.bcast(start, root=0)
     me = {"rank": rank, "host": MPI.Get_processor_name(), "pid": os.getpid()}
     if rank:
-        me["target"] = nodes[(rank - 1) % len(nodes)]["name"]
+        me["target"] = nodes[(rank - 1) % len(nodes)].name
     everyone = comm.gather(me, root=0)
     if rank == 0:
         return run_coordinator(comm, size, run, plan, nodes, credentials, start, everyone[1:])

@@ -37,20 +37,10 @@ each histogram the recorder keeps exact count, min, max, sum and the sums of ``l
 ``ln(x)**2``: mean, geometric mean and geometric standard deviation are then exact instead of
 bucket-approximated.
 
-Payload shape (``PAYLOAD_VERSION`` 1; documented field by field in ``docs/stream.md``)::
-
-    {"v": 1, "rank": 3 | None, "elapsed": 1.0002,
-     "ops": {"<op>": {
-        "requests": 812, "docs": 8120, "bytes": 1203311,
-        "errors": {"http_429": 3}, "doc_errors": {"bulk_item_mapper_parsing_exception": 2},
-        "error_time": {"count": 3, "sum": 0.0042},
-        "latency": {"hdr": "HISTFAAA...", "count": 809, "min": 0.0031, "max": 0.0551,
-                    "sum": 3.12, "ln_sum": -4501.2, "ln_sq_sum": 25043.9, "clamped": 0},
-        "service_time": {... same keys ...},
-        "nodes": {"<node>": {"requests": 812, "docs": 8120, "ln_sum": -4501.2,
-                             "ln_sq_sum": 25043.9, "errors": {...}, "doc_errors": {...}}},
-        "last_errors": {"http_429": [{"status": 429, "message": "...", "node": "<node>",
-                                      "wall": 1763700000.1}]}}}}
+The payload is a :class:`esdash.rundir.records.RankPayload` (``PAYLOAD_VERSION`` 1; every
+field is documented in ``docs/stream.md``): per operation, requests, docs, bytes, errors by
+class, rejected documents, the two series (latency, service time) with their encoded
+histograms and exact aggregates, per-node counters and the newest error messages.
 """
 
 from __future__ import annotations
@@ -63,8 +53,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from esdash.rundir import hdr
-
-PAYLOAD_VERSION = 1
+from esdash.rundir.records import (
+    ERROR_CLASS_RE,
+    ErrorSample,
+    ErrorTime,
+    NodePayload,
+    OpPayload,
+    RankPayload,
+    SeriesPayload,
+)
 
 #: Successful requests :meth:`Recorder.record` keeps before it counts them (see there).
 RECORD_BATCH = 1024
@@ -73,9 +70,6 @@ RECORD_BATCH = 1024
 LAST_ERRORS = 3
 MESSAGE_LIMIT = 300
 
-ERROR_CLASS_RE = re.compile(
-    r"^(timeout|connection|other|http_[1-5][0-9][0-9]|bulk_item_[a-z0-9_]+)$"
-)
 _REQUEST_ERROR_RE = re.compile(r"^(timeout|connection|other|http_[1-5][0-9][0-9])$")
 _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 
@@ -132,18 +126,18 @@ class _Series:
         self.ln_sq_sum = 0.0
         self.clamped = 0
 
-    def payload(self, encoder: hdr.Encoder) -> dict[str, Any]:
+    def payload(self, encoder: hdr.Encoder) -> SeriesPayload:
         """This series' payload, its histogram encoded with ``encoder`` (reused per drain)."""
-        return {
-            "hdr": encoder.encode(self.counts),
-            "count": self.count,
-            "min": self.min if self.count else None,
-            "max": self.max if self.count else None,
-            "sum": self.sum,
-            "ln_sum": self.ln_sum,
-            "ln_sq_sum": self.ln_sq_sum,
-            "clamped": self.clamped,
-        }
+        return SeriesPayload(
+            hdr=encoder.encode(self.counts),
+            count=self.count,
+            min=self.min if self.count else None,
+            max=self.max if self.count else None,
+            sum=self.sum,
+            ln_sum=self.ln_sum,
+            ln_sq_sum=self.ln_sq_sum,
+            clamped=self.clamped,
+        )
 
 
 class _Op:
@@ -169,13 +163,13 @@ class _Op:
         self.nbytes = 0
         self.latency = _Series()
         self.service_time = _Series()
-        # node -> [requests, docs, sum ln(latency), sum ln(latency)^2]
+        # node -> [requests, docs, sum ln(latency), sum ln(latency)^2, errors, doc_errors]
         self.nodes: dict[str, list[Any]] = {}
         self.errors: dict[str, int] = {}
         self.doc_errors: dict[str, int] = {}
         self.error_time_count = 0
         self.error_time_sum = 0.0
-        self.last_errors: dict[str, deque[dict[str, Any]]] = {}
+        self.last_errors: dict[str, deque[ErrorSample]] = {}
 
     def node(self, node: str) -> list[Any]:
         entry = self.nodes.get(node)
@@ -183,29 +177,29 @@ class _Op:
             entry = self.nodes[node] = [0, 0, 0.0, 0.0, {}, {}]
         return entry
 
-    def payload(self, encoder: hdr.Encoder) -> dict[str, Any]:
-        return {
-            "requests": self.requests,
-            "docs": self.docs,
-            "bytes": self.nbytes,
-            "errors": dict(self.errors),
-            "doc_errors": dict(self.doc_errors),
-            "error_time": {"count": self.error_time_count, "sum": self.error_time_sum},
-            "latency": self.latency.payload(encoder),
-            "service_time": self.service_time.payload(encoder),
-            "nodes": {
-                name: {
-                    "requests": entry[0],
-                    "docs": entry[1],
-                    "ln_sum": entry[2],
-                    "ln_sq_sum": entry[3],
-                    "errors": dict(entry[4]),
-                    "doc_errors": dict(entry[5]),
-                }
+    def payload(self, encoder: hdr.Encoder) -> OpPayload:
+        return OpPayload(
+            requests=self.requests,
+            docs=self.docs,
+            bytes=self.nbytes,
+            errors=dict(self.errors),
+            doc_errors=dict(self.doc_errors),
+            error_time=ErrorTime(count=self.error_time_count, sum=self.error_time_sum),
+            latency=self.latency.payload(encoder),
+            service_time=self.service_time.payload(encoder),
+            nodes={
+                name: NodePayload(
+                    requests=entry[0],
+                    docs=entry[1],
+                    ln_sum=entry[2],
+                    ln_sq_sum=entry[3],
+                    errors=dict(entry[4]),
+                    doc_errors=dict(entry[5]),
+                )
                 for name, entry in self.nodes.items()
             },
-            "last_errors": {cls: list(items) for cls, items in self.last_errors.items()},
-        }
+            last_errors={cls: list(items) for cls, items in self.last_errors.items()},
+        )
 
 
 class Recorder:
@@ -409,15 +403,12 @@ class Recorder:
         if recent is None:
             recent = state.last_errors[error_class] = deque(maxlen=LAST_ERRORS)
         recent.append(
-            {
-                "status": status,
-                "message": str(message)[:MESSAGE_LIMIT],
-                "node": node,
-                "wall": self._wall(),
-            }
+            ErrorSample(
+                status=status, message=str(message)[:MESSAGE_LIMIT], node=node, wall=self._wall()
+            )
         )
 
-    def drain(self) -> dict[str, Any]:
+    def drain(self) -> RankPayload:
         """The payload of the interval since the last drain; the next interval starts now.
 
         Operations without any request in the interval are left out.  The cost is counting
@@ -428,12 +419,11 @@ class Recorder:
         self._count_batch()
         ops, self._ops = self._ops, {}
         elapsed, self._started = now - self._started, now
-        return {
-            "v": PAYLOAD_VERSION,
-            "rank": self.rank,
-            "elapsed": elapsed,
-            "ops": {name: state.payload(self._encoder) for name, state in ops.items()},
-        }
+        return RankPayload(
+            rank=self.rank,
+            elapsed=elapsed,
+            ops={name: state.payload(self._encoder) for name, state in ops.items()},
+        )
 
     @property
     def pending(self) -> int:

@@ -49,9 +49,38 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esdash.bench.merge import Merged, NodeData, OpData
-from esdash.stats import Summary, error_rate, geometric, spread, summarize, throughput
+from esdash.rundir import hdr
+from esdash.rundir.records import (
+    RESULTS_FORMAT,
+    RESULTS_SCHEMA,
+    Final,
+    Header,
+    Histograms,
+    IngestResult,
+    LatencyStats,
+    NodeLatency,
+    NodeOpResult,
+    OpResult,
+    PlannedStepInfo,
+    RankOpResult,
+    RankPayload,
+    Results,
+    StepPlan,
+    StepResult,
+    Throughput,
+    WarmupCounts,
+)
+from esdash.stats import (
+    Summary,
+    error_rate,
+    geometric,
+    latency_stats,
+    spread_record,
+    summarize,
+    throughput,
+)
 
-SCHEMA = "esdash.results/1"
+SCHEMA = RESULTS_SCHEMA
 MS = 1000.0
 #: Intervals shorter than this share of the nominal interval are left out of the spread.
 MIN_INTERVAL_SHARE = 0.5
@@ -95,7 +124,7 @@ class RunAccumulator:
         phase: str,
         step: int | None,
         rank: int,
-        payload: Mapping[str, Any],
+        payload: RankPayload,
         seq: int | None = None,
     ) -> Merged:
         """Add one rank's payload of one interval; return it decoded.
@@ -111,7 +140,7 @@ class RunAccumulator:
             part.per_rank[rank] = decoded.copy()
         else:
             cumulative.merge(decoded)
-        elapsed = float(payload.get("elapsed") or 0.0)
+        elapsed = payload.elapsed
         part.elapsed[rank] = part.elapsed.get(rank, 0.0) + elapsed
         if seq is not None:
             interval = part.intervals.setdefault(seq, _Interval())
@@ -155,9 +184,10 @@ class RunAccumulator:
 
     def interval_throughputs(self, phase: str, step: int | None, op: str) -> list[float]:
         """Successful requests per second of ``op`` in each full interval, in ``seq`` order."""
-        return [ok for ok, _docs in self._interval_rates(phase, step, op)]
+        return [ok for ok, _docs in self.interval_rates(phase, step, op)]
 
-    def _interval_rates(self, phase: str, step: int | None, op: str) -> list[tuple[float, float]]:
+    def interval_rates(self, phase: str, step: int | None, op: str) -> list[tuple[float, float]]:
+        """Successful requests and docs per second of ``op`` in each full interval."""
         part = self._parts.get((phase, step))
         if part is None:
             return []
@@ -177,53 +207,56 @@ class RunAccumulator:
 # ------------------------------------------------------------------------------ results
 
 
-def _stats(summary: Summary) -> dict[str, Any]:
-    return summary.to_dict(scale=MS, digits=4)
+def _stats(summary: Summary) -> LatencyStats:
+    return latency_stats(summary, scale=MS, digits=4)
 
 
 def _rate(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _node_result(node: NodeData) -> dict[str, Any]:
+def _node_result(node: NodeData) -> NodeOpResult:
     gmean, gstd = geometric(node.ok, node.ln_sum, node.ln_sq_sum)
     failed = node.requests - node.ok
-    return {
-        "requests": node.requests,
-        "ok": node.ok,
-        "errors": dict(sorted(node.errors.items())),
-        "error_rate": _rate(error_rate(failed, node.requests), 6),
-        "docs": node.docs,
-        "rejected_docs": dict(sorted(node.doc_errors.items())),
-        "latency": {
-            "gmean": None if gmean is None else round(gmean * MS, 4),
-            "gstd": None if gstd is None else round(gstd, 4),
-        },
-    }
+    return NodeOpResult(
+        requests=node.requests,
+        ok=node.ok,
+        errors=dict(sorted(node.errors.items())),
+        error_rate=_rate(error_rate(failed, node.requests), 6),
+        docs=node.docs,
+        rejected_docs=dict(sorted(node.doc_errors.items())),
+        latency=NodeLatency(
+            gmean=None if gmean is None else round(gmean * MS, 4),
+            gstd=None if gstd is None else round(gstd, 4),
+        ),
+    )
 
 
-def _rank_result(data: OpData, seconds: float) -> dict[str, Any]:
-    return {
-        "requests": data.requests,
-        "ok": data.ok,
-        "errors": dict(sorted(data.errors.items())),
-        "error_rate": _rate(error_rate(data.failed, data.requests), 6),
-        "docs": data.docs,
-        "duration_s": round(seconds, 3),
-        "requests_per_s": _rate(throughput(data.ok, seconds)),
-        "latency": _stats(summarize(data.latency)),
-        "service_time": _stats(summarize(data.service_time)),
-        "histograms": {
-            "latency": data.latency.to_payload()["hdr"],
-            "service_time": data.service_time.to_payload()["hdr"],
-        },
-    }
+def _histograms(data: OpData) -> Histograms:
+    return Histograms(
+        latency=hdr.encode(data.latency.counts), service_time=hdr.encode(data.service_time.counts)
+    )
+
+
+def _rank_result(data: OpData, seconds: float) -> RankOpResult:
+    return RankOpResult(
+        requests=data.requests,
+        ok=data.ok,
+        errors=dict(sorted(data.errors.items())),
+        error_rate=_rate(error_rate(data.failed, data.requests), 6),
+        docs=data.docs,
+        duration_s=round(seconds, 3),
+        requests_per_s=_rate(throughput(data.ok, seconds)),
+        latency=_stats(summarize(data.latency)),
+        service_time=_stats(summarize(data.service_time)),
+        histograms=_histograms(data),
+    )
 
 
 def _op_result(
     acc: RunAccumulator, phase: str, step: int | None, name: str, data: OpData, window: float
-) -> dict[str, Any]:
-    rates = acc._interval_rates(phase, step, name)
+) -> OpResult:
+    rates = acc.interval_rates(phase, step, name)
     per_rank = {}
     for rank, merged in acc.per_rank(phase, step).items():
         if name in merged.ops:
@@ -233,35 +266,32 @@ def _op_result(
         if data.error_time_count
         else None
     )
-    return {
-        "requests": data.requests,
-        "ok": data.ok,
-        "failed": data.failed,
-        "errors": dict(sorted(data.errors.items())),
-        "error_rate": _rate(error_rate(data.failed, data.requests), 6),
-        "docs": data.docs,
-        "bytes": data.bytes,
-        "rejected_docs": dict(sorted(data.doc_errors.items())),
-        "throughput": {
-            "requests_per_s": _rate(throughput(data.ok, window)),
-            "docs_per_s": _rate(throughput(data.docs, window)),
-            "intervals": spread(ok for ok, _ in rates).to_dict(),
-            "docs_intervals": spread(docs for _, docs in rates).to_dict(),
-        },
-        "latency": _stats(summarize(data.latency)),
-        "service_time": _stats(summarize(data.service_time)),
-        "error_time_mean": error_time,
-        "per_rank": per_rank,
-        "per_node": {node: _node_result(n) for node, n in sorted(data.nodes.items())},
-        "last_errors": data.last_errors,
-        "histograms": {
-            "latency": data.latency.to_payload()["hdr"],
-            "service_time": data.service_time.to_payload()["hdr"],
-        },
-    }
+    return OpResult(
+        requests=data.requests,
+        ok=data.ok,
+        failed=data.failed,
+        errors=dict(sorted(data.errors.items())),
+        error_rate=_rate(error_rate(data.failed, data.requests), 6),
+        docs=data.docs,
+        bytes=data.bytes,
+        rejected_docs=dict(sorted(data.doc_errors.items())),
+        throughput=Throughput(
+            requests_per_s=_rate(throughput(data.ok, window)),
+            docs_per_s=_rate(throughput(data.docs, window)),
+            intervals=spread_record(ok for ok, _ in rates),
+            docs_intervals=spread_record(docs for _, docs in rates),
+        ),
+        latency=_stats(summarize(data.latency)),
+        service_time=_stats(summarize(data.service_time)),
+        error_time_mean=error_time,
+        per_rank=per_rank,
+        per_node={node: _node_result(n) for node, n in sorted(data.nodes.items())},
+        last_errors=data.last_errors,
+        histograms=_histograms(data),
+    )
 
 
-def _ingest_result(acc: RunAccumulator) -> dict[str, Any] | None:
+def _ingest_result(acc: RunAccumulator) -> IngestResult | None:
     if ("ingest", None) not in acc.parts():
         return None
     merged = acc.merged("ingest", None)
@@ -271,85 +301,82 @@ def _ingest_result(acc: RunAccumulator) -> dict[str, Any] | None:
     for data in merged.ops.values():
         for reason, count in data.doc_errors.items():
             rejected[reason] = rejected.get(reason, 0) + count
-    return {
-        "duration_s": round(window, 3),
-        "docs": docs,
-        "docs_per_s": _rate(throughput(docs, window)),
-        "rejected_docs": dict(sorted(rejected.items())),
-        "ops": {
+    return IngestResult(
+        duration_s=round(window, 3),
+        docs=docs,
+        docs_per_s=_rate(throughput(docs, window)),
+        rejected_docs=dict(sorted(rejected.items())),
+        ops={
             name: _op_result(acc, "ingest", None, name, data, window)
             for name, data in sorted(merged.ops.items())
         },
-    }
+    )
 
 
-def _step_result(acc: RunAccumulator, index: int, planned: Mapping[str, Any]) -> dict[str, Any]:
+def _step_result(acc: RunAccumulator, index: int, planned: PlannedStepInfo) -> StepResult:
     measured = bool(acc.per_rank("measure", index))  # a window alone is not a measurement
     window = acc.window("measure", index)
     merged = acc.merged("measure", index)
     warm = acc.merged("warmup", index)
-    order = list(planned.get("queries") or [])
+    order = list(planned.queries)
     names = order + sorted(name for name in merged.ops if name not in order)
-    return {
-        "index": index,
-        "name": planned.get("name", f"step {index}"),
-        "planned": {
-            "queries": order,
-            "warmup": planned.get("warmup"),
-            "duration": planned.get("duration"),
-            "target_throughput": planned.get("target_throughput"),
-        },
-        "status": "measured" if measured else "no data",
-        "duration_s": round(window, 3),
-        "warmup": {
-            "requests": warm.requests,
-            "errors": sum(data.failed for data in warm.ops.values()),
-        },
-        "queries": {
+    return StepResult(
+        index=index,
+        name=planned.name,
+        planned=StepPlan(
+            queries=order,
+            warmup=planned.warmup,
+            duration=planned.duration,
+            target_throughput=planned.target_throughput,
+        ),
+        status="measured" if measured else "no data",
+        duration_s=round(window, 3),
+        warmup=WarmupCounts(
+            requests=warm.requests, errors=sum(data.failed for data in warm.ops.values())
+        ),
+        queries={
             name: _op_result(acc, "measure", index, name, merged.ops[name], window)
             for name in names
             if name in merged.ops
         },
-    }
+    )
 
 
-def build_results(
-    header: Mapping[str, Any],
-    acc: RunAccumulator,
-    final: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+UNITS = {
+    "time": "ms",
+    "rates": "per second",
+    "error_rate": "fraction of requests",
+    "gstd": "factor",
+}
+
+
+def build_results(header: Header, acc: RunAccumulator, final: Final | None = None) -> Results:
     """The ``results.json`` document from the stream header, the accumulator and the final
     record (``status``, ``reason``, ``wall``).
 
     Every planned step appears (``status`` ``"no data"`` when nothing was measured); the
-    caller may add fields (e.g. why a step was skipped) to ``steps[k]`` before writing.
+    caller may change ``steps[k]`` (e.g. why a step was skipped) before writing.
     """
-    steps = list(header.get("steps") or [])
+    steps = header.steps
     known = {("ingest", None)} | {(p, k) for p in ("warmup", "measure") for k in range(len(steps))}
     unplanned = {
         f"{phase}:{step}": acc.merged(phase, step).requests
         for phase, step in acc.parts()
         if (phase, step) not in known and acc.merged(phase, step).requests
     }
-    final = final or {}
-    return {
-        "schema": SCHEMA,
-        "run_id": header.get("run_id"),
-        "started": header.get("started"),
-        "ended": final.get("wall"),
-        "status": final.get("status"),
-        "reason": final.get("reason"),
-        "units": {
-            "time": "ms",
-            "rates": "per second",
-            "error_rate": "fraction of requests",
-            "gstd": "factor",
-        },
-        "ranks": (header.get("bench") or {}).get("ranks"),
-        "ingest": _ingest_result(acc),
-        "steps": [_step_result(acc, k, step) for k, step in enumerate(steps)],
-        "unattributed_requests": unplanned,
-    }
+    return Results(
+        format=RESULTS_FORMAT,
+        run_id=header.run_id,
+        started=header.started,
+        ended=final.wall if final else None,
+        status=final.status if final else None,
+        reason=final.reason if final else None,
+        units=dict(UNITS),
+        ranks=header.bench.ranks,
+        ingest=_ingest_result(acc),
+        steps=[_step_result(acc, k, step) for k, step in enumerate(steps)],
+        unattributed_requests=unplanned,
+    )
 
 
 # --------------------------------------------------------------- the authors' format
@@ -362,26 +389,25 @@ _APPROXIMATION_NOTE = (
 )
 
 
-def _authors_responses(rank: Mapping[str, Any]) -> list[dict[str, Any]]:
-    from esdash.rundir import hdr
-
-    counts = hdr.decode(rank["histograms"]["service_time"])
-    ok = int(rank["ok"])
-    base, extra = divmod(int(rank["docs"]), ok) if ok else (0, 0)
-    responses: list[dict[str, Any]] = []
+def _authors_responses(rank: RankOpResult) -> list[dict[str, float | int]]:
+    encoded = rank.histograms.service_time
+    counts = hdr.decode(encoded) if encoded else hdr.empty()
+    ok = rank.ok
+    base, extra = divmod(rank.docs, ok) if ok else (0, 0)
+    responses: list[dict[str, float | int]] = []
     for low, high, count in hdr.buckets(counts):
         latency = round((low + high) / 2, 7)
         for _ in range(count):
             docs = base + (1 if len(responses) < extra else 0)
             responses.append({"latency": latency, "docs": docs})
-    for error_class, count in sorted(rank["errors"].items()):
+    for error_class, count in sorted(rank.errors.items()):
         code = int(error_class[5:]) if error_class.startswith("http_") else -1
         responses.extend({"error_code": code} for _ in range(count))
     return responses
 
 
 def export_authors_format(
-    results: Mapping[str, Any],
+    results: Results,
     bodies: Mapping[int, Mapping[str, Any]] | None = None,
     think_time: Sequence[float] | None = None,
 ) -> list[dict[str, Any]]:
@@ -400,14 +426,14 @@ def export_authors_format(
     step carries ``"esdash_export"`` saying so.  ``query`` is ``{"body": ...}`` when
     ``bodies[step][query]`` is given, else ``{"name": query}``.
     """
-    ranks = int(results.get("ranks") or 0)
+    ranks = results.ranks or 0
     out = []
-    for step in results.get("steps", []):
-        index = step["index"]
+    for step in results.steps:
+        index = step.index
         search_results = []
-        for name, data in step["queries"].items():
+        for name, data in step.queries.items():
             body = (bodies or {}).get(index, {}).get(name)
-            per_rank = data.get("per_rank", {})
+            per_rank = data.per_rank
             count = max([ranks] + [int(r) + 1 for r in per_rank])
             responses = [
                 _authors_responses(per_rank[str(k)]) if str(k) in per_rank else []
@@ -415,12 +441,11 @@ def export_authors_format(
             ]
             query = {"body": body} if body is not None else {"name": name}
             search_results.append({"query": query, "responses": responses})
-        planned = step.get("planned", {})
         out.append(
             {
                 "search_results": search_results,
-                "warmup_time_secs": planned.get("warmup"),
-                "execution_time_secs": planned.get("duration"),
+                "warmup_time_secs": step.planned.warmup,
+                "execution_time_secs": step.planned.duration,
                 "sleep_between_requests_secs": think_time[index] if think_time else 0.0,
                 "esdash_export": {"approximate": True, "note": _APPROXIMATION_NOTE},
             }

@@ -24,7 +24,6 @@ from esdash.bench.plan import make_plan
 from esdash.bench.sink import results_from_stream
 from esdash.bench.stepfile import query_steps_for
 from esdash.cluster import lifecycle
-from esdash.cluster.rundir import RunDir, read_json, tail
 from esdash.errors import (
     EXIT_ABORT,
     EXIT_FAILURE,
@@ -36,6 +35,9 @@ from esdash.errors import (
 from esdash.launch import mpi
 from esdash.paths import cache_dir
 from esdash.plugins import get_plugins
+from esdash.rundir.files import tail
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import ProcessRecord
 from esdash.session import Session
 
 #: Seconds the ranks may linger after the final record before they are terminated.
@@ -93,21 +95,20 @@ def _bench_run_dir(session: Session, cluster_run: RunDir, run: RunDir | None = N
     """
     from esdash.paths import runs_dir
 
-    info = cluster_run.read_run()
+    cluster = cluster_run.read_info()
     run = run or RunDir.create(runs_dir(), session.name)
-    (run.session_file).write_bytes(session.path.read_bytes())
-    for name in ("topology.json",):
-        (run.path / name).write_bytes((cluster_run.path / name).read_bytes())
-    run.update_run(
-        session_name=session.name,
-        session_path=str(session.path.resolve()),
-        cluster_run=str(cluster_run.path),
-        home=info.get("home"),
-        version=info.get("version"),
-        nodes=info.get("nodes"),
-        state="running",
-        created=time.time(),
-    )
+    run.session_file.write_bytes(session.path.read_bytes())
+    run.write_topology(cluster_run.read_topology())
+    with run.edit_info() as info:
+        info.session_name = session.name
+        info.session_path = str(session.path.resolve())
+        info.cluster_run = str(cluster_run.path)
+        info.home = cluster.home
+        info.engine = cluster.engine
+        info.version = cluster.version
+        info.nodes = cluster.nodes
+        info.state = "running"
+        info.created = time.time()
     return run
 
 
@@ -116,8 +117,9 @@ def launch_bench(run: RunDir, session: Session) -> subprocess.Popen[bytes]:
     hosts = -(-session.cluster.nodes // session.cluster.nodes_per_host)
     # one more rank than workers: rank 0 coordinates and records
     command = mpi.rank_command(["esdash.bench.rank", str(run.path)], workers + 1, None, hosts)
-    process = mpi.start_detached(command, run.path / "bench.log", run.path)
-    run.update_run(bench_launcher={"pid": process.pid, "command": command})
+    process = mpi.start_detached(command, run.bench_log, run.path)
+    with run.edit_info() as info:
+        info.bench_launcher = ProcessRecord(pid=process.pid, command=command)
     return process
 
 
@@ -136,7 +138,7 @@ def follow(run: RunDir, process: subprocess.Popen[bytes], out: TextIO) -> bool:
         interrupted.append(signum)
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    printer = LivePrinter(run.path / "stream.jsonl", out, tty=out.isatty())
+    printer = LivePrinter(run.stream_file, out, tty=out.isatty())
     finished_at = None
     try:
         while process.poll() is None:
@@ -179,7 +181,7 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
     status = EXIT_FAILURE
     try:
         backend = get_plugins().get("backend", session.cluster.backend.name)
-        distribution = backend.inspect(Path(run.read_run()["home"]))
+        distribution = backend.inspect(Path(str(run.read_info().home)))
         ranks = session.benchmark.workers_per_node * session.cluster.nodes
         seed = session.benchmark.seed
         if seed is None:
@@ -187,28 +189,28 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
         plan = make_plan(
             session, track, corpus, steps, distribution, ranks, seed, options.reingest, codec
         )
-        plan.write(run)
+        run.write_bench_plan(plan)
         process = launch_bench(run, session)
         interrupted = follow(run, process, out)
-        results_file = run.path / "results.json"
+        results_file = run.results_file
         if not results_file.exists():
             # The MPI step ended before rank 0 wrote the results (with MPICH a lost rank
             # takes the step down): keep what the stream recorded.
             reason = (
                 f"the benchmark step ended early (exit code {process.returncode}); "
-                f"see {run.path / 'bench.log'}: {tail(run.path / 'bench.log', 3)}"
+                f"see {run.bench_log}: {tail(run.bench_log, 3)}"
             )
-            if not (run.path / "stream.jsonl").exists():
+            if not run.stream_file.exists():
                 raise EsdashError(reason)
             results_from_stream(run, plan, reason)
-        results = read_json(results_file)
+        results = run.read_results()
         print(render_summary(results), file=out)
         failures = evaluate_thresholds(thresholds, results)
         for failure in failures:
             print(f"threshold failed: {failure}", file=out)
-        if interrupted or results.get("status") == "aborted":
+        if interrupted or results.status == "aborted":
             status = EXIT_ABORT
-        elif results.get("status") != "ok":
+        elif results.status != "ok":
             status = EXIT_FAILURE
         elif failures:
             status = EXIT_THRESHOLD
@@ -216,7 +218,8 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
             status = EXIT_OK
         print(f"results: {results_file}", file=out)
     finally:
-        run.update_run(bench_exit=status)
+        with run.edit_info() as info:
+            info.bench_exit = status
         if cluster_process is not None:
             if options.keep:
                 print(f"cluster kept running: esdash cluster down {run.path}", file=out)

@@ -12,30 +12,51 @@ import time
 from collections import defaultdict
 from typing import Any
 
+import msgspec
+
 from esdash.bench.merge import Merged
-from esdash.bench.plan import BenchPlan
 from esdash.bench.results import RunAccumulator, build_results, export_authors_format
-from esdash.cluster.rundir import RunDir, write_json
 from esdash.errors import EsdashError
 from esdash.plugins import get_plugins
-from esdash.stream.reader import StreamReader
-from esdash.stream.schema import event_record, final_record, header_record, interval_record
-from esdash.stream.writer import StreamWriter
+from esdash.rundir import files
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import (
+    STREAM_SCHEMA,
+    BenchInfo,
+    BenchPlan,
+    Event,
+    Final,
+    Header,
+    IngestPlan,
+    IngestProgress,
+    Interval,
+    JsonObject,
+    Phase,
+    PlannedStepInfo,
+    RankInfo,
+    RankPayload,
+    RankSummary,
+    Results,
+    RunStatus,
+    Topology,
+)
+from esdash.rundir.stream import StreamReader, StreamWriter
+from esdash.session import load_run_session
 
 #: The phases interval records carry; ranks report others (starting, sync, done) too.
-PHASES = ("ingest", "warmup", "measure")
+PHASES: tuple[Phase, ...] = ("ingest", "warmup", "measure")
 
 
 class StreamSink:
-    def __init__(self, run: RunDir, plan: BenchPlan, ranks: int, topology: dict) -> None:
+    def __init__(self, run: RunDir, plan: BenchPlan, ranks: int, topology: Topology) -> None:
         self.run, self.plan, self.ranks, self.topology = run, plan, ranks, topology
-        self.writer = StreamWriter(run.path / "stream.jsonl")
+        self.writer = StreamWriter(run.stream_file)
         self.acc = RunAccumulator(plan.interval)
         self.t0 = time.time()
         self.docs_done = 0
-        self.phase = "ingest"
+        self.phase: Phase = "ingest"
         self.step: int | None = None
-        self.header: dict[str, Any] = {}
+        self.header: Header | None = None
         self.started = False
 
     def _t(self) -> float:
@@ -44,30 +65,34 @@ class StreamSink:
     def start(self, start: dict[str, Any], bench_ranks: list[dict[str, Any]]) -> None:
         self.t0 = start["t0"]
         plugins = get_plugins()
-        self.header = header_record(
-            run_id=self.run.path.name,
-            session=dict(self.run.load_session().source),
+        self.header = Header(
+            schema=STREAM_SCHEMA,
+            run_id=self.run.name,
+            session=dict(load_run_session(self.run).source),
             plugins={name: info.version or "" for name, info in plugins.plugins.items()},
             topology=self.topology,
-            bench_ranks=bench_ranks,
+            bench=BenchInfo(
+                ranks=len(bench_ranks),
+                per_rank=[msgspec.convert(rank, RankInfo) for rank in bench_ranks],
+            ),
             slurm_job_id=os.environ.get("SLURM_JOB_ID"),
             started=self.t0,
             interval=self.plan.interval,
             steps=[
-                {
-                    "name": step.name,
-                    "queries": [q.name for q in step.queries],
-                    "warmup": step.warmup,
-                    "duration": step.duration,
-                    "target_throughput": step.target_throughput,
-                }
+                PlannedStepInfo(
+                    name=step.name,
+                    queries=[q.name for q in step.queries],
+                    warmup=step.warmup,
+                    duration=step.duration,
+                    target_throughput=step.target_throughput,
+                )
                 for step in self.plan.steps
             ],
-            docs_total=self.plan.corpus_documents,
+            ingest=IngestPlan(docs_total=self.plan.corpus_documents),
         )
         self.writer.write(self.header)
         self.started = not start.get("error")
-        for note in self.plan.extra.get("notes", []):
+        for note in self.plan.notes:
             self.event("note", note, level="warning")
         if start.get("error"):
             self.event("failed", start["error"], level="error")
@@ -89,17 +114,17 @@ class StreamSink:
         message: str,
         level: str = "info",
         step: int | None = None,
-        data: dict[str, Any] | None = None,
+        data: JsonObject | None = None,
     ) -> None:
         self.writer.write(
-            event_record(
+            Event(
                 t=self._t(),
                 wall=time.time(),
                 kind=kind,
                 message=message,
-                level=level,
+                level=level,  # type: ignore[arg-type]
                 step=step,
-                data=data,
+                data=data or {},
             )
         )
 
@@ -116,11 +141,11 @@ class StreamSink:
 
     def interval(self, seq: int, messages: list[dict[str, Any]], missing: list[int]) -> None:
         """One record per phase part of interval ``seq`` (one empty record when idle)."""
-        parts: dict[tuple[str, int | None], Merged] = defaultdict(Merged)
+        parts: dict[tuple[Phase, int | None], Merged] = defaultdict(Merged)
         for message in messages:
-            key = (message["phase"], message["step"])
-            if message["phase"] not in PHASES:  # between phases: shown with the last one
-                key = (self.phase, self.step)
+            phase = message["phase"]
+            # between phases (starting, sync, done): shown with the last one
+            key = (phase, message["step"]) if phase in PHASES else (self.phase, self.step)
             parts[key].merge(message["decoded"])
         if parts:
             self.phase, self.step = max(
@@ -130,8 +155,13 @@ class StreamSink:
             parts[(self.phase, self.step)] = Merged()
         for (phase, step), merged in parts.items():
             name = self.plan.steps[step].name if step is not None else None
+            ingest = None
+            if phase == "ingest":
+                ingest = IngestProgress(
+                    docs_done=self.docs_done, docs_total=self.plan.corpus_documents
+                )
             self.writer.write(
-                interval_record(
+                Interval(
                     seq=seq,
                     t=round((seq + 1) * self.plan.interval, 3),
                     wall=time.time(),
@@ -139,17 +169,16 @@ class StreamSink:
                     step=step,
                     step_name=name,
                     elapsed=merged.elapsed or self.plan.interval,
-                    ops=merged.to_payload()["ops"],
+                    ops=merged.to_payload().ops,
                     ranks=sorted(merged.ranks),
-                    missing_ranks=missing,
-                    docs_done=self.docs_done if phase == "ingest" else None,
-                    docs_total=self.plan.corpus_documents if phase == "ingest" else None,
+                    missing_ranks=sorted(missing),
+                    ingest=ingest,
                 )
             )
 
     def finish(
         self, finals: dict[int, dict[str, Any]], errors: list[str], aborted: str = ""
-    ) -> dict[str, Any]:
+    ) -> Results:
         """Write the final record, ``results.json`` and the authors' export.
 
         Workers are ranks 1..N (rank 0 coordinates); ``finals`` is keyed by rank.
@@ -157,6 +186,7 @@ class StreamSink:
         # workers never started when the start failed: nothing of theirs is missing
         missing = [r for r in range(1, self.ranks + 1) if r not in finals and self.started]
         statuses = {f.get("status") for f in finals.values()}
+        status: RunStatus
         if aborted or "aborted" in statuses:
             status = "aborted"
             reason = aborted or next(
@@ -202,18 +232,17 @@ class StreamSink:
             self.acc.set_window("ingest", None, max(ingest_seconds))
         for k, step in enumerate(self.plan.steps):
             self.acc.set_window("measure", k, step.duration)
-        final = final_record(t=self._t(), wall=time.time(), status=status, reason=reason)
+        final = Final(t=self._t(), wall=time.time(), status=status, reason=reason)
+        assert self.header is not None, "finish() after start()"
         results = build_results(self.header, self.acc, final)
-        results["encryption"] = self.plan.encryption
-        results["missing_ranks"] = missing
-        results["per_rank"] = {str(r): _rank_summary(f) for r, f in sorted(finals.items())}
+        results.encryption = self.plan.encryption
+        results.missing_ranks = missing
+        results.per_rank = {str(r): _rank_summary(f) for r, f in sorted(finals.items())}
         for k, step in enumerate(self.plan.steps):
-            entry = results["steps"][k]
-            entry["unsupported"] = {q.name: q.unsupported for q in step.queries if q.unsupported}
+            entry = results.steps[k]
+            entry.unsupported = {q.name: q.unsupported for q in step.queries if q.unsupported}
             if not step.runnable:
-                entry["status"] = "not run: " + "; ".join(
-                    sorted(set(entry["unsupported"].values()))
-                )
+                entry.status = "not run: " + "; ".join(sorted(set(entry.unsupported.values())))
             failures = {
                 str(r): s.get("error")
                 for r, f in finals.items()
@@ -221,26 +250,22 @@ class StreamSink:
                 if s.get("step") == step.name and s.get("status") == "warmup_failed"
             }
             if failures:
-                entry["warmup_failed"] = failures
-                entry["status"] = "warm-up failed: " + next(iter(failures.values()))
+                entry.warmup_failed = failures
+                entry.status = f"warm-up failed: {next(iter(failures.values()))}"
         ingest = [f["ingest"] for f in finals.values() if f.get("ingest")]
-        if ingest and results.get("ingest") is not None:
-            results["ingest"]["docs_sent"] = sum(i["docs_sent"] for i in ingest)
-            results["ingest"]["docs_rejected"] = sum(i["rejected"] for i in ingest)
+        if ingest and results.ingest is not None:
+            results.ingest.docs_sent = sum(i["docs_sent"] for i in ingest)
+            results.ingest.docs_rejected = sum(i["rejected"] for i in ingest)
             if all("cpu_seconds" in i for i in ingest):
-                results["ingest"]["client_cpu_seconds"] = sum(i["cpu_seconds"] for i in ingest)
+                results.ingest.client_cpu_seconds = sum(i["cpu_seconds"] for i in ingest)
             if any("encode_seconds" in i for i in ingest):
                 # client-side encryption inside the ingest ranks, summed over them
-                results["ingest"]["encode_seconds"] = sum(
-                    i.get("encode_seconds", 0.0) for i in ingest
-                )
-        write_json(self.run.path / "results.json", results)
+                results.ingest.encode_seconds = sum(i.get("encode_seconds", 0.0) for i in ingest)
+        self.run.write_results(results)
         bodies = {
             k: {q.name: q.body for q in step.queries} for k, step in enumerate(self.plan.steps)
         }
-        write_json(
-            self.run.path / "results-authors-format.json", export_authors_format(results, bodies)
-        )
+        files.write(self.run.authors_results_file, export_authors_format(results, bodies))
         self.writer.write(final)
         self.writer.close()
         return results
@@ -254,42 +279,41 @@ class StreamSink:
                     )
 
 
-def _rank_summary(final: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "host": final.get("host"),
-        "status": final.get("status"),
-        "reason": final.get("reason"),
-        "ingest_node": (final.get("ingest") or {}).get("node"),
-        "step_nodes": {s["step"]: s.get("node") for s in final.get("steps", [])},
-    }
+def _rank_summary(final: dict[str, Any]) -> RankSummary:
+    return RankSummary(
+        host=final.get("host"),
+        status=final.get("status"),
+        reason=final.get("reason"),
+        ingest_node=(final.get("ingest") or {}).get("node"),
+        step_nodes={s["step"]: s.get("node") for s in final.get("steps", [])},
+    )
 
 
-def results_from_stream(run: RunDir, plan: BenchPlan, reason: str) -> dict[str, Any]:
+def results_from_stream(run: RunDir, plan: BenchPlan, reason: str) -> Results:
     """Results rebuilt from ``stream.jsonl`` when rank 0 could not write them.
 
     The stream holds every interval merged over the ranks, so totals, rates and latency
     statistics survive; per-rank breakdowns do not (they appear under rank ``-1``).
     """
-    records = StreamReader(run.path / "stream.jsonl").read_all()
-    header = next((r for r in records if r.get("type") == "header"), None)
+    records = StreamReader(run.stream_file).read_all()
+    header = next((r for r in records if isinstance(r, Header)), None)
     if header is None:
         raise EsdashError(f"{reason}; the stream has no header, so there are no results")
     acc = RunAccumulator(plan.interval)
     for record in records:
-        if record.get("type") == "interval" and record.get("ops"):
-            payload = {"v": 1, "rank": None, "elapsed": record["elapsed"], "ops": record["ops"]}
-            acc.add_interval(record["phase"], record["step"], -1, payload, seq=record["seq"])
+        if isinstance(record, Interval) and record.ops:
+            payload = RankPayload(elapsed=record.elapsed, ops=record.ops)
+            acc.add_interval(record.phase, record.step, -1, payload, seq=record.seq)
     for k, step in enumerate(plan.steps):
         acc.set_window("measure", k, step.duration)
-    last = records[-1] if records else {}
-    final = final_record(
-        t=float(last.get("t", 0.0)), wall=time.time(), status="failed", reason=reason
-    )
+    last = records[-1] if records else None
+    t = 0.0 if last is None or isinstance(last, Header) else last.t
+    final = Final(t=t, wall=time.time(), status="failed", reason=reason)
     results = build_results(header, acc, final)
-    results["recovered_from_stream"] = True
-    results["encryption"] = plan.encryption
-    write_json(run.path / "results.json", results)
-    if not any(r.get("type") == "final" for r in records):
-        with StreamWriter(run.path / "stream.jsonl") as writer:
+    results.recovered_from_stream = True
+    results.encryption = plan.encryption
+    run.write_results(results)
+    if not any(isinstance(r, Final) for r in records):
+        with StreamWriter(run.stream_file) as writer:
             writer.write(final)
     return results

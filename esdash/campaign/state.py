@@ -26,27 +26,36 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from esdash.campaign import tomlw
+import tomli_w
+
 from esdash.campaign.plan import ClusterGroup
 from esdash.campaign.spec import Campaign, Point
-from esdash.cluster.rundir import read_json, write_json
-from esdash.errors import BadInput
+from esdash.errors import BadInput, EsdashError
 from esdash.paths import runs_dir
+from esdash.rundir import files
+from esdash.rundir.layout import CampaignFiles, RunDir
+from esdash.rundir.records import (
+    CAMPAIGN_SCHEMA,
+    CampaignPoint,
+    CampaignSummary,
+    Counts,
+    JobRecord,
+    PlannedCluster,
+    PointState,
+    Runner,
+)
 
-SCHEMA = "esdash.campaign/1"
-POINT_SCHEMA = "esdash.campaign-point/1"
 STATUSES = ("pending", "running", "completed", "failed", "interrupted", "stale")
 #: Seconds without a sign of life after which a point running on another host is abandoned.
 ABANDONED_AFTER = 600.0
 
 
 def default_directory(campaign: Campaign) -> Path:
-    return runs_dir() / "campaigns" / campaign.name
+    return CampaignFiles.default(runs_dir(), campaign.name).path
 
 
 def _alive_here(host: str | None, pid: int | None) -> bool | None:
@@ -62,28 +71,30 @@ def _alive_here(host: str | None, pid: int | None) -> bool | None:
     return True
 
 
-def _abandoned(state: dict[str, Any]) -> bool:
+def _abandoned(state: PointState) -> bool:
     """Whether a point marked running has no sweep any more.
 
     On this host the sweep's pid tells.  A sweep on another host (a Slurm job killed after
     its time limit) is presumed gone when its run has written nothing for
     :data:`ABANDONED_AFTER` seconds: a live run appends to its stream every interval.
     """
-    runner = state.get("runner") or {}
-    alive = _alive_here(runner.get("host"), runner.get("pid"))
+    runner = state.runner
+    alive = _alive_here(runner.host, runner.pid) if runner is not None else None
     if alive is not None:
         return not alive
-    newest = state.get("started") or 0.0
-    run = state.get("run")
-    if run:
-        for name in ("stream.jsonl", "run.json"):
+    newest = state.started or 0.0
+    if state.run:
+        run = RunDir(Path(state.run))
+        for path in (run.stream_file, run.info_file):
             with contextlib.suppress(OSError):
-                newest = max(newest, (Path(run) / name).stat().st_mtime)
+                newest = max(newest, path.stat().st_mtime)
     return time.time() - newest > ABANDONED_AFTER
 
 
 @dataclass(frozen=True)
 class CampaignDir:
+    """A campaign directory and what a sweep keeps in it (the file names: CampaignFiles)."""
+
     path: Path
 
     @classmethod
@@ -91,60 +102,57 @@ class CampaignDir:
         directory = cls(Path(path).resolve())
         if not directory.summary_file.is_file():
             raise BadInput(
-                f"{directory.path} is not a campaign directory (no campaign.json); pass the "
-                f"directory `esdash sweep` printed"
+                f"{directory.path} is not a campaign directory (no {directory.summary_file.name}); "
+                f"pass the directory `esdash sweep` printed"
             )
         return directory
 
     @property
+    def files(self) -> CampaignFiles:
+        return CampaignFiles(self.path)
+
+    @property
     def summary_file(self) -> Path:
-        return self.path / "campaign.json"
+        return self.files.summary_file
 
     def point_dir(self, point_id: str) -> Path:
-        return self.path / "points" / point_id
+        return self.files.point_dir(point_id)
 
     def session_file(self, point_id: str) -> Path:
-        return self.point_dir(point_id) / "session.toml"
+        return self.files.point_session(point_id)
 
     def log_file(self, point_id: str) -> Path:
-        return self.point_dir(point_id) / "output.log"
+        return self.files.point_output(point_id)
 
     # -------------------------------------------------------------------- points
-    def read_point(self, point_id: str) -> dict[str, Any]:
-        path = self.point_dir(point_id) / "state.json"
+    def read_point(self, point_id: str) -> PointState:
+        """A point's state; a missing or damaged state file reads as a pending point."""
         try:
-            return read_json(path)
-        except (OSError, ValueError):
-            return {}
+            state = self.files.read_point_state(point_id)
+        except EsdashError:
+            state = None
+        return state if state is not None else PointState(id=point_id)
 
-    def write_point(self, point: Point, **changes: Any) -> dict[str, Any]:
-        state = self.read_point(point.id) or {
-            "schema": POINT_SCHEMA,
-            "id": point.id,
-            "attempts": [],
-        }
-        state.update(
-            label=point.label,
-            values=dict(point.values),
-            repetition=point.repetition,
-            nodes=point.nodes,
-        )
-        state.update(changes)
-        state["updated"] = time.time()
-        self.point_dir(point.id).mkdir(parents=True, exist_ok=True)
-        write_json(self.point_dir(point.id) / "state.json", state)
+    def write_point(self, point: Point, state: PointState) -> PointState:
+        """Write ``state`` (this point's, changed by the caller) with the point's identity."""
+        state.id = point.id
+        state.label = point.label
+        state.values = dict(point.values)
+        state.repetition = point.repetition
+        state.nodes = point.nodes
+        state.updated = time.time()
+        self.files.write_point_state(state)
         return state
 
     def status(self, point: Point) -> str:
         """``completed`` only if the run finished ok, is still there, and the session is the
         same; a point whose session changed since is ``stale`` and runs again."""
         state = self.read_point(point.id)
-        status = state.get("status", "pending")
+        status = state.status
         if status == "completed":
-            if state.get("digest") != point.digest:
+            if state.digest != point.digest:
                 return "stale"
-            run = state.get("run")
-            if not run or not (Path(run) / "results.json").is_file():
+            if not state.run or not RunDir(Path(state.run)).results_file.is_file():
                 return "pending"
         if status == "running" and _abandoned(state):
             return "interrupted"  # its sweep died without recording the end
@@ -153,55 +161,63 @@ class CampaignDir:
     def prepare(self, campaign: Campaign, points: Sequence[Point]) -> None:
         """Create the directory; write each point's session unless its run is complete."""
         self.path.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(campaign.path, self.path / "campaign.toml")
+        shutil.copyfile(campaign.path, self.files.campaign_file)
         for point in points:
             if self.status(point) == "completed":
                 continue
             self.point_dir(point.id).mkdir(parents=True, exist_ok=True)
             text = f"# {point.id}: written by esdash sweep from {campaign.path}\n"
-            self.session_file(point.id).write_text(text + tomlw.dumps(point.session))
+            self.session_file(point.id).write_text(text + tomli_w.dumps(point.session))
 
     # ------------------------------------------------------------------- runners
     def runner_file(self) -> Path:
-        return self.path / "runners" / f"{socket.gethostname()}-{os.getpid()}.json"
+        return self.files.runner_file(socket.gethostname(), os.getpid())
 
-    def write_runner(self, **changes: Any) -> None:
+    def read_runner(self) -> Runner:
+        """This sweep process's runner record (a new one the first time)."""
+        path = self.runner_file()
+        try:
+            runner = files.read_optional(path, Runner)
+        except EsdashError:
+            runner = None
+        if runner is None:
+            runner = Runner(
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                started=time.time(),
+                slurm_job=os.environ.get("SLURM_JOB_ID"),
+            )
+        return runner
+
+    @contextlib.contextmanager
+    def edit_runner(self) -> Iterator[Runner]:
+        """Change this sweep process's runner file by attribute."""
+        runner = self.read_runner()
+        yield runner
         path = self.runner_file()
         path.parent.mkdir(parents=True, exist_ok=True)
-        data: dict[str, Any] = {}
-        with contextlib.suppress(OSError, ValueError):
-            data = read_json(path)
-        if not data:
-            data = {
-                "host": socket.gethostname(),
-                "pid": os.getpid(),
-                "started": time.time(),
-                "slurm_job": os.environ.get("SLURM_JOB_ID"),
-            }
-        data.update(changes, updated=time.time())
-        write_json(path, data)
+        runner.updated = time.time()
+        files.write(path, runner)
 
-    def runners(self) -> list[dict[str, Any]]:
+    def runners(self) -> list[Runner]:
         found = []
-        for path in sorted((self.path / "runners").glob("*.json")):
-            with contextlib.suppress(OSError, ValueError):
-                runner = read_json(path)
-                if runner.get("state") == "running":
-                    alive = _alive_here(runner.get("host"), runner.get("pid"))
-                    if alive is False:
-                        runner["state"] = "died"
+        for path in self.files.runner_files():
+            with contextlib.suppress(EsdashError):
+                runner = files.read(path, Runner)
+                if runner.state == "running" and _alive_here(runner.host, runner.pid) is False:
+                    runner.state = "died"
                 found.append(runner)
         return found
 
-    def jobs(self) -> list[dict[str, Any]]:
+    def jobs(self) -> list[JobRecord]:
         found = []
-        for path in sorted((self.path / "jobs").glob("*/job.json")):
-            with contextlib.suppress(OSError, ValueError):
-                found.append(read_json(path))
+        for path in self.files.job_records():
+            with contextlib.suppress(EsdashError):
+                found.append(files.read(path, JobRecord))
         return found
 
     # ------------------------------------------------------------------- summary
-    def write_summary(self, campaign: Campaign, groups: Sequence[ClusterGroup]) -> dict[str, Any]:
+    def write_summary(self, campaign: Campaign, groups: Sequence[ClusterGroup]) -> CampaignSummary:
         """Rebuild ``campaign.json`` from the point, runner and job files."""
         points = []
         counts = dict.fromkeys(STATUSES, 0)
@@ -211,28 +227,27 @@ class CampaignDir:
                 state = self.read_point(point.id)
                 status = self.status(point)
                 counts[status] += 1
-                attempts = state.get("attempts") or []
                 points.append(
-                    {
-                        "id": point.id,
-                        "label": point.label,
-                        "values": dict(point.values),
-                        "repetition": point.repetition,
-                        "nodes": point.nodes,
-                        "cluster": number,
-                        "ingest": planned.ingest,
-                        "status": status,
-                        "run": state.get("run"),
-                        "cluster_run": state.get("cluster_run"),
-                        "attempts": len(attempts),
-                        "reason": state.get("reason"),
-                        "started": state.get("started"),
-                        "ended": state.get("ended"),
-                        "session": str(self.session_file(point.id)),
-                    }
+                    CampaignPoint(
+                        id=point.id,
+                        label=point.label,
+                        values=dict(point.values),
+                        repetition=point.repetition,
+                        nodes=point.nodes,
+                        cluster=number,
+                        ingest=planned.ingest,
+                        status=status,
+                        run=state.run,
+                        cluster_run=state.cluster_run,
+                        attempts=len(state.attempts),
+                        reason=state.reason,
+                        started=state.started,
+                        ended=state.ended,
+                        session=str(self.session_file(point.id)),
+                    )
                 )
         runners = self.runners()
-        active = [r for r in runners if r.get("state") == "running"]
+        active = [r for r in runners if r.state == "running"]
         total = len(points)
         if active:
             overall = "running"
@@ -244,35 +259,35 @@ class CampaignDir:
             overall = "interrupted"
         else:
             overall = "pending"
-        summary = {
-            "schema": SCHEMA,
-            "name": campaign.name,
-            "description": campaign.description,
-            "file": str(campaign.path.resolve()),
-            "base_session": str(campaign.base_path),
-            "dir": str(self.path),
-            "updated": time.time(),
-            "state": overall,
-            "axes": {axis.dotted: list(axis.values) for axis in campaign.axes},
-            "short_names": {axis.dotted: axis.short for axis in campaign.axes},
-            "repetitions": campaign.repetitions,
-            "ingest": campaign.ingest,
-            "counts": {"total": total, **counts},
-            "current": [r["current"] for r in active if r.get("current")],
-            "clusters": [
-                {
-                    "number": number,
-                    "label": group.label,
-                    "nodes": group.nodes,
-                    "root_label": group.root_label,
-                    "points": len(group.points),
-                }
+        summary = CampaignSummary(
+            schema=CAMPAIGN_SCHEMA,
+            name=campaign.name,
+            description=campaign.description,
+            file=str(campaign.path.resolve()),
+            base_session=str(campaign.base_path),
+            dir=str(self.path),
+            updated=time.time(),
+            state=overall,
+            axes={axis.dotted: list(axis.values) for axis in campaign.axes},
+            short_names={axis.dotted: axis.short for axis in campaign.axes},
+            repetitions=campaign.repetitions,
+            ingest=campaign.ingest,
+            counts=Counts(total=total, **counts),
+            current=[r.current for r in active if r.current is not None],
+            clusters=[
+                PlannedCluster(
+                    number=number,
+                    label=group.label,
+                    nodes=group.nodes,
+                    root_label=group.root_label,
+                    points=len(group.points),
+                )
                 for number, group in enumerate(groups, 1)
             ],
-            "runners": runners,
-            "jobs": self.jobs(),
-            "points": points,
-        }
+            runners=runners,
+            jobs=self.jobs(),
+            points=points,
+        )
         self.path.mkdir(parents=True, exist_ok=True)
-        write_json(self.summary_file, summary)
+        self.files.write_summary(summary)
         return summary

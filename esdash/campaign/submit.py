@@ -17,8 +17,10 @@ from typing import TextIO
 from esdash.campaign.plan import matches, parse_filters
 from esdash.campaign.spec import Campaign, Point
 from esdash.campaign.state import CampaignDir
-from esdash.cluster.rundir import RunDir, write_json
 from esdash.launch import slurm
+from esdash.rundir import files
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import JobRecord
 from esdash.session import parse_session
 
 
@@ -30,7 +32,7 @@ def submit_jobs(
     extra_args: Sequence[str],
     out: TextIO,
     dry_run: bool = False,
-) -> list[dict]:
+) -> list[JobRecord]:
     """Write (and unless ``dry_run`` submit) one batch script per cluster size with work left."""
     filters = parse_filters(only, campaign)
     by_nodes: dict[int, list[Point]] = {}
@@ -45,7 +47,7 @@ def submit_jobs(
         data = copy.deepcopy(dict(widest.session))
         data.setdefault("slurm", {}).update(campaign.slurm)
         session = parse_session(data, campaign.base_path)
-        job_dir = directory.path / "jobs" / f"nodes-{nodes}"
+        job_dir = directory.files.job_dir(nodes)
         job_dir.mkdir(parents=True, exist_ok=True)
         command = slurm.python_command(
             "sweep",
@@ -57,22 +59,16 @@ def submit_jobs(
             f"cluster.nodes={nodes}",
             *extra_args,
         )
-        script = job_dir / "job.sbatch"
+        script = directory.files.job_script(nodes)
         script.write_text(slurm.batch_script(session, RunDir(job_dir), command))
-        job = {
-            "nodes": nodes,
-            "points": len(members),
-            "script": str(script),
-            "written": time.time(),
-            "job": None,
-        }
+        job = JobRecord(nodes=nodes, points=len(members), script=str(script), written=time.time())
         if dry_run:
             print(f"wrote {script} ({len(members)} points, not submitted)", file=out)
         else:
-            job["job"] = slurm.submit(script)
-            job["submitted"] = time.time()
-            print(f"submitted job {job['job']}: {nodes} node(s), {len(members)} points", file=out)
-        write_json(job_dir / "job.json", job)
+            job.job = slurm.submit(script)
+            job.submitted = time.time()
+            print(f"submitted job {job.job}: {nodes} node(s), {len(members)} points", file=out)
+        files.write(directory.files.job_record(nodes), job)
         jobs.append(job)
     if not jobs:
         print("nothing to submit: every selected point is completed", file=out)

@@ -43,10 +43,19 @@ from esdash.campaign.plan import plan as make_plan
 from esdash.campaign.spec import Campaign, Point
 from esdash.campaign.state import CampaignDir, default_directory
 from esdash.cluster import lifecycle
-from esdash.cluster.rundir import RunDir, read_json, tail
 from esdash.errors import EXIT_ABORT, EXIT_FAILURE, EXIT_OK, EXIT_THRESHOLD, EsdashError
 from esdash.launch import slurm
 from esdash.paths import runs_dir
+from esdash.rundir.files import tail
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import (
+    Attempt,
+    Counts,
+    CurrentPoint,
+    PointRunner,
+    Results,
+    RunnerCluster,
+)
 from esdash.session import load_session
 
 #: Seconds an interrupted point may take to abort before it is asked again, then killed.
@@ -114,10 +123,12 @@ class Sweep:
                 if status == "completed":
                     continue
                 if status == "running":
-                    runner = self.directory.read_point(planned.point.id).get("runner") or {}
+                    runner = self.directory.read_point(planned.point.id).runner
+                    pid = runner.pid if runner is not None else None
+                    host = runner.host if runner is not None else None
                     self.say(
                         f"{planned.point.label}: skipped, running in another sweep "
-                        f"(pid {runner.get('pid')} on {runner.get('host')})"
+                        f"(pid {pid} on {host})"
                     )
                     continue
                 pending.append(planned)
@@ -143,7 +154,8 @@ class Sweep:
         if not todo:
             self.summary()
             return EXIT_OK
-        self.directory.write_runner(state="running", only=list(self.options.only), current=None)
+        with self.directory.edit_runner() as runner:
+            runner.state, runner.only, runner.current = "running", list(self.options.only), None
         self.summary()
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         outcome = "finished"
@@ -158,17 +170,18 @@ class Sweep:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self.directory.write_runner(state=outcome, current=None, cluster=None)
+            with self.directory.edit_runner() as runner:
+                runner.state, runner.current, runner.cluster = outcome, None, None
             self.summary()
         return self._report(outcome)
 
     def _report(self, outcome: str) -> int:
         for point, reason in self.failed:
             self.say(f"FAILED {point.label}: {reason}")
-        counts = self.directory.write_summary(self.campaign, self.groups)["counts"]
+        counts = self.directory.write_summary(self.campaign, self.groups).counts or Counts()
         self.say(
-            f"{outcome}: {counts['completed']}/{counts['total']} points completed, "
-            f"{counts['failed']} failed, {counts['interrupted']} interrupted; "
+            f"{outcome}: {counts.completed}/{counts.total} points completed, "
+            f"{counts.failed} failed, {counts.interrupted} interrupted; "
             f"report with: esdash report {self.directory.path}"
         )
         if outcome == "interrupted":
@@ -240,7 +253,7 @@ class Sweep:
                     if outcome == "interrupted":
                         raise Interrupted
                     if attempts > self.options.retries:
-                        reason = self.directory.read_point(planned.point.id).get("reason")
+                        reason = self.directory.read_point(planned.point.id).reason
                         self.failed.append((planned.point, str(reason)))
                         break
                     self.say(f"{planned.point.label}: retrying ({attempts}/{self.options.retries})")
@@ -255,15 +268,16 @@ class Sweep:
         last = ""
         for attempt in range(1, self.options.retries + 2):
             run = RunDir.create(runs_dir(), session.name)
-            run.update_run(campaign=str(self.directory.path), campaign_cluster=number)
+            with run.edit_info() as info:
+                info.campaign = str(self.directory.path)
+                info.campaign_cluster = number
             self.say(
                 f"cluster {number}/{len(self.groups)} ({group.label}): starting "
                 f"{session.cluster.nodes} node(s) in {run.path}"
                 + (", wiping its data root (--fresh)" if fresh else "")
             )
-            self.directory.write_runner(
-                cluster={"number": number, "label": group.label, "run": str(run.path)}
-            )
+            with self.directory.edit_runner() as runner:
+                runner.cluster = RunnerCluster(number=number, label=group.label, run=str(run.path))
             started = time.monotonic()
             try:
                 run, process, _health = lifecycle.up(session, fresh, self.options.timeout, run)
@@ -281,9 +295,9 @@ class Sweep:
     ) -> None:
         message = f"its cluster ({group.label}) did not start: {reason.splitlines()[0]}"
         for planned in pending:
-            self.directory.write_point(
-                planned.point, status="failed", reason=message, digest=planned.point.digest
-            )
+            state = self.directory.read_point(planned.point.id)
+            state.status, state.reason, state.digest = "failed", message, planned.point.digest
+            self.directory.write_point(planned.point, state)
             self.failed.append((planned.point, message))
             self.done += 1
         self.summary()
@@ -297,48 +311,44 @@ class Sweep:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self.directory.write_runner(cluster=None)
+            with self.directory.edit_runner() as runner:
+                runner.cluster = None
 
     # ------------------------------------------------------------------ a point
     def _run_point(self, planned: PlannedPoint, cluster: _Cluster, attempt: int) -> str:
         point = planned.point
         name = str(point.session["name"])
         run = RunDir.create(runs_dir(), name)
-        run.update_run(
-            campaign=str(self.directory.path),
-            campaign_point=point.id,
-            session_name=name,
-            state="prepared",
-            created=time.time(),
-        )
+        with run.edit_info() as info:
+            info.campaign = str(self.directory.path)
+            info.campaign_point = point.id
+            info.session_name = name
+            info.state = "prepared"
+            info.created = time.time()
         started = time.time()
         state = self.directory.read_point(point.id)
-        attempts = list(state.get("attempts") or [])
+        attempts = state.attempts
         attempts.append(
-            {"run": str(run.path), "cluster_run": str(cluster.run.path), "started": started}
+            Attempt(run=str(run.path), cluster_run=str(cluster.run.path), started=started)
         )
-        self.directory.write_point(
-            point,
-            status="running",
-            run=str(run.path),
-            cluster_run=str(cluster.run.path),
-            digest=point.digest,
-            started=started,
-            ended=None,
-            reason=None,
-            attempts=attempts,
-            runner={"host": socket.gethostname(), "pid": os.getpid()},
-        )
-        self.directory.write_runner(
-            current={
-                "point": point.id,
-                "label": point.label,
-                "run": str(run.path),
-                "cluster_run": str(cluster.run.path),
-                "attempt": attempt,
-                "started": started,
-            }
-        )
+        state.status = "running"
+        state.run = str(run.path)
+        state.cluster_run = str(cluster.run.path)
+        state.digest = point.digest
+        state.started = started
+        state.ended = None
+        state.reason = None
+        state.runner = PointRunner(host=socket.gethostname(), pid=os.getpid())
+        self.directory.write_point(point, state)
+        with self.directory.edit_runner() as runner:
+            runner.current = CurrentPoint(
+                point=point.id,
+                label=point.label,
+                run=str(run.path),
+                cluster_run=str(cluster.run.path),
+                attempt=attempt,
+                started=started,
+            )
         self.summary()
         # A first point tried before (interrupted or failed, perhaps after its ingest) ingests
         # again: its ingest figures must come from the run that completes.
@@ -365,11 +375,12 @@ class Sweep:
         status, reason = _outcome(code, results, self.directory.log_file(point.id))
         if self.interrupted:
             status, reason = "interrupted", "interrupted (Ctrl-C or SIGTERM)"
-        attempts[-1].update(ended=time.time(), exit_code=code, status=status, reason=reason)
-        self.directory.write_point(
-            point, status=status, reason=reason, ended=time.time(), attempts=attempts
-        )
-        self.directory.write_runner(current=None)
+        last = attempts[-1]
+        last.ended, last.exit_code, last.status, last.reason = time.time(), code, status, reason
+        state.status, state.reason, state.ended = status, reason, time.time()
+        self.directory.write_point(point, state)
+        with self.directory.edit_runner() as runner:
+            runner.current = None
         self.summary()
         seconds = time.time() - started
         if status == "completed":
@@ -410,40 +421,38 @@ class Sweep:
         return code
 
 
-def _results(run: Path) -> dict[str, Any] | None:
+def _results(run: Path) -> Results | None:
     try:
-        return read_json(run / "results.json")
-    except (OSError, ValueError):
+        return RunDir(run).read_results()
+    except EsdashError:
         return None
 
 
-def _outcome(code: int, results: dict[str, Any] | None, log: Path) -> tuple[str, str | None]:
+def _outcome(code: int, results: Results | None, log: Path) -> tuple[str, str | None]:
     """``completed`` needs exit 0 (or 3: thresholds are not the sweep's business) and a
     results.json whose status is ok."""
     if code == EXIT_ABORT:
         return "interrupted", "the run was aborted"
-    if code in (EXIT_OK, EXIT_THRESHOLD) and results and results.get("status") == "ok":
+    if code in (EXIT_OK, EXIT_THRESHOLD) and results and results.status == "ok":
         return "completed", None
-    if results and results.get("reason"):
-        return "failed", f"exit {code}: {results['reason']}"
+    if results and results.reason:
+        return "failed", f"exit {code}: {results.reason}"
     last = [line for line in tail(log, 5).splitlines() if line.strip()]
     return "failed", f"exit {code}: {last[-1].strip() if last else 'no output'}"
 
 
-def _brief(results: dict[str, Any] | None) -> str:
+def _brief(results: Results | None) -> str:
     """One line of numbers for the log: ingest and the first few queries."""
     if not results:
         return "no results"
     parts = []
-    ingest = results.get("ingest") or {}
-    if ingest.get("docs"):
-        parts.append(f"ingest {ingest['docs']:,} docs {ingest.get('docs_per_s') or 0:,.0f} docs/s")
-    queries = [
-        (name, op) for step in results.get("steps", []) for name, op in step["queries"].items()
-    ]
+    ingest = results.ingest
+    if ingest is not None and ingest.docs:
+        parts.append(f"ingest {ingest.docs:,} docs {ingest.docs_per_s or 0:,.0f} docs/s")
+    queries = [(name, op) for step in results.steps for name, op in step.queries.items()]
     for name, op in queries[:3]:
-        rate = (op.get("throughput") or {}).get("requests_per_s")
-        gmean = (op.get("latency") or {}).get("gmean")
+        rate = op.throughput.requests_per_s
+        gmean = op.latency.gmean
         parts.append(
             f"{name} {rate or 0:,.1f} req/s gmean {gmean if gmean is not None else '-'} ms"
         )

@@ -7,7 +7,8 @@ import json
 import time
 
 from esdash.cluster import lifecycle
-from esdash.cluster.rundir import RunDir
+from esdash.rundir import files
+from esdash.rundir.layout import RunDir
 from esdash.session import load_session
 
 
@@ -54,8 +55,8 @@ def run_up(args: argparse.Namespace) -> int:
     run, process, health = lifecycle.up(session, args.fresh, args.timeout, run)
     ends = lifecycle.endpoints(run)
     print(
-        f"cluster {health.get('cluster_name')} is {health.get('status')} "
-        f"with {health.get('number_of_nodes')} node(s)"
+        f"cluster {health.cluster_name} is {health.status} "
+        f"with {health.number_of_nodes} node(s)"
     )
     print(f"run directory: {run.path}")
     for endpoint in ends.http:
@@ -73,38 +74,38 @@ def run_up(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     info = lifecycle.status(RunDir.open(args.run))
     if args.json:
-        print(json.dumps(info, indent=2, default=str))
+        print(json.dumps(files.to_builtins(info), indent=2))
         return 0
-    print(f"run      {info['run']}")
-    print(f"session  {info['session']}   state {info['state']}")
-    if info.get("slurm_job"):
-        print(f"slurm    job {info['slurm_job']}  {info.get('slurm_state', '')}".rstrip())
-    health = info.get("health")
+    print(f"run      {info.run}")
+    print(f"session  {info.session}   state {info.state}")
+    if info.slurm_job:
+        print(f"slurm    job {info.slurm_job}  {info.slurm_state or ''}".rstrip())
+    health = info.health
     if health:
-        age = time.time() - health.get("time", 0)
-        if health.get("ok"):
+        age = time.time() - (health.time or 0)
+        if health.ok:
             print(
-                f"health   {health.get('status')}, {health.get('number_of_nodes')} node(s), "
-                f"{health.get('active_shards')} active shard(s)  ({age:.0f} s ago)"
+                f"health   {health.status}, {health.number_of_nodes} node(s), "
+                f"{health.active_shards} active shard(s)  ({age:.0f} s ago)"
             )
         else:
-            print(f"health   unreachable ({health.get('error')}, {age:.0f} s ago)")
-    nodes = info["nodes"]
+            print(f"health   unreachable ({health.error}, {age:.0f} s ago)")
+    nodes = info.nodes
     if nodes:
         print(
             f"{'rank':>4}  {'name':<8} {'host':<16} {'http':<22} {'state':<9} {'pid':>7}  message"
         )
         for rank, node in sorted(nodes.items()):
-            http = f"{node.get('address', '-')}:{node.get('http_port', '-')}"
+            http = f"{node.address or '-'}:{node.http_port or '-'}"
             print(
-                f"{rank:>4}  {node.get('name', '-'):<8} {node.get('host', '-'):<16} "
-                f"{http:<22} {node.get('state', '-'):<9} {node.get('pid', '-')!s:>7}  "
-                f"{node.get('message', '')}"
+                f"{rank:>4}  {node.name or '-':<8} {node.host or '-':<16} "
+                f"{http:<22} {node.state or '-':<9} {node.pid or '-'!s:>7}  "
+                f"{node.message or ''}"
             )
     elif not health:
         print("nodes    none started yet")
-    if info.get("credentials"):
-        print(f"credentials {info['credentials']}")
+    if info.credentials:
+        print(f"credentials {info.credentials}")
     return 0
 
 
@@ -112,6 +113,6 @@ def run_down(args: argparse.Namespace) -> int:
     run = RunDir.open(args.run)
     outcome = lifecycle.stop(run, grace=args.grace)
     statuses = run.node_statuses()
-    still = [r for r, s in statuses.items() if s.get("state") in ("starting", "running")]
+    still = [r for r, s in statuses.items() if s.state in ("starting", "running")]
     print(f"{run.path}: {outcome}; {len(statuses) - len(still)} of {len(statuses)} node(s) down")
     return 0 if not still else 1

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("no completed runs in the inputs")
     out = args.out
     if out is None:
-        dirs = {Path(c["dir"]) for c in inputs.campaigns}
+        dirs = {Path(c.dir) for c in inputs.campaigns if c.dir}
         out = dirs.pop() / "report" if len(dirs) == 1 else Path("esdash-report")
     report = build_report(inputs, args.baseline)
     written = write_report(report, out, formats, not args.no_figures, args.self_contained)

@@ -33,14 +33,16 @@ def run(args: argparse.Namespace) -> int:
         command = slurm.python_command(
             "cluster", "up", session_path, "--run-dir", str(run_dir.path), "--foreground", *fresh
         )
-    script = run_dir.path / "job.sbatch"
+    script = run_dir.job_script
     script.write_text(slurm.batch_script(session, run_dir, command))
     if args.dry_run:
-        run_dir.update_run(state="prepared", script=str(script))
+        with run_dir.edit_info() as info:
+            info.state, info.script = "prepared", str(script)
         print(f"wrote {script} (not submitted)")
         return 0
     job = slurm.submit(script)
-    run_dir.update_run(state="queued", submitted=True, slurm_job=job, script=str(script))
+    with run_dir.edit_info() as info:
+        info.state, info.submitted, info.slurm_job, info.script = "queued", True, job, str(script)
     print(f"submitted job {job}; run directory: {run_dir.path}")
     print(f"follow it with: esdash cluster status {run_dir.path}")
     return 0

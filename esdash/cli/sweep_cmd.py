@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from esdash.cluster import lifecycle
+from esdash.rundir.layout import CAMPAIGNS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--dir",
         type=Path,
-        help="campaign directory (default: <runs>/campaigns/<name>)",
+        help=f"campaign directory (default: <runs>/{CAMPAIGNS}/<name>)",
     )
     parser.add_argument(
         "--only",

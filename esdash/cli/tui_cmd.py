@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from esdash.errors import BadInput
+from esdash.rundir.layout import CAMPAIGN_SUMMARY, CAMPAIGNS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "The dashboard's home screen. Sessions come from ./sessions, every --sessions "
             "DIR and ESDASH_SESSIONS; runs from the runs directory (ESDASH_RUNS, default "
-            "./runs), campaigns from its campaigns/ and every --campaign. Quitting never "
+            f"./runs), campaigns from its {CAMPAIGNS}/ and every --campaign. Quitting never "
             "stops a run."
         ),
     )
@@ -34,7 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="CAMPAIGN",
-        help="another campaign to list: its directory, campaign.json or campaign file (repeatable)",
+        help=(
+            f"another campaign to list: its directory, {CAMPAIGN_SUMMARY} or campaign file "
+            "(repeatable)"
+        ),
     )
     parser.add_argument(
         "--fps", type=float, default=4.0, help="redraws per second (default %(default)s)"
@@ -66,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         summary = resolve_campaign(value, runs_root)
         if summary is None:
             raise BadInput(
-                f"--campaign {value}: not a campaign directory, campaign.json or campaign "
+                f"--campaign {value}: not a campaign directory, {CAMPAIGN_SUMMARY} or campaign "
                 f"file; pass the directory `esdash sweep` printed"
             )
         campaigns.append(summary)

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from esdash.errors import BadInput
+from esdash.rundir.layout import CAMPAIGN_SUMMARY, CAMPAIGNS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,8 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "RUN is a run directory, or the name of one in the runs directory (ESDASH_RUNS). "
             "A run that is over opens with its timeline at the end, ready to replay. "
-            "A campaign (its directory, its campaign.json, the campaign file, or its name "
-            "under RUNS/campaigns) opens the campaign screen. Quitting never stops the run."
+            f"A campaign (its directory, its {CAMPAIGN_SUMMARY}, the campaign file, or its name "
+            f"under RUNS/{CAMPAIGNS}) opens the campaign screen. Quitting never stops the run."
         ),
     )
     parser.add_argument("run", metavar="RUN", help="run directory (or its name), or a campaign")
@@ -57,7 +58,7 @@ def resolve_campaign(value: str, runs_root: Path | None = None) -> Path | None:
     summary = summary_of(value, runs_root or runs_dir())
     if summary is not None and not summary.is_file():
         raise BadInput(
-            f"{value}: the campaign has not run yet ({summary.parent} has no campaign.json); "
+            f"{value}: the campaign has not run yet ({summary.parent} has no {summary.name}); "
             f"start it with `esdash sweep {value}`, or pass the directory of `sweep --dir`"
         )
     return summary

@@ -19,10 +19,12 @@ import shutil
 import time
 from pathlib import Path
 
-from esdash.cluster.rundir import read_json, write_json
 from esdash.errors import BadInput
 from esdash.paths import runs_dir
 from esdash.plugin_api import EncryptionMode
+from esdash.rundir import files
+from esdash.rundir.layout import DATA
+from esdash.rundir.records import DataRootEncryption, DataRootMarker
 from esdash.session import Session
 
 MARKER = "esdash-data.json"
@@ -30,7 +32,7 @@ MARKER = "esdash-data.json"
 
 def data_root(session: Session) -> Path:
     """``cluster.data_dir``, or ``<runs>/data/<session name>`` (shared by that session's runs)."""
-    return session.cluster.data_dir or runs_dir() / "data" / session.name
+    return session.cluster.data_dir or runs_dir() / DATA / session.name
 
 
 def cluster_name(session: Session) -> str:
@@ -38,9 +40,9 @@ def cluster_name(session: Session) -> str:
     return f"esdash-{session.name}"
 
 
-def encryption_record(encryption: EncryptionMode) -> dict[str, str]:
+def encryption_record(encryption: EncryptionMode) -> DataRootEncryption:
     """What the marker records about the encryption mode."""
-    return {"mode": encryption.name, "node_data": encryption.node_data}
+    return DataRootEncryption(mode=encryption.name, node_data=encryption.node_data)
 
 
 def check_data_root(
@@ -55,24 +57,24 @@ def check_data_root(
         return "new"
     if fresh:
         return "fresh"
-    info = read_json(marker)
-    if info.get("cluster_name") != cluster_name:
+    info = files.read(marker, DataRootMarker)
+    if info.cluster_name != cluster_name:
         raise BadInput(
-            f"{root} holds the data of cluster {info.get('cluster_name')!r}, not "
+            f"{root} holds the data of cluster {info.cluster_name!r}, not "
             f"{cluster_name!r}; choose another cluster.data_dir or start with --fresh"
         )
-    if info.get("nodes") != nodes:
+    if info.nodes != nodes:
         raise BadInput(
-            f"{root} holds the data of a {info.get('nodes')}-node cluster "
-            f"({info.get('cluster_name')}), and this session asks for {nodes} node(s). "
-            f"Reusing indices needs the same size: set cluster.nodes = {info.get('nodes')}, "
+            f"{root} holds the data of a {info.nodes}-node cluster "
+            f"({info.cluster_name}), and this session asks for {nodes} node(s). "
+            f"Reusing indices needs the same size: set cluster.nodes = {info.nodes}, "
             f"choose another cluster.data_dir, or start with --fresh to delete that data"
         )
-    recorded = info.get("encryption")
-    if isinstance(recorded, dict) and recorded.get("mode") != encryption.name:
+    recorded = info.encryption
+    if recorded is not None and recorded.mode != encryption.name:
         # A marker without the field predates it: accepted, and recorded by prepare_data_root.
-        mode = recorded.get("mode")
-        held = recorded.get("node_data") or "plain"
+        mode = recorded.mode
+        held = recorded.node_data or "plain"
         raise BadInput(
             f'{root} holds node data written with encryption.mode = "{mode}" ({held} node '
             f'directories), and this session asks for encryption.mode = "{encryption.name}" '
@@ -93,18 +95,27 @@ def prepare_data_root(
     marker = root / MARKER
     outcome = {"new": "new", "reuse": "reused"}.get(verdict, "")
     if verdict == "fresh":
-        old_nodes = int(read_json(marker).get("nodes", 0))
+        old_nodes = _recorded_nodes(marker)
         for rank in range(old_nodes):
             shutil.rmtree(root / str(rank), ignore_errors=True)
         outcome = f"fresh (deleted the data of {old_nodes} node(s))"
-    write_json(
+    files.write(
         marker,
-        {
-            "cluster_name": cluster_name,
-            "nodes": nodes,
-            "encryption": encryption_record(encryption),
-            "updated": time.time(),
-            "last": outcome,
-        },
+        DataRootMarker(
+            cluster_name=cluster_name,
+            nodes=nodes,
+            encryption=encryption_record(encryption),
+            updated=time.time(),
+            last=outcome,
+        ),
     )
     return outcome
+
+
+def _recorded_nodes(marker: Path) -> int:
+    """How many node directories a marker (even a damaged one) says the root holds."""
+    try:
+        return files.read(marker, DataRootMarker).nodes
+    except files.RunFileError:
+        # --fresh on a damaged marker: every numbered node directory goes
+        return len([p for p in marker.parent.iterdir() if p.name.isdigit()])

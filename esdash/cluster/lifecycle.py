@@ -22,14 +22,16 @@ from typing import Any
 
 from esdash.cluster.dataroot import check_data_root, cluster_name, data_root
 from esdash.cluster.node import wait_for_exit
-from esdash.cluster.rundir import RunDir, read_json, tail
 from esdash.cluster.users import resolve_owner
 from esdash.errors import BadInput, ClusterError, EsdashError
 from esdash.launch import mpi, slurm
 from esdash.paths import default_distribution, runs_dir
 from esdash.plugin_api import Owner
 from esdash.plugins import get_plugins
-from esdash.session import Session
+from esdash.rundir.files import tail
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import Health, NodeStatus, ProcessRecord
+from esdash.session import Session, load_run_session
 
 #: How long ``up`` waits for a healthy cluster before giving up (seconds).
 DEFAULT_TIMEOUT = 300.0
@@ -63,17 +65,17 @@ def prepare_run(session: Session, run: RunDir | None = None, fresh: bool = False
         run = RunDir.create(runs_dir(), session.name)
     shutil.copyfile(session.path, run.session_file)
     _check_reachable(run.path, owner.name, owner.uid)
-    run.update_run(
-        session_name=session.name,
-        session_path=str(session.path.resolve()),
-        home=str(distribution.home),
-        version=distribution.version,
-        nodes=session.cluster.nodes,
-        security=session.cluster.security,
-        owner=owner.name,
-        state="prepared",
-        created=time.time(),
-    )
+    with run.edit_info() as info:
+        info.session_name = session.name
+        info.session_path = str(session.path.resolve())
+        info.home = str(distribution.home)
+        info.engine = backend.name
+        info.version = distribution.version
+        info.nodes = session.cluster.nodes
+        info.security = session.cluster.security
+        info.owner = owner.name
+        info.state = "prepared"
+        info.created = time.time()
     return run
 
 
@@ -108,12 +110,12 @@ def release_storage(run: RunDir) -> list[str]:
     """
     done: list[str] = []
     try:
-        session = run.load_session()
-        info = run.read_run()
-        topology = read_json(run.topology_file)
-    except (EsdashError, OSError, ValueError):
+        session = load_run_session(run)
+        info = run.read_info()
+        topology = run.read_topology()
+    except EsdashError:
         return done  # the run never got as far as placing nodes
-    if not info.get("data_root"):
+    if not info.data_root:
         return done
     try:
         encryption = get_plugins().get("encryption", session.encryption.name)
@@ -125,13 +127,11 @@ def release_storage(run: RunDir) -> list[str]:
         print(f"esdash: warning: cannot check the run's data directories: {exc}", file=sys.stderr)
         return done
     host = socket.gethostname()
-    for rank, node in enumerate(topology.get("nodes", [])):
-        if node.get("host") != host:
+    for rank, node in enumerate(topology.nodes):
+        if node.host != host:
             continue
         try:
-            message = release(
-                Path(info["data_root"]) / str(rank), owner, session.encryption.options
-            )
+            message = release(Path(info.data_root) / str(rank), owner, session.encryption.options)
         except EsdashError as exc:
             print(f"esdash: warning: node {rank}: {exc}", file=sys.stderr)
             continue
@@ -158,31 +158,29 @@ def launch(run: RunDir, session: Session, fresh: bool) -> subprocess.Popen[bytes
     args = ["esdash.cluster.rank", str(run.path)] + (["--fresh"] if fresh else [])
     command = mpi.rank_command(args, session.cluster.nodes, session.cluster.nodes_per_host)
     process = mpi.start_detached(command, run.launcher_log, run.path)
-    run.update_run(
-        state="starting",
-        launcher={"pid": process.pid, "host": socket.gethostname(), "command": command},
-        slurm_job=os.environ.get("SLURM_JOB_ID") or run.read_run().get("slurm_job"),
-    )
+    with run.edit_info() as info:
+        info.state = "starting"
+        info.launcher = ProcessRecord(pid=process.pid, host=socket.gethostname(), command=command)
+        info.slurm_job = os.environ.get("SLURM_JOB_ID") or info.slurm_job
     return process
 
 
 def _failure_report(run: RunDir) -> str:
     lines = []
     for rank, status in sorted(run.node_statuses().items()):
-        if status.get("state") == "failed":
-            lines.append(f"node {rank}: {status.get('message', 'failed')}")
-            if status.get("log_tail"):
-                lines.append("  last log lines:\n    " + status["log_tail"].replace("\n", "\n    "))
+        if status.state == "failed":
+            lines.append(f"node {rank}: {status.message or 'failed'}")
+            if status.log_tail:
+                lines.append("  last log lines:\n    " + status.log_tail.replace("\n", "\n    "))
     return "\n".join(lines)
 
 
 def wait_ready(
     run: RunDir, nodes: int, process: subprocess.Popen[bytes] | None, timeout: float
-) -> dict[str, Any]:
+) -> Health:
     """Wait for green (yellow is enough for one node); raise with the reason on failure."""
     wanted = {"green"} if nodes > 1 else {"green", "yellow"}
     deadline = time.monotonic() + timeout
-    health_file = run.path / "health.json"
     while time.monotonic() < deadline:
         failures = _failure_report(run)
         if failures:
@@ -192,22 +190,24 @@ def wait_ready(
                 f"the rank launcher exited with code {process.returncode} before the cluster "
                 f"was ready; its output ({run.launcher_log}):\n{tail(run.launcher_log, 30)}"
             )
-        if health_file.exists():
-            try:
-                health = read_json(health_file)
-            except (OSError, ValueError):
-                health = {}
-            if (
-                health.get("ok")
-                and health.get("status") in wanted
-                and health.get("number_of_nodes") == nodes
-            ):
-                run.update_run(state="running", ready=time.time())
-                return health
+        try:
+            health = run.read_health()
+        except EsdashError:
+            health = None  # being replaced right now
+        if (
+            health is not None
+            and health.ok
+            and health.status in wanted
+            and health.number_of_nodes == nodes
+        ):
+            with run.edit_info() as info:
+                info.state = "running"
+                info.ready = time.time()
+            return health
         time.sleep(0.25)
     raise ClusterError(
         f"the cluster in {run.path} was not ready after {timeout:.0f} s; "
-        f"see `esdash cluster status {run.path}` and the node logs in {run.path}/nodes/"
+        f"see `esdash cluster status {run.path}` and the node logs in {run.nodes_dir}"
     )
 
 
@@ -219,9 +219,9 @@ class Endpoints:
 
 
 def endpoints(run: RunDir) -> Endpoints:
-    topology = read_json(run.topology_file)
+    topology = run.read_topology()
     secure = run.credentials_file.exists()
-    http = [f"{n['address']}:{n['http_port']}" for n in topology["nodes"]]
+    http = [node.http_address for node in topology.nodes]
     return Endpoints(http, "https" if secure else "http", run.credentials_file if secure else None)
 
 
@@ -230,7 +230,7 @@ def up(
     fresh: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     run: RunDir | None = None,
-) -> tuple[RunDir, subprocess.Popen[bytes], dict[str, Any]]:
+) -> tuple[RunDir, subprocess.Popen[bytes], Health]:
     """Start the cluster and return once it is healthy; on any failure leave nothing running."""
     run = prepare_run(session, run, fresh)
     notify("esdash_session_started", session=session, run_dir=run.path)
@@ -251,11 +251,11 @@ def stop(
     reason: str = "stopped",
 ) -> str:
     """Ask every rank to stop its node, wait, and escalate if the launcher lingers."""
-    run.stop_file.touch()
-    info = run.read_run()
-    launcher = info.get("launcher") or {}
-    pid = process.pid if process is not None else launcher.get("pid")
-    local = launcher.get("host") == socket.gethostname()
+    run.request_stop()
+    info = run.read_info()
+    launcher = info.launcher
+    pid = process.pid if process is not None else (launcher.pid if launcher else None)
+    local = launcher is not None and launcher.host == socket.gethostname()
     outcome = "stopped"
     if pid and local:
         if not _wait_launcher(process, pid, grace):
@@ -268,14 +268,16 @@ def stop(
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and _running_nodes(run):
             time.sleep(0.5)
-    job = info.get("slurm_job")
-    if job and info.get("submitted") and slurm.job_state(job) not in ("FINISHED",):
+    job = info.slurm_job
+    if job and info.submitted and slurm.job_state(job) not in ("FINISHED",):
         slurm.cancel(job)
     for message in release_storage(run):
         print(f"esdash: {message}", file=sys.stderr)
-    run.update_run(state=reason if reason != "stopped" else outcome, stopped=time.time())
+    with run.edit_info() as changed:
+        changed.state = reason if reason != "stopped" else outcome
+        changed.stopped = time.time()
     try:
-        session = run.load_session()
+        session = load_run_session(run)
     except EsdashError:
         session = None  # the session file was removed or broke since; nothing to tell
     if session is not None:
@@ -318,34 +320,57 @@ def _running_nodes(run: RunDir) -> list[int]:
     return [
         rank
         for rank, status in run.node_statuses().items()
-        if status.get("state") in ("starting", "running")
+        if status.state in ("starting", "running")
     ]
 
 
-def status(run: RunDir) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ClusterStatus:
+    """Everything known about a run's cluster, from its files (and squeue for a job)."""
+
+    run: Path
+    session: str | None
+    state: str | None
+    slurm_job: str | None
+    nodes: dict[int, NodeStatus]
+    slurm_state: str | None = None
+    launcher_alive: bool | None = None
+    health: Health | None = None
+    endpoints: tuple[str, ...] = ()
+    credentials: Path | None = None
+
+
+def status(run: RunDir) -> ClusterStatus:
     """Everything known about a run, from its files (and squeue for a submitted job)."""
-    info = run.read_run()
-    result: dict[str, Any] = {
-        "run": str(run.path),
-        "session": info.get("session_name"),
-        "state": info.get("state"),
-        "slurm_job": info.get("slurm_job"),
-        "nodes": run.node_statuses(),
-    }
-    if info.get("slurm_job") and info.get("submitted"):
-        result["slurm_state"] = slurm.job_state(str(info["slurm_job"]))
-    launcher = info.get("launcher") or {}
-    if launcher.get("pid") and launcher.get("host") == socket.gethostname():
-        result["launcher_alive"] = _alive(int(launcher["pid"]))
-    health_file = run.path / "health.json"
-    if health_file.exists():
-        with contextlib.suppress(OSError, ValueError):
-            result["health"] = read_json(health_file)
+    info = run.read_info()
+    slurm_state = None
+    if info.slurm_job and info.submitted:
+        slurm_state = slurm.job_state(info.slurm_job)
+    launcher_alive = None
+    launcher = info.launcher
+    if launcher is not None and launcher.host == socket.gethostname():
+        launcher_alive = _alive(launcher.pid)
+    health = None
+    with contextlib.suppress(EsdashError):
+        health = run.read_health()
+    found: tuple[str, ...] = ()
+    credentials = None
     if run.topology_file.exists():
         ends = endpoints(run)
-        result["endpoints"] = [f"{ends.scheme}://{e}" for e in ends.http]
-        result["credentials"] = str(ends.credentials) if ends.credentials else None
-    return result
+        found = tuple(f"{ends.scheme}://{e}" for e in ends.http)
+        credentials = ends.credentials
+    return ClusterStatus(
+        run=run.path,
+        session=info.session_name,
+        state=info.state,
+        slurm_job=info.slurm_job,
+        nodes=run.node_statuses(),
+        slurm_state=slurm_state,
+        launcher_alive=launcher_alive,
+        health=health,
+        endpoints=found,
+        credentials=credentials,
+    )
 
 
 def foreground(run: RunDir, process: subprocess.Popen[bytes]) -> int:
@@ -371,7 +396,9 @@ def foreground(run: RunDir, process: subprocess.Popen[bytes]) -> int:
         print(f"esdash: {message}", file=sys.stderr)
     failures = _failure_report(run)
     if failures:
-        run.update_run(state="failed")
+        with run.edit_info() as info:
+            info.state = "failed"
         raise ClusterError(f"the cluster in {run.path} failed:\n{failures}")
-    run.update_run(state="stopped")
+    with run.edit_info() as info:
+        info.state = "stopped"
     return 0

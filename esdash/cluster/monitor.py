@@ -14,45 +14,51 @@ from __future__ import annotations
 import json
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
-from esdash.cluster.rundir import write_json
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import ClusterSample, Health, NodeSample, SampleHealth
+from esdash.rundir.stream import JsonlWriter
 
-SCHEMA = "esdash.cluster/1"
 STATS = "/_nodes/stats/jvm,os,process,thread_pool,indices"
 
 
-def node_sample(stats: dict[str, Any]) -> dict[str, Any]:
+def node_sample(stats: dict[str, Any]) -> NodeSample:
     """The figures the dashboard shows for one node, from its ``_nodes/stats`` entry."""
     jvm = stats.get("jvm", {})
     collectors = jvm.get("gc", {}).get("collectors", {})
     pools = stats.get("thread_pool", {})
-    return {
-        "name": stats.get("name"),
-        "host": stats.get("host"),
-        "heap_used_percent": jvm.get("mem", {}).get("heap_used_percent"),
-        "heap_used_bytes": jvm.get("mem", {}).get("heap_used_in_bytes"),
-        "cpu_percent": stats.get("process", {}).get("cpu", {}).get("percent"),
-        "os_cpu_percent": stats.get("os", {}).get("cpu", {}).get("percent"),
-        "gc_count": sum(c.get("collection_count", 0) for c in collectors.values()),
-        "gc_millis": sum(c.get("collection_time_in_millis", 0) for c in collectors.values()),
-        "segments": stats.get("indices", {}).get("segments", {}).get("count"),
-        "docs": stats.get("indices", {}).get("docs", {}).get("count"),
-        "rejected": {
+    return NodeSample(
+        name=stats.get("name"),
+        host=stats.get("host"),
+        heap_used_percent=jvm.get("mem", {}).get("heap_used_percent"),
+        heap_used_bytes=jvm.get("mem", {}).get("heap_used_in_bytes"),
+        cpu_percent=stats.get("process", {}).get("cpu", {}).get("percent"),
+        os_cpu_percent=stats.get("os", {}).get("cpu", {}).get("percent"),
+        gc_count=sum(c.get("collection_count", 0) for c in collectors.values()),
+        gc_millis=sum(c.get("collection_time_in_millis", 0) for c in collectors.values()),
+        segments=stats.get("indices", {}).get("segments", {}).get("count"),
+        docs=stats.get("indices", {}).get("docs", {}).get("count"),
+        rejected={
             name: pool.get("rejected", 0)
             for name, pool in pools.items()
             if name in ("search", "write", "get", "management")
         },
-    }
+    )
+
+
+def health_record(answer: dict[str, Any], now: float) -> Health:
+    """``health.json`` from an engine's ``_cluster/health`` answer (unknown fields dropped)."""
+    known = {name: answer[name] for name in Health.__struct_fields__ if name in answer}
+    return Health(**{**known, "ok": True, "time": now})
 
 
 class ClusterMonitor(threading.Thread):
     """Samples health each second and node statistics every ``stats_every`` seconds."""
 
-    def __init__(self, run_path: Path, connection: Any, stats_every: float = 2.0) -> None:
+    def __init__(self, run: RunDir, connection: Any, stats_every: float = 2.0) -> None:
         super().__init__(name="esdash-cluster-monitor", daemon=True)
-        self.run_path = run_path
+        self.rundir = run
         self.connection = connection
         self.stats_every = stats_every
         self.done = threading.Event()
@@ -61,35 +67,37 @@ class ClusterMonitor(threading.Thread):
         status, body = self.connection.request("GET", path)
         if status != 200:
             raise RuntimeError(f"HTTP {status} from {path}")
-        return json.loads(body)
+        answer = json.loads(body)
+        if not isinstance(answer, dict):
+            raise RuntimeError(f"{path} answered with a JSON {type(answer).__name__}")
+        return answer
 
     def run(self) -> None:
         next_stats = 0.0
-        with (self.run_path / "cluster.jsonl").open("a") as log:
+        with JsonlWriter[ClusterSample](self.rundir.cluster_samples_file, fsync=False) as log:
             while not self.done.wait(1.0):
                 now = time.time()
                 try:
-                    health = {**self._get("/_cluster/health"), "ok": True}
+                    health = health_record(self._get("/_cluster/health"), now)
                 except Exception as exc:  # starting or gone: record and keep going
-                    health = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
-                health["time"] = now
-                write_json(self.run_path / "health.json", health)
-                if now < next_stats or not health["ok"]:
+                    health = Health(ok=False, error=f"{type(exc).__name__}: {exc}"[:500], time=now)
+                self.rundir.write_health(health)
+                if now < next_stats or not health.ok:
                     continue
                 next_stats = now + self.stats_every
                 try:
                     nodes = self._get(STATS).get("nodes", {})
                 except Exception:
                     continue
-                record = {
-                    "schema": SCHEMA,
-                    "type": "sample",
-                    "time": now,
-                    "health": {
-                        k: health.get(k)
-                        for k in ("status", "number_of_nodes", "active_shards", "unassigned_shards")
-                    },
-                    "nodes": {s.get("name", nid): node_sample(s) for nid, s in nodes.items()},
-                }
-                log.write(json.dumps(record) + "\n")
-                log.flush()
+                log.write(
+                    ClusterSample(
+                        time=now,
+                        health=SampleHealth(
+                            status=health.status,
+                            number_of_nodes=health.number_of_nodes,
+                            active_shards=health.active_shards,
+                            unassigned_shards=health.unassigned_shards,
+                        ),
+                        nodes={s.get("name", nid): node_sample(s) for nid, s in nodes.items()},
+                    )
+                )

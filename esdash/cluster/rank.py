@@ -31,13 +31,15 @@ from esdash.cluster import security
 from esdash.cluster.dataroot import cluster_name, data_root, prepare_data_root
 from esdash.cluster.monitor import ClusterMonitor
 from esdash.cluster.node import NodeProcess
-from esdash.cluster.rundir import RunDir, tail, write_json
-from esdash.cluster.topology import RankReport, Topology, plan_topology
+from esdash.cluster.topology import RankReport, plan_topology
 from esdash.cluster.users import chown_tree, resolve_owner
 from esdash.errors import EsdashError
 from esdash.plugin_api import NodeDirs, NodeRequest, Owner
 from esdash.plugins import get_plugins
-from esdash.session import Session
+from esdash.rundir.files import tail
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import Topology
+from esdash.session import Session, load_run_session
 
 POLL_SECONDS = 0.5
 
@@ -117,9 +119,16 @@ def _plan(run: RunDir, session: Session, gathered: list, fresh: bool) -> dict[st
             security.create_credentials(run.path, ca_certs=pki.ca_cert)
     except (EsdashError, ValueError) as exc:
         return {"errors": [str(exc)]}
-    write_json(run.topology_file, {**topology.to_dict(), "data_root": str(data_root(session))})
-    run.update_run(data_root=str(data_root(session)), data_reuse=reuse)
-    return {"topology": topology.to_dict()}
+    topology = Topology(
+        cluster_name=topology.cluster_name,
+        nodes=topology.nodes,
+        data_root=str(data_root(session)),
+    )
+    run.write_topology(topology)
+    with run.edit_info() as info:
+        info.data_root = str(data_root(session))
+        info.data_reuse = reuse
+    return {"topology": topology}
 
 
 def run_rank(run_path: Path, fresh: bool) -> int:
@@ -132,7 +141,7 @@ def run_rank(run_path: Path, fresh: bool) -> int:
     supervisor = Supervisor(run, rank)
     session: Session | None = None
     try:
-        session = run.load_session()
+        session = load_run_session(run)
         report, error = _report(session, rank)
     except EsdashError as exc:
         report, error = None, f"rank {rank}: {exc}"
@@ -141,25 +150,27 @@ def run_rank(run_path: Path, fresh: bool) -> int:
     plan = comm.bcast(plan, root=0)
     run.node_dir(rank).mkdir(parents=True, exist_ok=True)
     if "errors" in plan:
-        run.write_node_status(rank, state="failed", message="; ".join(plan["errors"]))
+        with run.edit_node_status(rank) as status:
+            status.state = "failed"
+            status.message = "; ".join(plan["errors"])
         return 1
-    topology = Topology.from_dict(plan["topology"])
+    topology: Topology = plan["topology"]
     node = topology.nodes[rank]
-    run.write_node_status(
-        rank,
-        state="starting",
-        name=node.name,
-        address=node.address,
-        interface=node.interface,
-        http_port=node.http_port,
-        transport_port=node.transport_port,
-        master_eligible=node.master_eligible,
-        slurm_node=os.environ.get("SLURMD_NODENAME"),
-    )
+    with run.edit_node_status(rank) as status:
+        status.state = "starting"
+        status.name = node.name
+        status.address = node.address
+        status.interface = node.interface
+        status.http_port = node.http_port
+        status.transport_port = node.transport_port
+        status.master_eligible = node.master_eligible
+        status.slurm_node = os.environ.get("SLURMD_NODENAME")
     try:
         return _run_node(run, session, topology, rank, supervisor)
     except EsdashError as exc:
-        run.write_node_status(rank, state="failed", message=str(exc))
+        with run.edit_node_status(rank) as status:
+            status.state = "failed"
+            status.message = str(exc)
         return 1
 
 
@@ -170,14 +181,14 @@ def _run_node(
     backend = plugins.get("backend", session.cluster.backend.name)
     encryption = plugins.get("encryption", session.encryption.name)
     owner = resolve_owner(session.cluster.run_as)
-    info = run.read_run()
-    distribution = backend.inspect(Path(info["home"]))
+    info = run.read_info()
+    distribution = backend.inspect(Path(str(info.home)))
     node_dir = run.node_dir(rank)
     dirs = NodeDirs(
-        config=node_dir / "config",
+        config=run.node_config_dir(rank),
         data=data_root(session) / str(rank),
-        logs=node_dir / "logs",
-        tmp=node_dir / "tmp",
+        logs=run.node_logs_dir(rank),
+        tmp=run.node_tmp_dir(rank),
     )
     for path in (dirs.logs, dirs.tmp):
         path.mkdir(parents=True, exist_ok=True)
@@ -200,15 +211,18 @@ def _run_node(
             request = NodeRequest(**{**request.__dict__, "security": node_security})
         backend.write_node_config(request, backend.node_settings(request))
         chown_tree(node_dir, owner)
-        process = NodeProcess(backend.node_command(request), owner, node_dir / "stdout.log")
+        process = NodeProcess(backend.node_command(request), owner, run.node_stdout(rank))
         pid = process.start()
-        run.write_node_status(rank, state="running", pid=pid, started=time.time())
+        with run.edit_node_status(rank) as status:
+            status.state = "running"
+            status.pid = pid
+            status.started = time.time()
         monitor = None
         if rank == 0:
             node = topology.nodes[0]
             target = Target(node.name, node.http_address, node_security is not None)
             credentials = node_security.credentials if node_security else None
-            monitor = ClusterMonitor(run.path, Connection(target, credentials, timeout=5.0))
+            monitor = ClusterMonitor(run, Connection(target, credentials, timeout=5.0))
             monitor.start()
         reason = None
         while process.poll() is None:
@@ -226,19 +240,20 @@ def _run_node(
         time.sleep(POLL_SECONDS)
         reason = supervisor.stop_reason() or "terminated by SIGTERM from outside (e.g. Slurm)"
     if reason is not None:
-        run.write_node_status(rank, state="stopped", exit_code=code, message=reason)
+        with run.edit_node_status(rank) as status:
+            status.state = "stopped"
+            status.exit_code = code
+            status.message = reason
         return 0
     log_tail = tail(dirs.logs / f"{topology.cluster_name}.log", 40) or tail(
-        node_dir / "stdout.log", 40
+        run.node_stdout(rank), 40
     )
     explanation = backend.explain_exit(code, log_tail) or "see the node's log"
-    run.write_node_status(
-        rank,
-        state="failed",
-        exit_code=code,
-        message=f"{topology.nodes[rank].name} exited with code {code}: {explanation}",
-        log_tail=log_tail,
-    )
+    with run.edit_node_status(rank) as status:
+        status.state = "failed"
+        status.exit_code = code
+        status.message = f"{topology.nodes[rank].name} exited with code {code}: {explanation}"
+        status.log_tail = log_tail
     return 1
 
 

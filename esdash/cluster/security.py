@@ -61,6 +61,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from esdash.errors import ClusterError
+from esdash.rundir import layout
 
 #: Lifetime of the CA and node certificates.  Long enough for the longest batch job on common
 #: HPC systems (a few days) plus a kept-alive cluster; short enough that a leaked node key
@@ -76,12 +77,11 @@ NODE_KEY = f"{NODE_CERTS_DIR}/node.key"
 NODE_CERT = f"{NODE_CERTS_DIR}/node.crt"
 NODE_CA_CERT = f"{NODE_CERTS_DIR}/ca.crt"
 
-#: In the PKI directory that :func:`create_cluster_pki` fills.
-PKI_MANIFEST = "pki.json"
+#: The manifest in the PKI directory that :func:`create_cluster_pki` fills, and the
+#: credentials file in the run directory (their names: :mod:`esdash.rundir.layout`).
+PKI_MANIFEST = layout.PKI_MANIFEST
 PKI_SCHEMA = "esdash.pki/1"
-
-#: In the run directory.
-CREDENTIALS_FILE = "credentials.json"
+CREDENTIALS_FILE = layout.CREDENTIALS
 CREDENTIALS_SCHEMA = "esdash.credentials/1"
 
 DEFAULT_USERNAME = "esdash"

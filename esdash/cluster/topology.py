@@ -17,7 +17,9 @@ Rules (from the paper's setup, with the reference spawner's mistakes fixed):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+
+from esdash.rundir.records import NodePlan, Topology
 
 
 @dataclass(frozen=True)
@@ -28,53 +30,6 @@ class RankReport:
     host: str
     interface: str
     address: str
-
-
-@dataclass(frozen=True)
-class NodePlan:
-    """One node of the cluster as rank 0 planned it."""
-
-    rank: int
-    name: str
-    host: str
-    interface: str
-    address: str
-    http_port: int
-    transport_port: int
-    master_eligible: bool
-
-    @property
-    def transport_address(self) -> str:
-        return f"{self.address}:{self.transport_port}"
-
-    @property
-    def http_address(self) -> str:
-        return f"{self.address}:{self.http_port}"
-
-
-@dataclass(frozen=True)
-class Topology:
-    cluster_name: str
-    nodes: tuple[NodePlan, ...]
-
-    @property
-    def masters(self) -> tuple[NodePlan, ...]:
-        return tuple(node for node in self.nodes if node.master_eligible)
-
-    @property
-    def seed_hosts(self) -> list[str]:
-        return [node.transport_address for node in self.masters]
-
-    @property
-    def single_node(self) -> bool:
-        return len(self.nodes) == 1
-
-    def to_dict(self) -> dict:
-        return {"cluster_name": self.cluster_name, "nodes": [asdict(n) for n in self.nodes]}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Topology:
-        return cls(data["cluster_name"], tuple(NodePlan(**n) for n in data["nodes"]))
 
 
 def master_count(nodes: int) -> int:
@@ -118,4 +73,4 @@ def plan_topology(
                 master_eligible=r.rank < masters,
             )
         )
-    return Topology(cluster_name, tuple(nodes))
+    return Topology(cluster_name=cluster_name, nodes=tuple(nodes))

@@ -13,8 +13,8 @@ import shutil
 import subprocess
 import sys
 
-from esdash.cluster.rundir import RunDir
 from esdash.errors import EsdashError
+from esdash.rundir.layout import RunDir
 from esdash.session import Session
 
 
@@ -28,7 +28,7 @@ def batch_script(session: Session, run: RunDir, command: list[str]) -> str:
         f"#SBATCH --nodes={hosts}",
         f"#SBATCH --ntasks-per-node={cluster.nodes_per_host}",
         f"#SBATCH --time={slurm.time}",
-        f"#SBATCH --output={run.path}/slurm-%j.out",
+        f"#SBATCH --output={run.slurm_output_pattern}",
         f"#SBATCH --chdir={run.path}",
     ]
     if slurm.partition:

@@ -38,8 +38,9 @@ from typing import Any
 
 from esdash.bench.merge import SeriesData
 from esdash.errors import BadInput
-from esdash.rundir import hdr
-from esdash.stats import spread, summarize
+from esdash.rundir import files, hdr
+from esdash.rundir.records import Results
+from esdash.stats import latency_stats, spread, summarize
 
 SCHEMA = "esdash.results/1"
 _LIST = re.compile(r"\[[^\[\]]*\]")
@@ -78,7 +79,7 @@ def _op(
     series.max = max(latencies, default=None)
     ok = len(latencies)
     failed = sum(errors.values())
-    stats = summarize(series).to_dict(scale=1000.0, digits=4)
+    stats = files.to_builtins(latency_stats(summarize(series), scale=1000.0, digits=4))
     encoded = hdr.encode(series.counts)
     rate = None if not seconds else round(ok / seconds, 3)
     return {
@@ -114,7 +115,7 @@ def _query_name(query: Mapping[str, Any], taken: set[str], index: int) -> str:
     return name
 
 
-def load_queries(path: Path, label: str) -> dict[str, Any]:
+def load_queries(path: Path, label: str) -> Results:
     """The authors' query result JSON as a results document (see the module docstring)."""
     try:
         steps = json.loads(path.read_text("utf-8"))
@@ -167,7 +168,7 @@ def load_queries(path: Path, label: str) -> dict[str, Any]:
                 "queries": queries,
             }
         )
-    return {
+    document = {
         "schema": SCHEMA,
         "run_id": label,
         "started": None,
@@ -179,6 +180,7 @@ def load_queries(path: Path, label: str) -> dict[str, Any]:
         "steps": out_steps,
         "imported_from": {"format": "authors-queries", "path": str(path)},
     }
+    return files.convert(document, Results, path)
 
 
 def _seconds(text: str) -> float:
@@ -189,7 +191,7 @@ def _seconds(text: str) -> float:
     return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 
-def load_ingest(path: Path, label: str, docs: int | None = None) -> dict[str, Any]:
+def load_ingest(path: Path, label: str, docs: int | None = None) -> Results:
     """The authors' ingest time file as a results document with only ``ingest``."""
     try:
         text = path.read_text("utf-8")
@@ -209,7 +211,7 @@ def load_ingest(path: Path, label: str, docs: int | None = None) -> dict[str, An
     op = _op([t for rank in ranks for t in rank], docs or 0, {}, duration)
     if docs is None:
         op["throughput"]["docs_per_s"] = None
-    return {
+    document = {
         "schema": SCHEMA,
         "run_id": label,
         "started": None,
@@ -228,3 +230,4 @@ def load_ingest(path: Path, label: str, docs: int | None = None) -> dict[str, An
         "steps": [],
         "imported_from": {"format": "authors-ingest", "path": str(path)},
     }
+    return files.convert(document, Results, path)

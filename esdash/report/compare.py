@@ -39,6 +39,7 @@ from esdash.report.inputs import Entry, align_queries, config_label, load_inputs
 from esdash.report.intervals import latency_spread, measured, read_intervals
 from esdash.report.summary import fmt_ms, fmt_rate, table
 from esdash.report.tables import op_of, queries_of, query_label
+from esdash.rundir.records import OpResult
 
 
 @dataclass
@@ -77,16 +78,16 @@ def load_side(spec: str) -> Side:
 @dataclass(frozen=True)
 class Metric:
     name: str
-    value: Callable[[Mapping[str, Any]], float | None]
+    value: Callable[[OpResult], float | None]
     #: "throughput" (from results) or a latency statistic read per interval
     spread: str
     fmt: Callable[[float | None], str]
 
 
 METRICS = (
-    Metric("req/s", lambda op: op["throughput"]["requests_per_s"], "throughput", fmt_rate),
-    Metric("gmean ms", lambda op: op["latency"].get("gmean"), "gmean", fmt_ms),
-    Metric("p99 ms", lambda op: op["latency"].get("p99"), "p99", fmt_ms),
+    Metric("req/s", lambda op: op.throughput.requests_per_s, "throughput", fmt_rate),
+    Metric("gmean ms", lambda op: op.latency.gmean, "gmean", fmt_ms),
+    Metric("p99 ms", lambda op: op.latency.p99, "p99", fmt_ms),
 )
 
 
@@ -95,7 +96,7 @@ def _single_spread(side: Side, entry: Entry, metric: Metric, step: str, query: s
     if op is None:
         return None
     if metric.spread == "throughput":
-        return (op["throughput"].get("intervals") or {}).get("std")
+        return op.throughput.intervals.std
     return latency_spread(measured(side.intervals(entry), step, query), metric.spread)
 
 

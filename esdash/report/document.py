@@ -40,6 +40,7 @@ from esdash.report.tables import (
     run_rows,
     wide_tables,
 )
+from esdash.rundir import files
 
 SCHEMA = "esdash.report/1"
 REPORT_FORMATS = ("md", "html", "csv", "json")
@@ -76,7 +77,7 @@ def build_report(inputs: Inputs, baseline: str = BASELINE) -> Report:
             f"{', '.join(sorted(setups))})."
         )
     tables += [overhead, environment_table(env)]
-    names = [c.get("name") for c in inputs.campaigns]
+    names = [c.name for c in inputs.campaigns]
     title = (
         f"campaign {names[0]}"
         if len(names) == 1 and all(e.campaign == names[0] for e in entries)
@@ -88,10 +89,14 @@ def build_report(inputs: Inputs, baseline: str = BASELINE) -> Report:
             "source": e.source,
             "repetition": e.repetition,
             **e.config,
-            **{k: v for k, v in e.results["ingest"].items() if k != "ops"},
+            **{
+                k: v
+                for k, v in files.to_builtins(e.results.ingest).items()
+                if k != "ops" and v is not None
+            },
         }
         for e in entries
-        if e.results.get("ingest")
+        if e.results.ingest is not None
     ]
     return Report(
         title, inputs, tables, run_rows(entries), env, notes(entries, inputs.missing), ingest_runs

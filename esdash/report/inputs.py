@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esdash.cluster.rundir import read_json
-from esdash.errors import BadInput
+from esdash.errors import BadInput, EsdashError
+from esdash.rundir.layout import CampaignFiles, RunDir
+from esdash.rundir.records import CampaignPoint, CampaignSummary, Header, Results
+from esdash.rundir.stream import read_header
 from esdash.session import tomllib
 
 #: Configuration fields every entry has, in display order.
@@ -46,7 +48,7 @@ class Entry:
     id: str
     source: str  # "esdash" or "authors"
     path: Path
-    results: dict[str, Any]
+    results: Results
     config: dict[str, Any]
     repetition: int = 1
     campaign: str | None = None
@@ -68,7 +70,7 @@ class Inputs:
     entries: list[Entry]
     #: campaign points without a completed run, as (campaign, label, status, reason)
     missing: list[tuple[str, str, str, str | None]] = field(default_factory=list)
-    campaigns: list[dict[str, Any]] = field(default_factory=list)
+    campaigns: list[CampaignSummary] = field(default_factory=list)
 
 
 def config_label(config: Mapping[str, Any]) -> str:
@@ -125,101 +127,96 @@ def _session_config(session: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _first_line(path: Path) -> dict[str, Any]:
+def _plan(run: RunDir) -> list[dict[str, Any]]:
     try:
-        with path.open("rb") as handle:
-            return json.loads(handle.readline() or b"{}")
-    except (OSError, ValueError):
-        return {}
-
-
-def _plan(run: Path) -> list[dict[str, Any]]:
-    try:
-        plan = read_json(run / "bench.json")
-    except (OSError, ValueError):
+        plan = run.read_bench_plan()
+    except EsdashError:
         return []
     return [
         {
-            "name": step.get("name"),
-            "think_time": step.get("think_time") or 0.0,
-            "queries": {q.get("name"): q.get("body") for q in step.get("queries", [])},
+            "name": step.name,
+            "think_time": step.think_time or 0.0,
+            "queries": {q.name: q.body for q in step.queries},
         }
-        for step in plan.get("steps", [])
+        for step in plan.steps
     ]
 
 
 def load_run(path: Path, extra: Mapping[str, Any] | None = None) -> Entry:
     """A run directory as an entry (its session, environment and results)."""
     path = path.resolve()
-    results_file = path / "results.json"
-    if not results_file.is_file():
-        if (path / "run.json").is_file():
+    run = RunDir(path)
+    if not run.results_file.is_file():
+        if run.info_file.is_file():
             raise BadInput(
-                f"{path}: the run has no results.json (still running, or it failed before "
-                f"the benchmark ended)"
+                f"{path}: the run has no {run.results_file.name} (still running, or it failed "
+                f"before the benchmark ended)"
             )
         raise BadInput(f"{path}: not a run directory, campaign directory or result file")
-    try:
-        results = read_json(results_file)
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"{results_file}: cannot read: {exc}") from None
-    info: dict[str, Any] = {}
-    with contextlib.suppress(OSError, ValueError):
-        info = read_json(path / "run.json")
+    results = run.read_results()
+    info = None
+    with contextlib.suppress(EsdashError):
+        info = run.read_info()
     session_text = None
     session: dict[str, Any] = {}
     with contextlib.suppress(OSError, ValueError, tomllib.TOMLDecodeError):
-        session_text = (path / "session.toml").read_text("utf-8")
+        session_text = run.session_file.read_text("utf-8")
         session = tomllib.loads(session_text)
-    header = _first_line(path / "stream.jsonl")
-    if not session and isinstance(header.get("session"), dict):
-        session = header["session"]
-    topology = header.get("topology") or {}
-    if not topology:
-        with contextlib.suppress(OSError, ValueError):
-            topology = read_json(path / "topology.json")
-    hosts = sorted({str(n.get("host")) for n in topology.get("nodes", []) if n.get("host")})
+    header: Header | None = read_header(run.stream_file)
+    if not session and header is not None:
+        session = header.session
+    topology = header.topology if header is not None else None
+    if topology is None:
+        with contextlib.suppress(EsdashError):
+            topology = run.read_topology()
+    hosts = sorted({n.host for n in topology.nodes if n.host}) if topology is not None else []
     config = _session_config(session)
-    if results.get("encryption") and not (session.get("encryption") or {}).get("mode"):
-        config["setup"] = str(results["encryption"])
+    if results.encryption and not (session.get("encryption") or {}).get("mode"):
+        config["setup"] = results.encryption
     config.update(extra or {})
     env = {
         "run": str(path),
-        "status": results.get("status"),
-        "started": results.get("started"),
-        "ended": results.get("ended"),
-        "distribution": info.get("version"),
-        "home": info.get("home"),
-        "plugins": header.get("plugins") or {},
+        "status": results.status,
+        "started": results.started,
+        "ended": results.ended,
+        "distribution": info.version if info is not None else None,
+        "home": info.home if info is not None else None,
+        "plugins": header.plugins if header is not None else {},
         "hosts": hosts,
-        "bench_ranks": results.get("ranks"),
-        "slurm_job": header.get("slurm_job_id") or info.get("slurm_job"),
+        "bench_ranks": results.ranks,
+        "slurm_job": (header.slurm_job_id if header is not None else None)
+        or (info.slurm_job if info is not None else None),
         "track": (session.get("track") or {}).get("name"),
-        "cluster_run": info.get("cluster_run"),
+        "cluster_run": info.cluster_run if info is not None else None,
     }
     return Entry(
-        id=str(results.get("run_id") or path.name),
+        id=str(results.run_id or path.name),
         source="esdash",
         path=path,
         results=results,
         config=config,
         session_text=session_text,
         env=env,
-        stream=path / "stream.jsonl" if (path / "stream.jsonl").is_file() else None,
-        plan=_plan(path),
+        stream=run.stream_file if run.stream_file.is_file() else None,
+        plan=_plan(run),
     )
 
 
-def _selected(point: Mapping[str, Any], shorts: Mapping[str, str], entry_config: Mapping, meta):
+def _selected(
+    point: CampaignPoint,
+    shorts: Mapping[str, str],
+    entry_config: Mapping[str, Any],
+    meta: Mapping[str, str],
+) -> bool:
     from esdash.campaign.spec import value_key
 
     for key, wanted in meta.items():
         if key in ("repetition", "r"):
-            if str(point.get("repetition")) != wanted:
+            if str(point.repetition) != wanted:
                 return False
             continue
         value = None
-        for dotted, found in (point.get("values") or {}).items():
+        for dotted, found in point.values.items():
             if key in (dotted, shorts.get(dotted)):
                 value = value_key(found)
         if value is None and key in entry_config:
@@ -233,31 +230,21 @@ def _selected(point: Mapping[str, Any], shorts: Mapping[str, str], entry_config:
 
 def load_campaign_dir(path: Path, meta: Mapping[str, str], inputs: Inputs) -> None:
     """The completed points of a campaign directory (filtered by ``meta``)."""
-    try:
-        summary = read_json(path / "campaign.json")
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"{path}/campaign.json: cannot read: {exc}") from None
+    summary = CampaignFiles(path).read_summary()
     from esdash.campaign.spec import value_key
 
-    shorts = summary.get("short_names") or {}
+    shorts = summary.short_names
     inputs.campaigns.append(summary)
     found = 0
-    for point in summary.get("points", []):
-        run = point.get("run")
-        if point.get("status") != "completed" or not run or not Path(run, "results.json").is_file():
+    for point in summary.points:
+        run = point.run
+        if point.status != "completed" or not run or not RunDir(Path(run)).results_file.is_file():
             if _selected(point, shorts, {}, {k: v for k, v in meta.items() if k != "setup"}):
-                inputs.missing.append(
-                    (
-                        summary.get("name"),
-                        point.get("label"),
-                        point.get("status"),
-                        point.get("reason"),
-                    )
-                )
+                inputs.missing.append((summary.name, point.label, point.status, point.reason))
             continue
         extra = {
             shorts.get(dotted, dotted): _number(value_key(value))
-            for dotted, value in (point.get("values") or {}).items()
+            for dotted, value in point.values.items()
             if dotted
             not in (
                 "cluster.nodes",
@@ -270,9 +257,9 @@ def load_campaign_dir(path: Path, meta: Mapping[str, str], inputs: Inputs) -> No
         entry = load_run(Path(run), extra)
         if not _selected(point, shorts, entry.config, meta):
             continue
-        entry.id = f"{summary.get('name')}/{point.get('id')}"
-        entry.repetition = int(point.get("repetition") or 1)
-        entry.campaign = summary.get("name")
+        entry.id = f"{summary.name}/{point.id}"
+        entry.repetition = point.repetition
+        entry.campaign = summary.name
         inputs.entries.append(entry)
         found += 1
     if not found and not inputs.missing:
@@ -309,11 +296,11 @@ def load_authors(path: Path, meta: Mapping[str, str]) -> Entry:
     )
     plan = [
         {
-            "name": step["name"],
-            "think_time": step["planned"].get("think_time") or 0.0,
-            "queries": {name: op.get("body") for name, op in step["queries"].items()},
+            "name": step.name,
+            "think_time": step.planned.think_time or 0.0,
+            "queries": {name: op.body for name, op in step.queries.items()},
         }
-        for step in results["steps"]
+        for step in results.steps
     ]
     return Entry(
         id=f"authors:{label}",
@@ -322,7 +309,7 @@ def load_authors(path: Path, meta: Mapping[str, str]) -> Entry:
         results=results,
         config=config,
         repetition=int(meta.get("repetition", 1)),
-        env={"run": str(path.resolve()), "imported": results["imported_from"]["format"]},
+        env={"run": str(path.resolve()), "imported": (results.imported_from or {}).get("format")},
         plan=plan,
     )
 
@@ -332,7 +319,7 @@ def load_inputs(specs: Sequence[str]) -> Inputs:
     inputs = Inputs([])
     for spec in specs:
         path, meta = split_spec(spec)
-        if path.is_dir() and (path / "campaign.json").is_file():
+        if path.is_dir() and CampaignFiles(path).summary_file.is_file():
             load_campaign_dir(path, meta, inputs)
         elif path.is_dir():
             entry = load_run(path, {k: _number(v) for k, v in meta.items()})
@@ -342,7 +329,7 @@ def load_inputs(specs: Sequence[str]) -> Inputs:
             from esdash.campaign.state import default_directory
 
             directory = default_directory(load_campaign(path))
-            if not (directory / "campaign.json").is_file():
+            if not CampaignFiles(directory).summary_file.is_file():
                 raise BadInput(f"{path}: the campaign has not run yet ({directory} is empty)")
             load_campaign_dir(directory, meta, inputs)
         elif path.is_file():
@@ -392,7 +379,7 @@ def align_queries(entries: Iterable[Entry]) -> None:
         if entry.source != "authors":
             continue
         used: dict[tuple, int] = {}
-        for planned, step in zip(entry.plan, entry.results.get("steps", []), strict=False):
+        for planned, step in zip(entry.plan, entry.results.steps, strict=False):
             key = _step_key(planned)
             options = candidates.get(key, [])
             index = used.get(key, 0)
@@ -401,8 +388,8 @@ def align_queries(entries: Iterable[Entry]) -> None:
                 continue
             match = options[index]
             names = {_body(body): name for name, body in match["queries"].items()}
-            step["name"] = planned["name"] = match["name"]
-            step["queries"] = {
-                names.get(_body(op.get("body")), name): op for name, op in step["queries"].items()
+            step.name = planned["name"] = match["name"]
+            step.queries = {
+                names.get(_body(op.body), name): op for name, op in step.queries.items()
             }
-            step["planned"]["queries"] = list(step["queries"])
+            step.planned.queries = list(step.queries)

@@ -13,10 +13,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from esdash.bench.merge import Merged
 from esdash.rundir import hdr
+from esdash.rundir.records import Header, Interval
+from esdash.rundir.stream import StreamReader
 from esdash.stats import geometric
 
 
@@ -47,30 +48,28 @@ class IntervalOp:
         return hdr.percentiles(self.counts, [p]).get(p)
 
 
-def read_intervals(stream: Path | None) -> tuple[dict[str, Any], list[IntervalOp]]:
+def read_intervals(stream: Path | None) -> tuple[Header | None, list[IntervalOp]]:
     """The stream's header and every operation of every interval record, in order."""
     if stream is None or not Path(stream).is_file():
-        return {}, []
-    from esdash.stream.reader import StreamReader
-
-    header: dict[str, Any] = {}
+        return None, []
+    header: Header | None = None
     found: list[IntervalOp] = []
     for record in StreamReader(Path(stream)).read_all():
-        if record.get("type") == "header":
+        if isinstance(record, Header):
             header = record
-        if record.get("type") != "interval":
+        if not isinstance(record, Interval):
             continue
-        merged = Merged().add({"v": 1, "ops": record.get("ops", {})})
+        merged = Merged().add_ops(record.ops)
         for name, data in merged.ops.items():
             series = data.latency
             gmean, _ = geometric(series.count, series.ln_sum, series.ln_sq_sum)
             found.append(
                 IntervalOp(
-                    t=float(record.get("t", 0.0)),
-                    elapsed=float(record.get("elapsed") or 0.0),
-                    phase=str(record.get("phase")),
-                    step=record.get("step"),
-                    step_name=record.get("step_name"),
+                    t=record.t,
+                    elapsed=record.elapsed,
+                    phase=record.phase,
+                    step=record.step,
+                    step_name=record.step_name,
                     op=name,
                     ok=series.count,
                     gmean=gmean,

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from esdash.report.summary import render_live, render_record_line
-from esdash.stream.reader import StreamReader
+from esdash.rundir.records import Header, Interval
+from esdash.rundir.stream import StreamReader
 
 #: Minimum seconds between redraws of the terminal table.
 REDRAW_SECONDS = 1.0
@@ -23,18 +24,17 @@ class LivePrinter:
         self.reader = StreamReader(path)
         self.out = out
         self.tty = tty
-        self.header: dict[str, Any] | None = None
-        self.latest: dict[str, Any] | None = None
+        self.header: Header | None = None
+        self.latest: Interval | None = None
         self.drawn_lines = 0
         self.last_draw = 0.0
 
     def poll(self) -> None:
         """Read what is new and print it (lines) or redraw the table (terminal)."""
         for record in self.reader.poll():
-            kind = record.get("type")
-            if kind == "header":
+            if isinstance(record, Header):
                 self.header = record
-            if kind == "interval":
+            if isinstance(record, Interval):
                 self.latest = record
                 if not self.tty:
                     self._line(render_record_line(record, self.header))

@@ -14,7 +14,7 @@ systems are read with ``less`` and ``grep`` in whatever locale the job had.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from esdash.bench.merge import Merged, OpData
@@ -23,6 +23,7 @@ from esdash.report.thresholds import (  # re-exported: the summary's callers che
     evaluate_thresholds,
     parse_thresholds,
 )
+from esdash.rundir.records import Event, Header, Interval, OpResult, Results, StreamRecord
 from esdash.stats import error_rate, summarize
 
 __all__ = [
@@ -93,28 +94,27 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) 
 # ------------------------------------------------------------------------ end of run
 
 
-def _throughput_cell(op: Mapping[str, Any]) -> str:
-    intervals = op["throughput"]["intervals"]
-    if intervals.get("n"):
-        mean, std = intervals["mean"], intervals["std"]
-        return f"{fmt_rate(mean)} +- {fmt_rate(std)}"
-    return f"{fmt_rate(op['throughput']['requests_per_s'])} +- {NA}"
+def _throughput_cell(op: OpResult) -> str:
+    intervals = op.throughput.intervals
+    if intervals.n:
+        return f"{fmt_rate(intervals.mean)} +- {fmt_rate(intervals.std)}"
+    return f"{fmt_rate(op.throughput.requests_per_s)} +- {NA}"
 
 
-def _op_row(step: str, name: str, op: Mapping[str, Any]) -> list[str]:
-    latency = op["latency"]
+def _op_row(step: str, name: str, op: OpResult) -> list[str]:
+    latency = op.latency
     return [
         step,
         name,
-        fmt_count(op["requests"]),
+        fmt_count(op.requests),
         _throughput_cell(op),
-        fmt_rate(op["throughput"]["docs_per_s"]),
-        fmt_ms(latency.get("gmean")),
-        fmt_factor(latency.get("gstd")),
-        fmt_ms(latency.get("p50")),
-        fmt_ms(latency.get("p99")),
-        fmt_ms(latency.get("max")),
-        fmt_errors(op["failed"], op["requests"]),
+        fmt_rate(op.throughput.docs_per_s),
+        fmt_ms(latency.gmean),
+        fmt_factor(latency.gstd),
+        fmt_ms(latency.p50),
+        fmt_ms(latency.p99),
+        fmt_ms(latency.max),
+        fmt_errors(op.failed, op.requests),
     ]
 
 
@@ -133,43 +133,43 @@ SUMMARY_HEADERS = (
 )
 
 
-def render_summary(results: Mapping[str, Any]) -> str:
+def render_summary(results: Results) -> str:
     """The end-of-run summary of a ``results.json`` document, as fixed-width text.
 
     Latency columns are Rally's *latency* of successful requests; a percentile the sample
     count cannot support shows as ``-``.
     """
     lines = [
-        f"esdash run {results.get('run_id')}: {results.get('status') or 'unfinished'}"
-        + (f" ({results['reason']})" if results.get("reason") else "")
-        + f", {results.get('ranks')} bench ranks"
-        + (f", encryption {results['encryption']}" if results.get("encryption") else "")
+        f"esdash run {results.run_id}: {results.status or 'unfinished'}"
+        + (f" ({results.reason})" if results.reason else "")
+        + f", {results.ranks} bench ranks"
+        + (f", encryption {results.encryption}" if results.encryption else "")
     ]
-    ingest = results.get("ingest")
+    ingest = results.ingest
     if ingest:
-        rejected = sum(ingest["rejected_docs"].values())
+        rejected = sum(ingest.rejected_docs.values())
         lines.append(
-            f"ingest: {fmt_count(ingest['docs'])} docs in {ingest['duration_s']:.1f} s = "
-            f"{fmt_rate(ingest['docs_per_s'])} docs/s, {fmt_count(rejected)} rejected"
+            f"ingest: {fmt_count(ingest.docs)} docs in {ingest.duration_s or 0.0:.1f} s = "
+            f"{fmt_rate(ingest.docs_per_s)} docs/s, {fmt_count(rejected)} rejected"
             + (
                 " ("
-                + ", ".join(f"{k} {v:,}" for k, v in sorted(ingest["rejected_docs"].items()))
+                + ", ".join(f"{k} {v:,}" for k, v in sorted(ingest.rejected_docs.items()))
                 + ")"
                 if rejected
                 else ""
             )
         )
     rows = []
-    for name, op in (ingest or {}).get("ops", {}).items():
+    for name, op in (ingest.ops if ingest else {}).items():
         rows.append(_op_row("ingest", name, op))
-    for step in results.get("steps", []):
-        label = f"{step['index']} {step['name']}"
-        if not step["queries"]:
-            status = str(step["status"])
+    for step in results.steps:
+        label = f"{step.index} {step.name}"
+        if not step.queries:
+            status = step.status
             if status.startswith(("not run", "warm-up failed")):
                 status = status.split(":")[0] + ", see below"  # the reason is in the notes
             rows.append([label, f"({status})"] + [""] * (len(SUMMARY_HEADERS) - 2))
-        for name, op in step["queries"].items():
+        for name, op in step.queries.items():
             rows.append(_op_row(label, name, op))
     lines.append("")
     lines.extend(table(SUMMARY_HEADERS, rows, left=2))
@@ -180,22 +180,22 @@ def render_summary(results: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _step_notes(results: Mapping[str, Any]) -> list[str]:
+def _step_notes(results: Results) -> list[str]:
     """Why a query has no numbers: not supported by the distribution, or a failed warm-up."""
     notes = []
-    for step in results.get("steps", []):
-        for query, reason in sorted((step.get("unsupported") or {}).items()):
-            notes.append(f"  {step['name']}/{query}: not run: {reason}")
-        for rank, error in sorted((step.get("warmup_failed") or {}).items()):
-            notes.append(f"  {step['name']}: rank {rank}: {error}")
+    for step in results.steps:
+        for query, reason in sorted(step.unsupported.items()):
+            notes.append(f"  {step.name}/{query}: not run: {reason}")
+        for rank, error in sorted((step.warmup_failed or {}).items()):
+            notes.append(f"  {step.name}: rank {rank}: {error}")
     return notes
 
 
 # ----------------------------------------------------------------------- live views
 
 
-def _decode_ops(record: Mapping[str, Any]) -> Merged:
-    return Merged().add({"v": 1, "ops": record.get("ops", {})})
+def _decode_ops(record: Interval) -> Merged:
+    return Merged().add_ops(record.ops)
 
 
 def _op_live(data: OpData, elapsed: float) -> dict[str, Any]:
@@ -216,39 +216,38 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1000.0
 
 
-def _where(record: Mapping[str, Any], header: Mapping[str, Any] | None) -> str:
-    phase = record.get("phase", "?")
-    step = record.get("step")
+def _where(record: Interval, header: Header | None) -> str:
+    phase = record.phase
+    step = record.step
     if step is None:
         return phase
-    steps = len((header or {}).get("steps") or []) or None
-    name = record.get("step_name") or ""
+    steps = len(header.steps) if header is not None else None
+    name = record.step_name or ""
     of = f"/{steps}" if steps else ""
     return f"{phase} step {step + 1}{of} {name}".rstrip()
 
 
-def _ingest_progress(record: Mapping[str, Any]) -> str:
-    ingest = record.get("ingest") or {}
-    done, total = ingest.get("docs_done"), ingest.get("docs_total")
-    if done is None:
+def _ingest_progress(record: Interval) -> str:
+    if record.ingest is None:
         return ""
+    done, total = record.ingest.docs_done, record.ingest.docs_total
     if total:
         return f"{done / total * 100:.1f}% ({done:,}/{total:,} docs)"
     return f"{done:,} docs"
 
 
-def render_live(record: Mapping[str, Any], header: Mapping[str, Any] | None = None) -> str:
+def render_live(record: Interval, header: Header | None = None) -> str:
     """A small table of one interval record: req/s now, p50/p99 of the interval, errors.
 
     p50/p99 show ``-`` when the interval has too few samples to support them.
     """
-    elapsed = float(record.get("elapsed") or 0.0)
+    elapsed = record.elapsed
     merged = _decode_ops(record)
-    title = f"t={record.get('t', 0.0):.1f}s  {_where(record, header)}"
+    title = f"t={record.t:.1f}s  {_where(record, header)}"
     progress = _ingest_progress(record)
     if progress:
         title += f"  {progress}"
-    missing = record.get("missing_ranks") or []
+    missing = record.missing_ranks
     if missing:
         title += f"  missing ranks: {','.join(map(str, missing))}"
     rows = []
@@ -268,8 +267,8 @@ def render_live(record: Mapping[str, Any], header: Mapping[str, Any] | None = No
     return "\n".join([title] + table(headers, rows)) + "\n"
 
 
-def _interval_line(record: Mapping[str, Any], header: Mapping[str, Any] | None) -> str:
-    elapsed = float(record.get("elapsed") or 0.0)
+def _interval_line(record: Interval, header: Header | None) -> str:
+    elapsed = record.elapsed
     merged = _decode_ops(record)
     parts = []
     progress = _ingest_progress(record)
@@ -278,38 +277,33 @@ def _interval_line(record: Mapping[str, Any], header: Mapping[str, Any] | None) 
     for name, data in sorted(merged.ops.items()):
         live = _op_live(data, elapsed)
         text = f"{name} {fmt_rate(live['rate'])} req/s"
-        if record.get("phase") == "ingest":
+        if record.phase == "ingest":
             text += f" {fmt_rate(live['docs'])} docs/s"
         text += f" p50 {fmt_ms(_ms(live['p50']))} p99 {fmt_ms(_ms(live['p99']))} ms"
         text += f" err {fmt_errors(live['failed'], live['requests'])}"
         parts.append(text)
     if not merged.ops and not progress:
         parts.append("no requests")
-    missing = record.get("missing_ranks") or []
+    missing = record.missing_ranks
     if missing:
         parts.append(f"missing ranks {','.join(map(str, missing))}")
     return f"{_where(record, header)}: " + "; ".join(parts)
 
 
-def render_record_line(record: Mapping[str, Any], header: Mapping[str, Any] | None = None) -> str:
+def render_record_line(record: StreamRecord, header: Header | None = None) -> str:
     """One log line for any stream record (header, interval, event, final)."""
-    kind = record.get("type")
-    if kind == "header":
-        steps = len(record.get("steps") or [])
-        job = record.get("slurm_job_id")
+    if isinstance(record, Header):
+        job = record.slurm_job_id
         return (
-            f"[{0.0:8.1f}s] run {record.get('run_id')}: {record['bench']['ranks']} bench ranks, "
-            f"{len(record['topology'].get('nodes', []))} nodes, {steps} steps, interval "
-            f"{record.get('interval'):g} s" + (f", slurm job {job}" if job else "")
+            f"[{0.0:8.1f}s] run {record.run_id}: {record.bench.ranks} bench ranks, "
+            f"{len(record.topology.nodes)} nodes, {len(record.steps)} steps, interval "
+            f"{record.interval:g} s" + (f", slurm job {job}" if job else "")
         )
-    stamp = f"[{float(record.get('t', 0.0)):8.1f}s]"
-    if kind == "interval":
+    stamp = f"[{record.t:8.1f}s]"
+    if isinstance(record, Interval):
         return f"{stamp} {_interval_line(record, header)}"
-    if kind == "event":
-        level = record.get("level", "info")
-        tag = "" if level == "info" else f"{level.upper()} "
-        return f"{stamp} {tag}{record.get('kind')}: {record.get('message')}"
-    if kind == "final":
-        reason = f" ({record['reason']})" if record.get("reason") else ""
-        return f"{stamp} run ended: {record.get('status')}{reason}"
-    return f"{stamp} unknown record type {kind!r}"
+    if isinstance(record, Event):
+        tag = "" if record.level == "info" else f"{record.level.upper()} "
+        return f"{stamp} {tag}{record.kind}: {record.message}"
+    reason = f" ({record.reason})" if record.reason else ""
+    return f"{stamp} run ended: {record.status}{reason}"

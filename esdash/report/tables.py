@@ -34,6 +34,7 @@ from typing import Any
 from esdash.report.inputs import BASELINE, CONFIG_FIELDS, Entry, config_label
 from esdash.report.summary import fmt_count, fmt_factor, fmt_ms, fmt_rate
 from esdash.rundir import hdr
+from esdash.rundir.records import IngestResult, LatencyStats, OpResult, Spread
 from esdash.stats import geometric, supported_percentiles
 
 NA = "-"
@@ -89,16 +90,16 @@ def queries_of(entries: Iterable[Entry]) -> list[tuple[str, str]]:
     """Every (step name, query name), in step order of first appearance."""
     found: dict[tuple[str, str], tuple[int, int, int]] = {}
     for number, entry in enumerate(entries):
-        for step in entry.results.get("steps", []):
-            for position, name in enumerate(step.get("queries") or {}):
-                found.setdefault((step["name"], name), (step.get("index", 0), number, position))
+        for step in entry.results.steps:
+            for position, name in enumerate(step.queries):
+                found.setdefault((step.name, name), (step.index, number, position))
     return sorted(found, key=lambda k: found[k])
 
 
-def op_of(entry: Entry, step: str, query: str) -> dict[str, Any] | None:
-    for candidate in entry.results.get("steps", []):
-        if candidate.get("name") == step and query in (candidate.get("queries") or {}):
-            return candidate["queries"][query]
+def op_of(entry: Entry, step: str, query: str) -> OpResult | None:
+    for candidate in entry.results.steps:
+        if candidate.name == step and query in candidate.queries:
+            return candidate.queries[query]
     return None
 
 
@@ -128,38 +129,36 @@ def _config_record(group: list[Entry]) -> dict[str, Any]:
 # ----------------------------------------------------------------------- pooling
 
 
-def pooled_spread(parts: Sequence[Mapping[str, Any]]) -> tuple[int, float | None, float | None]:
+def pooled_spread(parts: Sequence[Spread]) -> tuple[int, float | None, float | None]:
     """Exact mean and sample std of the union of series given as ``{n, mean, std}``."""
-    parts = [p for p in parts if p and p.get("n")]
-    total = sum(int(p["n"]) for p in parts)
+    used = [(p.n, p.mean, p.std) for p in parts if p.n and p.mean is not None]
+    total = sum(n for n, _mean, _std in used)
     if not total:
         return 0, None, None
-    mean = sum(p["n"] * p["mean"] for p in parts) / total
+    mean = sum(n * m for n, m, _std in used) / total
     if total < 2:
         return total, mean, None
-    within = sum((p["n"] - 1) * (p.get("std") or 0.0) ** 2 for p in parts)
-    between = sum(p["n"] * (p["mean"] - mean) ** 2 for p in parts)
+    within = sum((n - 1) * (std or 0.0) ** 2 for n, _m, std in used)
+    between = sum(n * (m - mean) ** 2 for n, m, _std in used)
     return total, mean, math.sqrt(max(within + between, 0.0) / (total - 1))
 
 
-def pooled_geometric(stats: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | None]:
+def pooled_geometric(stats: Sequence[LatencyStats]) -> tuple[float | None, float | None]:
     """gmean (ms) and gstd of the union, from each part's count, gmean and gstd."""
     count = ln_sum = ln_sq = 0.0
     for part in stats:
-        n = int(part.get("count") or 0)
-        if not n or part.get("gmean") is None:
+        n = part.count
+        if not n or part.gmean is None:
             continue
-        m = math.log(part["gmean"])
-        s = math.log(part["gstd"]) if part.get("gstd") else 0.0
+        m = math.log(part.gmean)
+        s = math.log(part.gstd) if part.gstd else 0.0
         count += n
         ln_sum += n * m
         ln_sq += (n - 1) * s * s + n * m * m
     return geometric(int(count), ln_sum, ln_sq)
 
 
-def merged_histogram(
-    ops: Sequence[Mapping[str, Any]],
-) -> tuple[hdr.Counts, float, float] | None:
+def merged_histogram(ops: Sequence[OpResult]) -> tuple[hdr.Counts, float, float] | None:
     """The runs' latency counts added up, with the exact min and max (ms).
 
     None without samples, or when a run with samples has no histogram (a trimmed results
@@ -169,22 +168,22 @@ def merged_histogram(
     low = math.inf
     high = -math.inf
     for op in ops:
-        if not op["latency"].get("count"):
+        if not op.latency.count:
             continue
-        encoded = (op.get("histograms") or {}).get("latency")
+        encoded = op.histograms.latency
         if not encoded:
             return None
         counts = hdr.decode(encoded)
         merged = counts if merged is None else hdr.add(merged, counts)
-        low = min(low, op["latency"]["min"])
-        high = max(high, op["latency"]["max"])
+        low = min(low, op.latency.min if op.latency.min is not None else low)
+        high = max(high, op.latency.max if op.latency.max is not None else high)
     return None if merged is None else (merged, low, high)
 
 
-def pooled_percentiles(ops: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
+def pooled_percentiles(ops: Sequence[OpResult], names: Sequence[str]) -> dict[str, Any]:
     """Percentiles (ms) of the runs' latencies together, from their merged HDR histograms."""
     if len(ops) == 1:
-        return {name: ops[0]["latency"].get(name) for name in names}
+        return {name: ops[0].latency.value(name) for name in names}
     found = merged_histogram(ops)
     if found is None:
         return dict.fromkeys(names)
@@ -226,25 +225,25 @@ def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[dict[
             if not pairs:
                 continue
             ops = [op for _e, op in pairs]
-            n, mean, std = pooled_spread([op["throughput"]["intervals"] for op in ops])
+            n, mean, std = pooled_spread([op.throughput.intervals for op in ops])
             basis = "intervals"
             if not n:
-                mean, std = _mean_std([op["throughput"]["requests_per_s"] for op in ops])
+                mean, std = _mean_std([op.throughput.requests_per_s for op in ops])
                 n, basis = len(ops), "runs"
             docs_n, docs_mean, _docs_std = pooled_spread(
-                [op["throughput"].get("docs_intervals") or {} for op in ops]
+                [op.throughput.docs_intervals for op in ops]
             )
             if not docs_n:
-                docs_mean, _ = _mean_std([op["throughput"]["docs_per_s"] for op in ops])
+                docs_mean, _ = _mean_std([op.throughput.docs_per_s for op in ops])
             if len(ops) == 1:
-                gmean, gstd = ops[0]["latency"].get("gmean"), ops[0]["latency"].get("gstd")
+                gmean, gstd = ops[0].latency.gmean, ops[0].latency.gstd
             else:
-                gmean, gstd = pooled_geometric([op["latency"] for op in ops])
+                gmean, gstd = pooled_geometric([op.latency for op in ops])
                 gmean = None if gmean is None else round(gmean, 4)
                 gstd = None if gstd is None else round(gstd, 4)
             percentiles = pooled_percentiles(ops, ["p1", "p50", "p99"])
-            requests = sum(op["requests"] for op in ops)
-            failed = sum(op["failed"] for op in ops)
+            requests = sum(op.requests for op in ops)
+            failed = sum(op.failed for op in ops)
             records.append(
                 {
                     **_config_record(group),
@@ -363,35 +362,33 @@ def ingest_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[dict
     records = []
     for group in group_configs(entries, baseline):
         runs = [
-            (e, e.results["ingest"])
+            (e, e.results.ingest)
             for e in group
-            if e.results.get("ingest")
-            and (e.results["ingest"].get("duration_s") or 0) > 0
-            and (e.results["ingest"].get("docs") or e.source != "esdash")
+            if e.results.ingest is not None
+            and (e.results.ingest.duration_s or 0) > 0
+            and (e.results.ingest.docs or e.source != "esdash")
         ]
         if not runs:
             continue
-        durations = [i["duration_s"] for _e, i in runs]
-        rates = [i.get("docs_per_s") for _e, i in runs if i.get("docs_per_s") is not None]
-        bulk = [i["ops"]["bulk"]["latency"] for _e, i in runs if "bulk" in (i.get("ops") or {})]
-        gmean, _gstd = (bulk[0].get("gmean"), None) if len(bulk) == 1 else pooled_geometric(bulk)
+        durations = [i.duration_s for _e, i in runs if i.duration_s is not None]
+        rates = [i.docs_per_s for _e, i in runs if i.docs_per_s is not None]
+        bulk = [i.ops["bulk"].latency for _e, i in runs if "bulk" in i.ops]
+        gmean, _gstd = (bulk[0].gmean, None) if len(bulk) == 1 else pooled_geometric(bulk)
         time_mean, time_std = _mean_std(durations)
         rate_mean, rate_std = _mean_std(rates)
-        encode = [i["encode_seconds"] for _e, i in runs if i.get("encode_seconds") is not None]
+        encode = [i.encode_seconds for _e, i in runs if i.encode_seconds is not None]
         records.append(
             {
                 **_config_record(group),
                 "runs": len(runs),
                 "run_ids": [e.id for e, _i in runs],
-                "docs": runs[0][1].get("docs"),
+                "docs": runs[0][1].docs,
                 "duration_s_mean": time_mean,
                 "duration_s_std": time_std,
                 "docs_per_s_mean": rate_mean,
                 "docs_per_s_std": rate_std,
                 "bulk_gmean_ms": gmean,
-                "rejected_docs": sum(
-                    sum((i.get("rejected_docs") or {}).values()) for _e, i in runs
-                ),
+                "rejected_docs": sum(sum(i.rejected_docs.values()) for _e, i in runs),
                 "encode_seconds_mean": _mean_std(encode)[0],
             }
         )
@@ -440,13 +437,13 @@ def ingest_table(records: Sequence[Mapping[str, Any]]) -> Table:
 # ------------------------------------------------------------------------ overhead
 
 #: (label, unit, getter on an op or on the ingest section)
-QUERY_METRICS: tuple[tuple[str, Callable[[Mapping[str, Any]], float | None]], ...] = (
-    ("throughput req/s", lambda op: op["throughput"]["requests_per_s"]),
-    ("latency gmean ms", lambda op: op["latency"].get("gmean")),
+QUERY_METRICS: tuple[tuple[str, Callable[[OpResult], float | None]], ...] = (
+    ("throughput req/s", lambda op: op.throughput.requests_per_s),
+    ("latency gmean ms", lambda op: op.latency.gmean),
 )
-INGEST_METRICS: tuple[tuple[str, Callable[[Mapping[str, Any]], float | None]], ...] = (
-    ("ingest time s", lambda ingest: ingest.get("duration_s")),
-    ("ingest docs/s", lambda ingest: ingest.get("docs_per_s")),
+INGEST_METRICS: tuple[tuple[str, Callable[[IngestResult], float | None]], ...] = (
+    ("ingest time s", lambda ingest: ingest.duration_s),
+    ("ingest docs/s", lambda ingest: ingest.docs_per_s),
 )
 
 
@@ -484,19 +481,19 @@ def overhead_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[di
                 base = candidate
         if base is None:
             continue
-        items: list[tuple[str, str, str, list[float], list[float]]] = []
+        items: list[tuple[str, str, str, list[float | None], list[float | None]]] = []
         for step, query in queries:
             for metric, get in QUERY_METRICS:
                 mine = [get(op) for e in group if (op := op_of(e, step, query))]
                 theirs = [get(op) for e in base if (op := op_of(e, step, query))]
                 items.append((step, query, metric, theirs, mine))
-        for metric, get in INGEST_METRICS:
-            mine = [get(e.results["ingest"]) for e in group if _ingested(e)]
-            theirs = [get(e.results["ingest"]) for e in base if _ingested(e)]
+        for metric, get_ingest in INGEST_METRICS:
+            mine = [get_ingest(i) for e in group if (i := _ingested(e)) is not None]
+            theirs = [get_ingest(i) for e in base if (i := _ingested(e)) is not None]
             items.append(("ingest", "bulk", metric, theirs, mine))
-        for step, query, metric, theirs, mine in items:
-            theirs = [v for v in theirs if v is not None]
-            mine = [v for v in mine if v is not None]
+        for step, query, metric, theirs_found, mine_found in items:
+            theirs = [v for v in theirs_found if v is not None]
+            mine = [v for v in mine_found if v is not None]
             if not theirs or not mine:
                 continue
             b, s = _spread3(theirs), _spread3(mine)
@@ -517,9 +514,12 @@ def overhead_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[di
     return records
 
 
-def _ingested(entry: Entry) -> bool:
-    ingest = entry.results.get("ingest")
-    return bool(ingest and (ingest.get("duration_s") or 0) > 0 and ingest.get("docs"))
+def _ingested(entry: Entry) -> IngestResult | None:
+    """The entry's ingest, when it ingested documents (a reused index did not)."""
+    ingest = entry.results.ingest
+    if ingest is not None and (ingest.duration_s or 0) > 0 and ingest.docs:
+        return ingest
+    return None
 
 
 def _pct(value: float | None) -> str:
@@ -613,10 +613,10 @@ def run_rows(entries: Sequence[Entry]) -> list[dict[str, Any]]:
     rows = []
     for entry in entries:
         extra = {k: v for k, v in entry.config.items() if k not in CONFIG_FIELDS}
-        for step in entry.results.get("steps", []):
-            for name, op in (step.get("queries") or {}).items():
-                latency, service = op["latency"], op.get("service_time") or {}
-                intervals = op["throughput"].get("intervals") or {}
+        for step in entry.results.steps:
+            for name, op in step.queries.items():
+                latency, service = op.latency, op.service_time
+                intervals = op.throughput.intervals
                 rows.append(
                     {
                         "run": entry.id,
@@ -624,26 +624,26 @@ def run_rows(entries: Sequence[Entry]) -> list[dict[str, Any]]:
                         "campaign": entry.campaign,
                         "repetition": entry.repetition,
                         **{k: entry.config.get(k) for k in CONFIG_FIELDS},
-                        "step": step["name"],
+                        "step": step.name,
                         "query": name,
-                        "requests": op["requests"],
-                        "ok": op["ok"],
-                        "failed": op["failed"],
-                        "error_rate": op.get("error_rate"),
-                        "requests_per_s": op["throughput"]["requests_per_s"],
-                        "interval_n": intervals.get("n"),
-                        "interval_mean": intervals.get("mean"),
-                        "interval_std": intervals.get("std"),
-                        "docs_per_s": op["throughput"].get("docs_per_s"),
-                        "latency_gmean_ms": latency.get("gmean"),
-                        "latency_gstd": latency.get("gstd"),
-                        "latency_p1_ms": latency.get("p1"),
-                        "latency_p50_ms": latency.get("p50"),
-                        "latency_p90_ms": latency.get("p90"),
-                        "latency_p99_ms": latency.get("p99"),
-                        "latency_max_ms": latency.get("max"),
-                        "service_gmean_ms": service.get("gmean"),
-                        "service_p99_ms": service.get("p99"),
+                        "requests": op.requests,
+                        "ok": op.ok,
+                        "failed": op.failed,
+                        "error_rate": op.error_rate,
+                        "requests_per_s": op.throughput.requests_per_s,
+                        "interval_n": intervals.n,
+                        "interval_mean": intervals.mean,
+                        "interval_std": intervals.std,
+                        "docs_per_s": op.throughput.docs_per_s,
+                        "latency_gmean_ms": latency.gmean,
+                        "latency_gstd": latency.gstd,
+                        "latency_p1_ms": latency.p1,
+                        "latency_p50_ms": latency.p50,
+                        "latency_p90_ms": latency.p90,
+                        "latency_p99_ms": latency.p99,
+                        "latency_max_ms": latency.max,
+                        "service_gmean_ms": service.gmean,
+                        "service_p99_ms": service.p99,
                         **extra,
                     }
                 )
@@ -733,12 +733,12 @@ def notes(entries: Sequence[Entry], missing: Sequence[tuple]) -> list[str]:
             + ")"
         )
     for entry in entries:
-        status = entry.results.get("status")
+        status = entry.results.status
         if status not in (None, "ok"):
-            found.append(f"{entry.id}: status {status}: {entry.results.get('reason')}")
-        for step in entry.results.get("steps", []):
-            for query, reason in sorted((step.get("unsupported") or {}).items()):
-                found.append(f"{entry.id}: {step['name']}/{query} not run: {reason}")
-            for rank, error in sorted((step.get("warmup_failed") or {}).items()):
-                found.append(f"{entry.id}: {step['name']}: warm-up failed on rank {rank}: {error}")
+            found.append(f"{entry.id}: status {status}: {entry.results.reason}")
+        for step in entry.results.steps:
+            for query, reason in sorted(step.unsupported.items()):
+                found.append(f"{entry.id}: {step.name}/{query} not run: {reason}")
+            for rank, error in sorted((step.warmup_failed or {}).items()):
+                found.append(f"{entry.id}: {step.name}: warm-up failed on rank {rank}: {error}")
     return found

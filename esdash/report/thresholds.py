@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from esdash.errors import EXIT_THRESHOLD, BadInput, EsdashError
+from esdash.rundir.records import OpResult, Results
 from esdash.stats import min_samples
 
 TIME_METRICS = ("p50", "p90", "p99", "p99.9", "gmean", "mean", "max")
@@ -150,49 +150,48 @@ def parse_thresholds(texts: Iterable[str]) -> list[Threshold]:
 # ------------------------------------------------------------------------ evaluation
 
 
-def _places(results: Mapping[str, Any], target: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _places(results: Results, target: str) -> Iterator[tuple[str, OpResult]]:
     """``(where, op result)`` for every operation ``target`` names."""
-    ingest = results.get("ingest") or {}
-    for name, data in (ingest.get("ops") or {}).items():
+    ingest_ops = results.ingest.ops if results.ingest is not None else {}
+    for name, data in ingest_ops.items():
         if target in ("*", name):
             yield f"ingest/{name}", data
-    for step in results.get("steps", []):
-        for name, data in step.get("queries", {}).items():
+    for step in results.steps:
+        for name, data in step.queries.items():
             if target in ("*", name):
-                yield f"step {step['index']} ({step['name']})/{name}", data
+                yield f"step {step.index} ({step.name})/{name}", data
 
 
-def _op_value(data: Mapping[str, Any], metric: str) -> tuple[float | None, str]:
+def _op_value(data: OpResult, metric: str) -> tuple[float | None, str]:
     """The metric's value in threshold units, or ``None`` and why it is missing."""
     if metric in TIME_METRICS:
-        latency = data.get("latency") or {}
-        value = latency.get(metric)
+        value = data.latency.value(metric)
         if value is None:
-            count = latency.get("count", 0)
+            count = data.latency.count
             if metric.startswith("p") and count:
                 need = min_samples(float(metric[1:]))
                 return None, f"{metric} needs at least {need} samples, there were {count}"
             return None, "no successful requests"
         return float(value), ""
     if metric == "error_rate":
-        value = data.get("error_rate")
+        value = data.error_rate
         return (None, "no requests") if value is None else (float(value), "")
-    key = "requests_per_s" if metric == "throughput" else "docs_per_s"
-    value = (data.get("throughput") or {}).get(key)
+    throughput = data.throughput
+    value = throughput.requests_per_s if metric == "throughput" else throughput.docs_per_s
     return (None, "no measured window") if value is None else (float(value), "")
 
 
-def _ingest_value(results: Mapping[str, Any], metric: str) -> tuple[float | None, str]:
-    ingest = results.get("ingest")
+def _ingest_value(results: Results, metric: str) -> tuple[float | None, str]:
+    ingest = results.ingest
     if not ingest:
         return None, "the run had no ingest phase"
-    ops = ingest.get("ops") or {}
+    ops = ingest.ops
     if metric == "docs_per_s":
-        value = ingest.get("docs_per_s")
+        value = ingest.docs_per_s
         return (None, "no measured window") if value is None else (float(value), "")
     if metric == "error_rate":
-        requests = sum(op.get("requests", 0) for op in ops.values())
-        failed = sum(op.get("failed", 0) for op in ops.values())
+        requests = sum(op.requests for op in ops.values())
+        failed = sum(op.failed for op in ops.values())
         return (failed / requests, "") if requests else (None, "no requests")
     if len(ops) != 1:
         return None, f"ingest has {len(ops)} operations; name one instead of 'ingest'"
@@ -200,7 +199,7 @@ def _ingest_value(results: Mapping[str, Any], metric: str) -> tuple[float | None
 
 
 def evaluate_thresholds(
-    thresholds: Iterable[Threshold], results: Mapping[str, Any]
+    thresholds: Iterable[Threshold], results: Results
 ) -> list[ThresholdFailure]:
     """Every (threshold, place) that does not hold; empty when all pass."""
     failures = []
@@ -238,7 +237,7 @@ def evaluate_thresholds(
     return failures
 
 
-def check_thresholds(thresholds: Iterable[Threshold], results: Mapping[str, Any]) -> None:
+def check_thresholds(thresholds: Iterable[Threshold], results: Results) -> None:
     """Raise :class:`ThresholdsFailed` (exit code 3) if any threshold does not hold."""
     failures = evaluate_thresholds(thresholds, results)
     if failures:

@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.theme import Theme
 
 from esdash.live_source import RunSource
+from esdash.rundir.layout import RESULTS
 from esdash.tui.screens.campaign import CampaignScreen
 from esdash.tui.screens.compare import CompareScreen
 from esdash.tui.screens.dialogs import ConfirmScreen, HelpScreen
@@ -148,7 +149,7 @@ class EsdashApp(App[None]):
         """Ask, then stop the run in a worker thread (it may take a minute or two)."""
         message = (
             f"Stop {run_path.name}? A running benchmark is interrupted as by Ctrl-C (what "
-            f"was measured so far is kept in results.json), then its cluster is stopped; "
+            f"was measured so far is kept in {RESULTS}), then its cluster is stopped; "
             f"a Slurm job is cancelled."
         )
 

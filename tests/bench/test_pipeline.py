@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import json
 
+from support.records import final as final_record
+from support.records import header as header_record
+from support.records import interval as interval_record
+
 from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
 from esdash.bench.results import RunAccumulator, build_results
 from esdash.report.summary import render_record_line, render_summary
 from esdash.report.thresholds import evaluate_thresholds, parse_threshold
-from esdash.stream.reader import StreamReader
-from esdash.stream.schema import final_record, header_record, interval_record, validate_record
-from esdash.stream.writer import StreamWriter
+from esdash.rundir import files
+from esdash.rundir.records import Results
+from esdash.rundir.stream import StreamReader, StreamWriter
 
 STARTED = 2_000_000_000.0
 
@@ -28,14 +32,14 @@ def test_from_recorders_to_summary(tmp_path):
         run_id="pipeline",
         session={"name": "pipeline"},
         plugins={"esdash": "0.1.0"},
-        topology={"nodes": [{"name": "n0"}, {"name": "n1"}]},
+        topology_={"nodes": [{"name": "n0"}, {"name": "n1"}]},
         bench_ranks=[{"rank": r, "host": "h", "target": f"n{r}"} for r in range(2)],
         slurm_job_id=None,
         started=STARTED,
         interval=1.0,
         steps=[{"name": "one", "queries": ["q"], "warmup": 0, "duration": 4}],
     )
-    acc = RunAccumulator(interval=header["interval"])
+    acc = RunAccumulator(interval=header.interval)
     path = tmp_path / "stream.jsonl"
     with StreamWriter(path) as writer:
         writer.write(header)
@@ -58,7 +62,7 @@ def test_from_recorders_to_summary(tmp_path):
                     step=0,
                     step_name="one",
                     elapsed=interval.elapsed,
-                    ops=interval.to_payload()["ops"],
+                    ops=interval.to_payload().ops,
                     ranks=sorted(interval.ranks),
                     missing_ranks=[r for r in range(2) if r not in interval.ranks],
                 )
@@ -69,17 +73,17 @@ def test_from_recorders_to_summary(tmp_path):
     reader = StreamReader(path)
     records = reader.read_all()
     assert reader.problems == [] and reader.finished
-    assert all(validate_record(record) == [] for record in records)
     lines = [render_record_line(record, reader.header) for record in records]
     assert "missing ranks 1" in lines[3]
     assert lines[-1].endswith("run ended: ok")
 
     results = build_results(reader.header, acc, reader.final)
-    json.dumps(results, allow_nan=False)
-    q = results["steps"][0]["queries"]["q"]
-    assert q["requests"] == 700  # rank 1's late interval never arrived: 100 fewer
-    assert set(q["per_rank"]) == {"0", "1"}
-    assert q["per_node"]["n1"]["requests"] == 300
+    written = json.loads(files.encode(results))  # no NaN or Infinity: strict JSON
+    assert files.convert(written, Results, tmp_path) == results
+    q = results.steps[0].queries["q"]
+    assert q.requests == 700  # rank 1's late interval never arrived: 100 fewer
+    assert set(q.per_rank) == {"0", "1"}
+    assert q.per_node["n1"].requests == 300
     summary = render_summary(results)
     assert "0 one  q" in summary
     failures = evaluate_thresholds([parse_threshold("q:p99<3ms")], results)

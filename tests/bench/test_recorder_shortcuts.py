@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support.records import as_json
 
 from esdash.bench.recorder import RECORD_BATCH, Recorder
 from esdash.rundir import hdr
@@ -48,10 +49,10 @@ def test_drains_reuse_one_scratch_and_stay_exact() -> None:
             recorder.record("q", "n", seconds, seconds)
             index = hdr.index_of(int(seconds * 1e6))
             expected[index] = expected.get(index, 0) + 1
-        payload = recorder.drain()["ops"]["q"]
+        payload = as_json(recorder.drain())["ops"]["q"]
         assert payload["latency"]["hdr"] == slow_encoding(expected)
         assert payload["service_time"]["hdr"] == slow_encoding(expected)
-    assert recorder.drain()["ops"] == {}
+    assert recorder.drain().ops == {}
 
 
 # ------------------------------------------------------------- batched record() calls
@@ -103,8 +104,8 @@ def test_batched_recording_gives_the_payloads_of_counting_each_request_at_once(s
     direct.record = direct._count  # count every request at once, as record() did
     # == on the payloads compares every float exactly and the operations' order
     assert _replay(batched, steps) == _replay(direct, steps)
-    assert [list(p["ops"]) for _, p in _replay(batched, steps)] == [
-        list(p["ops"]) for _, p in _replay(direct, steps)
+    assert [list(p.ops) for _, p in _replay(batched, steps)] == [
+        list(p.ops) for _, p in _replay(direct, steps)
     ]
 
 
@@ -114,7 +115,7 @@ def test_a_full_batch_is_counted_before_the_drain() -> None:
         recorder.record("q", "n", 0.002, 0.001, 1, 10)
     assert recorder.pending == RECORD_BATCH + 3
     assert len(recorder._batch) == 3
-    payload = recorder.drain()["ops"]["q"]
+    payload = as_json(recorder.drain())["ops"]["q"]
     assert payload["requests"] == payload["docs"] == RECORD_BATCH + 3
     assert payload["latency"]["count"] == payload["service_time"]["count"] == RECORD_BATCH + 3
     assert recorder.pending == 0

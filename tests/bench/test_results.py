@@ -5,29 +5,31 @@ from __future__ import annotations
 import json
 
 import pytest
+from support.records import as_json, header
 
 from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
 from esdash.bench.results import SCHEMA, RunAccumulator, build_results, export_authors_format
 from esdash.rundir import hdr
+from esdash.rundir.records import Final
 
-HEADER = {
-    "type": "header",
-    "run_id": "demo-1",
-    "started": 1000.0,
-    "interval": 1.0,
-    "bench": {"ranks": 2, "per_rank": []},
-    "steps": [
-        {
-            "name": "s0",
-            "queries": ["a", "b"],
-            "warmup": 1,
-            "duration": 3,
-            "target_throughput": None,
-        },
-        {"name": "s1", "queries": ["c"], "warmup": 1, "duration": 3, "target_throughput": None},
-    ],
-}
+STEPS = [
+    {
+        "name": "s0",
+        "queries": ["a", "b"],
+        "warmup": 1,
+        "duration": 3,
+        "target_throughput": None,
+    },
+    {"name": "s1", "queries": ["c"], "warmup": 1, "duration": 3, "target_throughput": None},
+]
+HEADER = header(
+    run_id="demo-1",
+    started=1000.0,
+    interval=1.0,
+    bench_ranks=[{"rank": 1}, {"rank": 2}],
+    steps=STEPS,
+)
 
 
 class Clock:
@@ -94,8 +96,14 @@ def run() -> Run:
 
 
 @pytest.fixture(scope="module")
-def results(run: Run) -> dict:
-    return build_results(HEADER, run.acc, {"status": "ok", "reason": None, "wall": 1010.0})
+def built(run: Run):
+    return build_results(HEADER, run.acc, Final(t=10.0, status="ok", reason=None, wall=1010.0))
+
+
+@pytest.fixture(scope="module")
+def results(built) -> dict:
+    """The results as written to results.json."""
+    return as_json(built)
 
 
 def test_accumulator_views(run):
@@ -187,12 +195,12 @@ def test_requests_outside_known_parts_are_reported():
     recorder.record("a", "n", 0.01, 0.01)
     acc.add_interval("sync", None, 0, recorder.drain())
     results = build_results(HEADER, acc)
-    assert results["unattributed_requests"] == {"sync:None": 1}
-    assert results["ingest"] is None and results["status"] is None
+    assert results.unattributed_requests == {"sync:None": 1}
+    assert results.ingest is None and results.status is None
 
 
-def test_export_in_the_authors_format(results):
-    exported = export_authors_format(results, bodies={0: {"a": {"query": {"match_all": {}}}}})
+def test_export_in_the_authors_format(built):
+    exported = export_authors_format(built, bodies={0: {"a": {"query": {"match_all": {}}}}})
     assert len(exported) == 2
     step = exported[0]
     assert step["warmup_time_secs"] == 1 and step["execution_time_secs"] == 3
@@ -220,8 +228,8 @@ def test_export_spreads_uneven_docs_exactly():
         recorder.record("q", "n", 0.001, 0.001, docs=docs)
     recorder.record_error("q", "n", "timeout", None, "slow")
     acc.add_interval("measure", 0, 0, recorder.drain(), seq=0)
-    header = {**HEADER, "bench": {"ranks": 1}}
-    exported = export_authors_format(build_results(header, acc), think_time=[0.25, 0.0])
+    one_rank = header(run_id="demo-1", started=1000.0, bench_ranks=[{"rank": 1}], steps=STEPS)
+    exported = export_authors_format(build_results(one_rank, acc), think_time=[0.25, 0.0])
     responses = exported[0]["search_results"][0]["responses"][0]
     assert sorted(r.get("docs", -1) for r in responses) == [-1, 2, 2, 3]
     assert responses[-1] == {"error_code": -1}

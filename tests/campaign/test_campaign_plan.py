@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import tomli_w
 
-from esdash.campaign import tomlw
 from esdash.campaign.plan import (
     EACH,
     FIRST,
@@ -123,9 +123,9 @@ def test_plan_text_marks_completed_points() -> None:
 
 
 def test_only_filters(tmp_path: Path) -> None:
-    (tmp_path / "base.toml").write_text(tomlw.dumps({"name": "b", "track": {"name": "mri"}}))
+    (tmp_path / "base.toml").write_text(tomli_w.dumps({"name": "b", "track": {"name": "mri"}}))
     (tmp_path / "c.toml").write_text(
-        tomlw.dumps(
+        tomli_w.dumps(
             {
                 "name": "c",
                 "session": "base.toml",

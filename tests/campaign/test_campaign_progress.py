@@ -19,15 +19,21 @@ from hypothesis import strategies as st
 from support.campaign import finished_run, write_campaign
 
 from esdash.campaign.progress import (
-    SCHEMA,
     CampaignFileError,
     ProgressFollower,
     campaign_files,
-    parse_progress,
     read_progress,
     shown_state,
     summary_of,
 )
+from esdash.rundir.records import CAMPAIGN_SCHEMA as SCHEMA
+
+
+def parse_progress(data: Any, path: Path):
+    """``data`` written as ``path`` (a campaign.json), read back."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return read_progress(path)
 
 
 @pytest.fixture
@@ -48,13 +54,12 @@ def test_a_campaign_in_progress_reads_back_as_the_sweep_wrote_it(written, tmp_pa
 
     progress = read_progress(written.directory.path)  # the directory or the file
     assert progress == read_progress(written.summary_file)
-    assert progress.path == written.summary_file
     assert progress.name == "study" and progress.description == "two sizes x two worker counts"
     assert progress.state == "running" and progress.updated == data["updated"]
-    assert progress.directory == written.directory.path
+    assert progress.dir == str(written.directory.path)
     assert progress.axes == {"cluster.nodes": [1, 3], "benchmark.workers_per_node": [1, 2]}
     assert progress.short_names["benchmark.workers_per_node"] == "workers_per_node"
-    counts = progress.counts
+    counts = progress.point_counts
     assert (counts.completed, counts.failed, counts.running, counts.pending) == (1, 1, 1, 1)
     assert counts.total == 4
     assert counts.ended == 2 and counts.fraction == 0.25
@@ -62,13 +67,13 @@ def test_a_campaign_in_progress_reads_back_as_the_sweep_wrote_it(written, tmp_pa
     labels = [p.label for p in progress.points]
     assert labels == [p.label for p in written.points]
     done, failed, running, pending = progress.points
-    assert done.status == "completed" and done.run == first and done.attempts == 1
+    assert done.status == "completed" and done.run == str(first) and done.attempts == 1
     assert done.duration(now=0.0) == pytest.approx(done.ended - done.started)
     assert failed.status == "failed" and failed.reason.startswith("exit 1: warm-up failed")
     assert running.status == "running" and running.ended is None
     assert running.duration(now=running.started + 42) == pytest.approx(42)
     assert pending.status == "pending" and pending.run is None and pending.duration(1e9) is None
-    assert pending.session is not None and pending.session.is_file()
+    assert pending.session is not None and Path(pending.session).is_file()
     assert [p.cluster for p in progress.points] == [1, 1, 2, 2]
 
     clusters = [(c.label, c.nodes, c.points) for c in progress.clusters]
@@ -76,10 +81,11 @@ def test_a_campaign_in_progress_reads_back_as_the_sweep_wrote_it(written, tmp_pa
     assert progress.cluster_counts(1).completed == 1 and progress.cluster_counts(2).running == 1
 
     (current,) = progress.current
-    assert current.point == running.id and current.run == running_run and current.attempt == 1
+    assert current.point == running.id and current.run == str(running_run)
+    assert current.attempt == 1
     (runner,) = progress.runners
     assert (runner.host, runner.pid, runner.state) == (socket.gethostname(), os.getpid(), "running")
-    assert runner.current == running.label
+    assert runner.current is not None and runner.current.label == running.label
     assert shown_state(progress) == "running"  # this process is the "sweep": alive
 
 
@@ -98,36 +104,42 @@ def test_unknown_fields_are_ignored_and_missing_ones_get_empty_values(written):
     data["future"] = {"anything": [1, 2]}
     data["points"][0]["future"] = "x"
     data["runners"] = [{"host": "h", "pid": 1, "state": "finished", "gpu": True}]
-    progress = parse_progress(data, written.summary_file)
+    progress = parse_progress(data, written.directory.path / "probe.json")
     assert progress.points[0].label == written.points[0].label
     assert progress.runners[0].host == "h"
 
-    minimal = {"schema": SCHEMA, "points": [{"id": "a", "status": "completed"}, {"id": "b"}]}
-    progress = parse_progress(minimal, Path("/c/x/campaign.json"))
+    minimal = {
+        "schema": SCHEMA,
+        "name": "x",
+        "points": [{"id": "a", "status": "completed"}, {"id": "b"}],
+    }
+    progress = parse_progress(minimal, written.summary_file.parent / "x" / "campaign.json")
     assert progress.name == "x" and progress.state == "pending"
-    assert [p.label for p in progress.points] == ["a", "b"]
+    assert [p.id for p in progress.points] == ["a", "b"]
     assert progress.points[1].status == "pending"
-    assert progress.counts.total == 2 and progress.counts.completed == 1  # from the points
-    assert progress.current == () and progress.runners == () and progress.clusters == ()
+    assert progress.point_counts.total == 2 and progress.point_counts.completed == 1
+    assert progress.current == [] and progress.runners == [] and progress.clusters == []
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("{not json", "not a campaign.json (bad JSON"),
-        ("", "not a campaign.json (bad JSON"),
-        ("[1, 2]", "not a campaign.json (a JSON list, not an object)"),
-        ('{"schema": "esdash.run/1"}', "not a campaign.json (schema 'esdash.run/1'"),
-        ('{"name": "x"}', "not a campaign.json (no schema"),
-        ('{"schema": "esdash.campaign/2"}', "schema 'esdash.campaign/2' is not one this"),
-        (f'{{"schema": "{SCHEMA}", "points": {{}}}}', "points: expected a list"),
-        (f'{{"schema": "{SCHEMA}", "points": [1]}}', "points[0]: expected an object"),
+        ("{not json", "not valid JSON"),
+        ("", "empty file"),
+        ("[1, 2]", "Expected `object`, got `array`"),
+        ('{"schema": "esdash.run/1", "name": "x"}', "not a campaign.json (schema 'esdash.run/1'"),
+        ('{"name": "x"}', "missing required field `schema`"),
+        ('{"schema": "esdash.campaign/2", "name": "x"}', "schema 'esdash.campaign/2' is not one"),
+        (f'{{"schema": "{SCHEMA}"}}', "missing required field `name`"),
+        (f'{{"schema": "{SCHEMA}", "name": "x", "points": {{}}}}', "at `$.points`"),
+        (f'{{"schema": "{SCHEMA}", "name": "x", "points": [1]}}', "at `$.points[0]`"),
         (
-            f'{{"schema": "{SCHEMA}", "points": [{{"id": "a"}}, {{"attempts": "2"}}]}}',
-            'points[1].attempts: expected an integer, found "2"',
+            f'{{"schema": "{SCHEMA}", "name": "x", "points": [{{"id": "a"}}, '
+            f'{{"id": "b", "attempts": "2"}}]}}',
+            "Expected `int`, got `str` - at `$.points[1].attempts`",
         ),
-        (f'{{"schema": "{SCHEMA}", "counts": {{"total": true}}}}', "counts.total: expected an"),
-        (f'{{"schema": "{SCHEMA}", "updated": "today"}}', "updated: expected a number"),
+        (f'{{"schema": "{SCHEMA}", "name": "x", "counts": {{"total": true}}}}', "$.counts.total"),
+        (f'{{"schema": "{SCHEMA}", "name": "x", "updated": "today"}}', "at `$.updated`"),
     ],
 )
 def test_what_is_not_a_campaign_json_is_an_error_naming_the_file(
@@ -145,7 +157,7 @@ def test_a_missing_or_binary_file_is_an_error_too(tmp_path: Path):
     with pytest.raises(CampaignFileError, match="no such file"):
         read_progress(tmp_path)
     (tmp_path / "campaign.json").write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(CampaignFileError, match=f"{tmp_path / 'campaign.json'}: not a campaign"):
+    with pytest.raises(CampaignFileError, match=f"{tmp_path / 'campaign.json'}: not valid JSON"):
         read_progress(tmp_path)
 
 
@@ -183,26 +195,27 @@ def test_any_broken_field_reads_or_is_a_clear_error(written, data, junk):
     for key in path[:-1]:
         target = target[key]
     target[path[-1]] = junk
+    probe = written.directory.path / "probe.json"
     try:
-        parse_progress(broken, written.summary_file)
+        parse_progress(broken, probe)
     except CampaignFileError as exc:
-        assert str(exc).startswith(f"{written.summary_file}: ")
+        assert str(exc).startswith(f"{probe}: ")
 
 
 def test_the_follower_reads_again_only_after_a_change(written, tmp_path: Path):
     follower = ProgressFollower(written.directory.path)
     first = follower.reading()
-    assert first is not None and first.progress.counts.pending == 4 and first.error is None
+    assert first is not None and first.progress.point_counts.pending == 4 and first.error is None
     assert follower.reading() is None  # nothing changed
     written.running(0, tmp_path / "runs" / "r")
     written.summary()
     second = follower.reading()
-    assert second is not None and second.progress.counts.running == 1
+    assert second is not None and second.progress.point_counts.running == 1
     assert second.state == "running"
     # a broken write keeps the last good progress and says why
     written.summary_file.write_text("{")
     broken = follower.reading()
-    assert broken.progress is second.progress and "bad JSON" in broken.error
+    assert broken.progress is second.progress and "not valid JSON" in broken.error
     assert follower.reading() is None
     written.summary()
     assert follower.reading().error is None

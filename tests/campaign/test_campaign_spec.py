@@ -12,10 +12,10 @@ import string
 from pathlib import Path
 
 import pytest
+import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from esdash.campaign import tomlw
 from esdash.campaign.spec import CampaignError, load_campaign, parse_campaign
 from esdash.plugin_api import Option
 from esdash.plugins import Registered, get_plugins
@@ -69,14 +69,14 @@ CAMPAIGN = {
 def files(tmp_path: Path) -> Path:
     """A base session (with relative paths) under sessions/, the campaign beside it."""
     (tmp_path / "sessions").mkdir()
-    (tmp_path / "sessions" / "base.toml").write_text(tomlw.dumps(BASE))
+    (tmp_path / "sessions" / "base.toml").write_text(tomli_w.dumps(BASE))
     (tmp_path / "sessions" / "steps.json").write_text(STEPS)
     return tmp_path
 
 
 def write(directory: Path, data: dict, name: str = "study.toml") -> Path:
     path = directory / name
-    path.write_text(tomlw.dumps(data))
+    path.write_text(tomli_w.dumps(data))
     return path
 
 
@@ -139,7 +139,7 @@ def test_tables_as_axis_values_replace_the_table(files: Path) -> None:
 
 def test_toml_writer_round_trips_sessions(files: Path) -> None:
     for point in load_campaign(write(files, CAMPAIGN)).points(files / "dir", PLUGINS):
-        assert tomllib.loads(tomlw.dumps(point.session)) == point.session
+        assert tomllib.loads(tomli_w.dumps(point.session)) == point.session
 
 
 # ------------------------------------------------------------------- broken files
@@ -200,7 +200,7 @@ def test_broken_campaigns_name_the_file_and_the_key(files: Path, change: dict, e
 def test_a_problem_of_the_base_names_the_base_session(files: Path) -> None:
     broken = copy.deepcopy(BASE)
     broken["cluster"]["hep"] = "1g"
-    (files / "sessions" / "base.toml").write_text(tomlw.dumps(broken))
+    (files / "sessions" / "base.toml").write_text(tomli_w.dumps(broken))
     with pytest.raises(CampaignError) as caught:
         load_campaign(write(files, CAMPAIGN)).points(files / "dir", PLUGINS)
     lines = caught.value.lines

@@ -123,8 +123,8 @@ def test_tiny_campaign_is_resumable_and_its_report_matches_the_runs(shared_tmp: 
         assert live["state"] == "running"
         assert live["current"][0]["point"] == points(directory)[1]["id"]
         progress = read_progress(directory)  # as the dashboard reads it
-        assert progress.state == "running" and progress.counts.running == 1
-        assert progress.current[0].run == Path(points(directory)[1]["run"])
+        assert progress.state == "running" and progress.point_counts.running == 1
+        assert progress.current[0].run == points(directory)[1]["run"]
         stream = Path(points(directory)[1]["run"], "stream.jsonl")
         wait_for(lambda: b'"measure"' in _read(stream), 180, "the first point to measure")
         sweep.send_signal(signal.SIGINT)

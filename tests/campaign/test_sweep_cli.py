@@ -105,6 +105,7 @@ def test_a_point_left_running_by_a_dead_sweep_is_resumed(tmp_path: Path) -> None
 
     from esdash.campaign.spec import Point
     from esdash.campaign.state import CampaignDir
+    from esdash.rundir.records import PointRunner, PointState
 
     point = Point("p", "p", {}, 1, {"name": "x"}, "1n-none")
     directory = CampaignDir(tmp_path / "c")
@@ -113,14 +114,15 @@ def test_a_point_left_running_by_a_dead_sweep_is_resumed(tmp_path: Path) -> None
     (run / "stream.jsonl").write_text("{}\n")
 
     def left_running(host: str, pid: int, started: float) -> str:
-        directory.write_point(
-            point,
+        state = PointState(
+            id=point.id,
             status="running",
             run=str(run),
             started=started,
             digest=point.digest,
-            runner={"host": host, "pid": pid},
+            runner=PointRunner(host=host, pid=pid),
         )
+        directory.write_point(point, state)
         return directory.status(point)
 
     here = socket.gethostname()

@@ -10,6 +10,7 @@ up`, because ``mpiexec`` alone cannot put ranks into namespaces.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,11 +19,12 @@ import pytest
 from support.cli import java_pids_under, write_session
 
 from esdash.cluster import lifecycle
-from esdash.cluster.rundir import RunDir
 from esdash.errors import ClusterError
 from esdash.launch.mpi import mpiexec
 from esdash.plugin_api import InterconnectError
 from esdash.plugins import get_plugins
+from esdash.rundir.layout import RunDir
+from esdash.rundir.records import ProcessRecord
 from esdash.session import load_session
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi, pytest.mark.netns]
@@ -39,7 +41,8 @@ def launch_in_namespaces(run: RunDir, hosts, fresh: bool = False) -> subprocess.
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-    run.update_run(launcher={"pid": process.pid, "host": __import__("socket").gethostname()})
+    with run.edit_info() as info:
+        info.launcher = ProcessRecord(pid=process.pid, host=socket.gethostname())
     return process
 
 
@@ -64,7 +67,7 @@ def test_cluster_forms_over_the_opa_link(netns_hosts, shared_tmp: Path, monkeypa
     process = launch_in_namespaces(run, netns_hosts)
     try:
         health = lifecycle.wait_ready(run, 3, process, timeout=300)
-        assert health["status"] == "green" and health["number_of_nodes"] == 3
+        assert health.status == "green" and health.number_of_nodes == 3
         topology = json.loads(run.topology_file.read_text())
         assert [n["interface"] for n in topology["nodes"]] == ["opa"] * 3
         assert [n["address"] for n in topology["nodes"]] == [h.opa_ip for h in netns_hosts]

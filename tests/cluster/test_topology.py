@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from esdash.cluster.topology import RankReport, Topology, master_count, plan_topology
+from esdash.rundir import files
 
 
 def reports(n: int, hosts: int = 1) -> list[RankReport]:
@@ -46,4 +50,5 @@ def test_one_loopback_address_on_several_hosts_is_refused() -> None:
 
 def test_round_trip_through_json_dict() -> None:
     topology = plan_topology("c", reports(4), 9250, 9350)
-    assert Topology.from_dict(topology.to_dict()) == topology
+    written = json.loads(files.encode(topology))
+    assert files.convert(written, Topology, Path("topology.json")) == topology

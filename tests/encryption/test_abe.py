@@ -36,6 +36,7 @@ from esdash.abe.values import (
 )
 from esdash.errors import BadInput
 from esdash.plugin_api import FieldSpec, QueryNotSupported
+from esdash.rundir import files
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tracks"))
 from query_eval import matches  # noqa: E402
@@ -797,7 +798,7 @@ def test_plan_marks_unsupported_queries_and_stores_only_what_is_sent(codec, tmp_
     assert reasons["brain_age"].startswith("not possible under ABE: query.bool.filter.script")
     assert reasons["age_weight"].startswith("not possible under ABE: aggs.weight.histogram")
     assert [n for n, r in reasons.items() if r is None] == list(SUPPORTED)
-    text = json.dumps(plan.to_dict())
+    text = files.encode(plan).decode()
     # the plan holds the schema (to rebuild the codec), never a query's plaintext constants
     for plaintext in ("Siemens", '"Head"', "painless", '"M"'):
         assert plaintext not in text
@@ -872,7 +873,7 @@ def test_workers_decode_inside_the_measured_time_and_count_failures(codec) -> No
         lambda: None,
         decode=decode,
     )
-    payload = json.dumps(recorder.drain())
+    payload = files.encode(recorder.drain()).decode()
     assert "decoding failed" in payload
 
 

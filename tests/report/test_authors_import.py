@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from support import synthetic
 from support.cli import esdash
+from support.records import as_json
 
 from esdash.errors import BadInput
 from esdash.report.authors import load_ingest, load_queries, sniff
@@ -23,7 +24,7 @@ RANGE_1000 = {"query": {"range": {"total_amount": {"gte": 5, "lt": 15}}}, "size"
 
 def test_their_query_results_become_results() -> None:
     assert sniff(QUERIES) == "queries"
-    results = load_queries(QUERIES, "paper")
+    results = as_json(load_queries(QUERIES, "paper"))
     assert results["ranks"] == 3
     first, second = results["steps"]
     assert (first["name"], list(first["queries"])) == ("step0", ["q0"])
@@ -44,12 +45,12 @@ def test_their_query_results_become_results() -> None:
 @pytest.mark.parametrize("name", ["ingest-3n-2ppn.txt", "ingest-3n-2ppn-lines.txt"])
 def test_their_ingest_files_both_layouts(name: str) -> None:
     assert sniff(AUTHORS / name) == "ingest"
-    ingest = load_ingest(AUTHORS / name, "paper", docs=9500)["ingest"]
+    ingest = as_json(load_ingest(AUTHORS / name, "paper", docs=9500))["ingest"]
     assert ingest["duration_s"] == 4.75  # the slowest rank's summed bulk time
     assert ingest["cpu_time_s"] == pytest.approx(11.45)
     assert ingest["docs_per_s"] == 2000.0
     assert ingest["ops"]["bulk"]["requests"] == 8
-    assert load_ingest(AUTHORS / name, "paper")["ingest"]["docs_per_s"] is None
+    assert load_ingest(AUTHORS / name, "paper").ingest.docs_per_s is None
 
 
 def test_broken_files_are_named(tmp_path: Path) -> None:

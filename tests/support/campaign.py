@@ -21,6 +21,8 @@ from typing import Any
 from esdash.campaign.plan import ClusterGroup, plan
 from esdash.campaign.spec import Campaign, Point, load_campaign
 from esdash.campaign.state import CampaignDir
+from esdash.rundir.records import Attempt, CurrentPoint, PointRunner
+from support.records import as_json
 
 BASE = """\
 name = "base"
@@ -54,46 +56,42 @@ class WrittenCampaign:
 
     def summary(self) -> dict[str, Any]:
         """Rewrite ``campaign.json`` from the state files, as the sweep does after a change."""
-        return self.directory.write_summary(self.campaign, self.groups)
+        return as_json(self.directory.write_summary(self.campaign, self.groups))
 
     def running(self, index: int, run: Path, cluster_run: Path | None = None) -> None:
         """Point ``index`` starts in ``run``; this process is its sweep (``runners/``)."""
         point = self.points[index]
         started = time.time()
         cluster = str(cluster_run or run.parent / "cluster-run")
-        self.directory.write_point(
-            point,
-            status="running",
-            run=str(run),
-            cluster_run=cluster,
-            digest=point.digest,
-            started=started,
-            ended=None,
-            reason=None,
-            attempts=[{"run": str(run), "cluster_run": cluster, "started": started}],
-            runner={"host": socket.gethostname(), "pid": os.getpid()},
-        )
-        self.directory.write_runner(
-            state="running",
-            only=[],
-            current={
-                "point": point.id,
-                "label": point.label,
-                "run": str(run),
-                "cluster_run": cluster,
-                "attempt": 1,
-                "started": started,
-            },
-        )
+        state = self.directory.read_point(point.id)
+        state.status, state.run, state.cluster_run = "running", str(run), cluster
+        state.digest, state.started, state.ended, state.reason = point.digest, started, None, None
+        state.attempts = [Attempt(run=str(run), cluster_run=cluster, started=started)]
+        state.runner = PointRunner(host=socket.gethostname(), pid=os.getpid())
+        self.directory.write_point(point, state)
+        with self.directory.edit_runner() as runner:
+            runner.state, runner.only = "running", []
+            runner.current = CurrentPoint(
+                point=point.id,
+                label=point.label,
+                run=str(run),
+                cluster_run=cluster,
+                attempt=1,
+                started=started,
+            )
 
     def ended(self, index: int, status: str, reason: str | None = None) -> None:
         """Point ``index`` ends (``completed`` needs ``results.json`` in its run)."""
         point = self.points[index]
-        self.directory.write_point(point, status=status, reason=reason, ended=time.time())
-        self.directory.write_runner(current=None)
+        state = self.directory.read_point(point.id)
+        state.status, state.reason, state.ended = status, reason, time.time()
+        self.directory.write_point(point, state)
+        with self.directory.edit_runner() as runner:
+            runner.current = None
 
     def finish(self) -> None:
-        self.directory.write_runner(state="finished", current=None, cluster=None)
+        with self.directory.edit_runner() as runner:
+            runner.state, runner.current, runner.cluster = "finished", None, None
 
 
 def write_campaign(directory: Path, runs: Path) -> WrittenCampaign:

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from esdash.campaign import tomlw
+import tomli_w
+
 from esdash.rundir import hdr
 
 
@@ -137,18 +138,30 @@ def write_run(
         "steps": steps,
     }
     (path / "results.json").write_text(json.dumps(results))
-    (path / "session.toml").write_text(tomlw.dumps(session(**(config or {}))))
+    (path / "session.toml").write_text(tomli_w.dumps(session(**(config or {}))))
     (path / "run.json").write_text(json.dumps({"version": "8.19.21", "slurm_job": "4242"}))
     if bodies:
         plan = {
+            "index": "mri",
+            "index_body": {},
+            "corpus_path": "/corpus.json",
+            "corpus_documents": 1000,
+            "corpus_has_actions": False,
+            "bulk_size": 1000,
+            "interval": 1.0,
+            "seed": 7,
+            "ranks": 2,
             "steps": [
                 {
                     "name": step,
                     "think_time": 0.0,
-                    "queries": [{"name": q, "body": bodies.get(q)} for q in ops],
+                    "warmup": 1.0,
+                    "duration": 10.0,
+                    "target_throughput": None,
+                    "queries": [{"name": q, "index": "mri", "body": bodies.get(q)} for q in ops],
                 }
                 for step, ops in queries.items()
-            ]
+            ],
         }
         (path / "bench.json").write_text(json.dumps(plan))
     return path

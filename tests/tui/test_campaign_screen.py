@@ -112,8 +112,8 @@ async def test_a_malformed_campaign_json_shows_the_error_and_recovers(
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await campaign_shown(pilot, app)
         text = screen_text(app)
-        assert "study  UNREADABLE" in text and "not a campaign.json (bad JSON" in flat(text)
-        assert screen.reading.error.startswith(f"{written.summary_file}: not a campaign.json")
+        assert "study  UNREADABLE" in text and "not valid JSON" in flat(text)
+        assert screen.reading.error.startswith(f"{written.summary_file}: not valid JSON")
         assert any("campaign.json unreadable" in (n.title or "") for n in app._notifications)
         # another file entirely
         written.summary_file.write_text(json.dumps({"schema": "esdash.run/1"}))
@@ -125,7 +125,7 @@ async def test_a_malformed_campaign_json_shows_the_error_and_recovers(
         assert "not a campaign.json" not in text and "UNREADABLE" not in text
         # a later bad write keeps the points on screen, under the error
         written.summary_file.write_text("[]")
-        await wait_for(pilot, lambda: "a JSON list, not an object" in flat(screen_text(app)))
+        await wait_for(pilot, lambda: "got `array`" in flat(screen_text(app)))
         assert len(points_table(screen)) == 4 and "PENDING" in screen_text(app)
 
 
@@ -146,7 +146,7 @@ async def test_the_home_screen_lists_campaigns_and_opens_one(tmp_path: Path, run
         text = screen_text(app)
         assert "Campaigns (2, 1 running)" in text
         assert "study" in text and "0/4" in text and written.points[0].label in text
-        assert "broken" in text and "unreadable" in text and "bad JSON" in text
+        assert "broken" in text and "unreadable" in text and "not valid JSON" in text
         table = home.query_one("#campaigns")
         table.focus()
         table.move_cursor(row=[r.path for r in home.campaigns].index(written.summary_file))

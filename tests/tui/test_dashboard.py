@@ -12,11 +12,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.records import header as header_record
+from support.records import interval as interval_record
 from tuihelp import RUN_A, RUN_B, Clock, pilot_test, screen_text, wait_for, write_records
 
 from esdash import hookimpl
 from esdash.plugins import load_plugins
-from esdash.stream.schema import header_record, interval_record
 from esdash.tui.app import EsdashApp
 from esdash.tui.screens.compare import CompareScreen
 from esdash.tui.screens.dialogs import ConfirmScreen, HelpScreen
@@ -99,7 +100,7 @@ def synthetic_run(root: Path, ranks: int, missing: list[int]) -> Path:
         run_id="synthetic",
         session={"name": "wide", "track": {"name": "mri"}},
         plugins={},
-        topology={"nodes": [{"name": f"node-{k}"} for k in range(4)]},
+        topology_={"nodes": [{"name": f"node-{k}"} for k in range(4)]},
         bench_ranks=[{"rank": r, "host": "h", "target": None} for r in range(1, ranks + 1)],
         slurm_job_id=None,
         started=started,
@@ -124,7 +125,7 @@ def synthetic_run(root: Path, ranks: int, missing: list[int]) -> Path:
                 step=0,
                 step_name="s",
                 elapsed=1.0,
-                ops=merged.to_payload()["ops"],
+                ops=merged.to_payload().ops,
                 ranks=present,
                 missing_ranks=missing if seq == 2 else [],
             )

@@ -16,7 +16,7 @@ import pytest
 from support.cli import java_pids_under, write_session
 from tuihelp import pilot_test, wait_for
 
-from esdash.runs import LAUNCH_LOG, LAUNCH_RECORD
+from esdash.rundir.layout import RunDir
 from esdash.tui.app import EsdashApp
 from esdash.tui.screens.dialogs import ConfirmScreen
 from esdash.tui.screens.home import HomeScreen
@@ -47,7 +47,7 @@ async def test_launch_watch_and_stop_a_real_run(shared_tmp: Path, es_user: str):
         await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen), timeout=60)
         screen = app.screen
         run = screen.run_path
-        assert (run / LAUNCH_LOG).is_file() and (run / LAUNCH_RECORD).is_file()
+        assert RunDir(run).run_log.is_file() and RunDir(run).launch_record_file.is_file()
         await wait_for(
             pilot,
             lambda: screen.latest is not None and screen.latest.phase_key == "measure",

@@ -11,8 +11,12 @@ import json
 import math
 import random
 
+import msgspec
 import pytest
-from tuihelp import FIXTURES, RUN_A, RUN_B, records
+from support.records import event as event_record
+from support.records import header as header_record
+from support.records import interval as interval_record
+from tuihelp import FIXTURES, RUN_A, RUN_B, records, typed
 
 from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
@@ -25,9 +29,9 @@ from esdash.live_model import (
     step_counts,
     step_queries,
 )
-from esdash.rundir import hdr
+from esdash.rundir import files, hdr
+from esdash.rundir.records import ClusterSample, Results, RunInfo
 from esdash.stats import bucket_counts, summarize
-from esdash.stream.schema import event_record, header_record, interval_record
 
 NOW = 2_000_000_000.0
 
@@ -35,8 +39,11 @@ NOW = 2_000_000_000.0
 def model_of(name: str, upto: int | None = None) -> RunModel:
     """A model fed with a canned run's stream (its first ``upto`` records) and samples."""
     model = RunModel(name)
-    items = records(FIXTURES / name)
-    samples = [json.loads(line) for line in (FIXTURES / name / "cluster.jsonl").open()]
+    items = typed(records(FIXTURES / name))
+    samples = [
+        msgspec.json.decode(line, type=ClusterSample)
+        for line in (FIXTURES / name / "cluster.jsonl").read_bytes().splitlines()
+    ]
     model.apply(Update(records=items if upto is None else items[:upto], cluster=samples))
     return model
 
@@ -58,7 +65,7 @@ def test_counts_give_the_statistics_of_the_measurement_core():
     for rank in range(1, 9):
         data = payload(rank, "q", 400, seed=rank)
         merged.add(data)
-        acc.merge(OpAcc.from_payload(data["ops"]["q"]))
+        acc.merge(OpAcc.from_payload(data.ops["q"]))
     expected = summarize(merged.ops["q"].latency)
     latency = acc.latency()
     assert latency.count == expected.count == 3200
@@ -70,7 +77,7 @@ def test_counts_give_the_statistics_of_the_measurement_core():
 
 
 def test_percentiles_the_sample_count_cannot_support_are_left_out():
-    acc = OpAcc.from_payload(payload(1, "q", 150, seed=3)["ops"]["q"])
+    acc = OpAcc.from_payload(payload(1, "q", 150, seed=3).ops["q"])
     latency = acc.latency()
     assert latency.p(99.0) is not None  # 150 >= 100
     assert latency.p(99.9) is None  # needs 1000
@@ -78,7 +85,7 @@ def test_percentiles_the_sample_count_cannot_support_are_left_out():
 
 def test_bucket_counts_keep_every_sample_on_a_shared_axis():
     data = payload(1, "q", 3000, seed=11)
-    counts = hdr.decode(data["ops"]["q"]["latency"]["hdr"])
+    counts = hdr.decode(data.ops["q"].latency.hdr)
     ours = bucket_counts(counts, 20)
     assert sum(b.count for b in ours) == 3000
     assert all(a.high == pytest.approx(b.low) for a, b in zip(ours, ours[1:], strict=False))
@@ -94,7 +101,7 @@ def test_a_finished_run_folds_to_its_results():
     assert snap.finished and snap.status == "ok" and snap.phase == "done"
     assert snap.stalled is False
     assert snap.count == len(model.records) and snap.following
-    assert snap.elapsed == model.final["t"]
+    assert snap.elapsed == model.final.t
     # the last step's cumulative numbers are those of results.json
     model.results = None
     results = json.loads((FIXTURES / RUN_A / "results.json").read_text())
@@ -113,14 +120,14 @@ def test_a_finished_run_folds_to_its_results():
 def test_replay_positions_show_the_run_as_it_was():
     model = model_of(RUN_A)
     first_measure = next(
-        k for k, r in enumerate(model.records) if r["phase"] == "measure" and r["step"] == 0
+        k for k, r in enumerate(model.records) if r.phase == "measure" and r.step == 0
     )
     snap = model.snapshot(ViewParams(upto=first_measure), NOW)
     assert not snap.following and snap.position == first_measure
     assert snap.phase.startswith("measuring step 1/3")
     (row,) = snap.ops
     assert row.requests == sum(
-        op["requests"] for op in (model.records[first_measure]["ops"].values())
+        op.requests for op in (model.records[first_measure].ops.values())
     )
     # back to an earlier point and forward again: the same answer as a fresh fold
     early = model.snapshot(ViewParams(upto=2), NOW)
@@ -133,20 +140,18 @@ def test_the_sliding_window_covers_the_last_seconds_of_the_step():
     model = model_of(RUN_A)
     records_ = model.records
     last = len(records_) - 1
-    step = records_[last]["step"]
+    step = records_[last].step
     snap = model.snapshot(ViewParams(window=2.0), NOW)
     (row,) = snap.ops
-    t = records_[last]["t"]
-    in_window = [
-        r for r in records_ if r["step"] == step and r["phase"] == "measure" and r["t"] > t - 2
-    ]
-    assert row.window_requests == sum(op["requests"] for r in in_window for op in r["ops"].values())
+    t = records_[last].t
+    in_window = [r for r in records_ if r.step == step and r.phase == "measure" and r.t > t - 2]
+    assert row.window_requests == sum(op.requests for r in in_window for op in r.ops.values())
     assert row.window_requests < row.requests
 
 
 def test_a_silent_writer_is_stalled_and_a_finished_run_never_is():
     model = model_of(RUN_A, upto=20)
-    last_wall = model.records[-1]["wall"]
+    last_wall = model.records[-1].wall
     assert not model.snapshot(ViewParams(), last_wall + 1.0).stalled
     snap = model.snapshot(ViewParams(), last_wall + 60.0)
     assert snap.stalled and snap.age == pytest.approx(60.0)
@@ -156,25 +161,25 @@ def test_a_silent_writer_is_stalled_and_a_finished_run_never_is():
 def test_phases_before_and_during_the_stream():
     model = RunModel("r")
     assert model.snapshot(ViewParams(), NOW).phase == "waiting for the run to start"
-    model.apply(Update(run_info={"state": "queued", "submitted": True, "slurm_job": "42"}))
+    model.apply(Update(run_info=RunInfo(state="queued", submitted=True, slurm_job="42")))
     model.apply(Update(slurm_state="PENDING"))
     snap = model.snapshot(ViewParams(), NOW)
     assert snap.phase_key == "queued" and snap.slurm_job == "42"
-    model.apply(Update(run_info={"state": "starting"}, slurm_state="RUNNING"))
+    model.apply(Update(run_info=RunInfo(state="starting"), slurm_state="RUNNING"))
     assert model.snapshot(ViewParams(), NOW).phase == "starting cluster"
-    items = records(FIXTURES / RUN_A)
+    items = typed(records(FIXTURES / RUN_A))
     model.apply(Update(records=items[:1]))
     assert model.snapshot(ViewParams(), NOW).phase == "starting benchmark"
     model.apply(Update(records=items[1:5]))
     assert model.snapshot(ViewParams(), NOW).phase == "ingest"
 
 
-def _header(ranks: int) -> dict:
+def _header(ranks: int):
     return header_record(
         run_id="synthetic",
         session={"name": "s", "encryption": {"mode": "abe"}, "cluster": {"interconnect": "opa"}},
         plugins={},
-        topology={"nodes": [{"name": "node-0"}, {"name": "node-1"}]},
+        topology_={"nodes": [{"name": "node-0"}, {"name": "node-1"}]},
         bench_ranks=[{"rank": r, "host": "h", "target": None} for r in range(1, ranks + 1)],
         slurm_job_id="77",
         started=NOW,
@@ -197,7 +202,7 @@ def test_missing_and_lost_ranks_and_errors_by_class():
         step=0,
         step_name="s0",
         elapsed=1.0,
-        ops=merged.to_payload()["ops"],
+        ops=merged.to_payload().ops,
         ranks=[1, 3],
         missing_ranks=[2, 4],
     )
@@ -223,20 +228,20 @@ def test_snapshots_are_cached_until_the_data_or_the_view_changes():
     assert model.snapshot(params, NOW) is first
     clock_only = model.snapshot(params, NOW + 5)
     assert clock_only.ops is first.ops and clock_only.age == first.age + 5
-    model.apply(Update(records=records(FIXTURES / RUN_A)[10:12]))
+    model.apply(Update(records=typed(records(FIXTURES / RUN_A)[10:12])))
     assert model.snapshot(params, NOW).version > first.version
 
 
 def test_step_queries_and_histograms_from_results_and_from_the_stream():
     from_stream = model_of(RUN_B)
     with_results = model_of(RUN_B)
-    with_results.results = json.loads((FIXTURES / RUN_B / "results.json").read_text())
+    with_results.results = files.read(FIXTURES / RUN_B / "results.json", Results)
     a = {(r.step, r.query): r for r in step_queries(from_stream)}
     b = {(r.step, r.query): r for r in step_queries(with_results)}
     assert a.keys() == b.keys() and len(a) == 3
     for key in a:
         assert a[key].requests == b[key].requests
         assert a[key].p50 == pytest.approx(b[key].p50, rel=1e-3)
-        assert sum(step_counts(from_stream, *key)) == sum(step_counts(with_results, *key))
+        assert step_counts(from_stream, *key).sum() == step_counts(with_results, *key).sum()
     assert relative_change(100.0, 110.0) == pytest.approx(0.1)
     assert relative_change(None, 1.0) is None and relative_change(0.0, 1.0) is None

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tuihelp import write_records
+from support.records import as_json
+from tuihelp import typed, write_records
 
 from esdash.live_model import RunModel, ViewParams
-from esdash.live_source import JsonlTail, RunSource, node_log_file
+from esdash.live_source import RunSource, node_log_file
+from esdash.rundir.records import ClusterSample
+from esdash.rundir.stream import JsonlFollower
 
 
 def test_a_run_that_has_not_started_yet(tmp_path: Path):
@@ -31,7 +34,7 @@ def test_a_run_that_has_not_started_yet(tmp_path: Path):
 def test_only_complete_records_and_garbage_is_reported(live_run):
     run, pending = live_run
     source = RunSource(run)
-    assert [r["type"] for r in source.poll().records] == ["header"]
+    assert [type(r).__name__ for r in source.poll().records] == ["Header"]
     stream = run / "stream.jsonl"
     line = json.dumps(pending[0])
     with stream.open("a") as handle:
@@ -41,31 +44,31 @@ def test_only_complete_records_and_garbage_is_reported(live_run):
         handle.write(line[40:] + "\n")
         handle.write("{not json\n")
     update = source.poll()
-    assert update.records == [pending[0]]
+    assert [as_json(r) for r in update.records] == [as_json(r) for r in typed([pending[0]])]
     assert len(update.problems) == 1 and "not JSON" in update.problems[0]
     assert source.poll().problems == []  # reported once
 
 
 def test_cluster_samples_survive_truncation_and_bad_lines(tmp_path: Path):
     path = tmp_path / "cluster.jsonl"
-    tail = JsonlTail(path)
+    tail = JsonlFollower(path, ClusterSample)
     assert tail.poll() == []
     path.write_text('{"time": 1}\n[1, 2]\n{"time": 2')
-    assert [s["time"] for s in tail.poll()] == [1]
-    assert tail.skipped == 1
+    assert [s.time for s in tail.poll()] == [1]
+    assert len(tail.problems) == 1
     with path.open("a") as handle:
         handle.write("}\n")
-    assert [s["time"] for s in tail.poll()] == [2]
+    assert [s.time for s in tail.poll()] == [2]
     path.write_text('{"time": 3}\n')  # replaced by a shorter file
-    assert [s["time"] for s in tail.poll()] == [3]
+    assert [s.time for s in tail.poll()] == [3]
 
 
 def test_files_are_read_when_they_change_and_the_log_of_the_chosen_node(finished_run: Path):
     source = RunSource(finished_run)
     first = source.poll(log_rank=0)
     assert first.run_info is not None and first.session is not None
-    assert first.nodes is not None and first.nodes[0]["state"] == "stopped"
-    assert first.results is not None and first.results["status"] == "ok"
+    assert first.nodes is not None and first.nodes[0].state == "stopped"
+    assert first.results is not None and first.results.status == "ok"
     label, text = first.log
     assert label.endswith("esdash-dev.log") and text
     source._next_files = source._next_log = 0.0

@@ -16,10 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
+from support.records import as_json, final, header
 from tuihelp import RUN_A, RUN_B, write_records
 
 from esdash import runs
 from esdash.errors import EsdashError
+from esdash.rundir.layout import RunDir
+from esdash.rundir.stream import read_last
 
 SESSION = textwrap.dedent(
     """\
@@ -142,16 +145,16 @@ def test_launch_runs_detached_in_its_run_directory_and_stop_interrupts_it(
     try:
         run = launch.run
         assert run == root / "tiny-prepared"
-        record = json.loads((run / runs.LAUNCH_RECORD).read_text())
+        record = json.loads(RunDir(run).launch_record_file.read_text())
         assert record["pid"] == launch.pid
         assert record["command"][-2:] == ["--run-dir", str(run)]
         deadline = time.monotonic() + 20
         while "cluster up:" not in launch.output.read_text() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert "cluster up:" in (run / runs.LAUNCH_LOG).read_text()
+        assert "cluster up:" in RunDir(run).run_log.read_text()
         # its own session: a signal to the dashboard's process group does not reach it
         assert os.getpgid(launch.pid) != os.getpgid(0)
-        info = json.loads((run / "run.json").read_text())
+        info = RunDir(run).read_info()
         assert runs.esdash_run_pid(run, info) == launch.pid
         assert runs.run_entry(run).state == "running"
         outcome = runs.stop_run(run, grace=10)
@@ -172,8 +175,10 @@ def test_a_launch_that_cannot_be_prepared_starts_nothing(tmp_path: Path):
     assert not any(root.glob("bad-*"))
 
 
-def test_last_line_reads_only_complete_lines(tmp_path: Path):
-    path = tmp_path / "s.jsonl"
-    path.write_text('{"a": 1}\n{"b": 2}\n{"c":')
-    assert runs.last_line(path) == {"b": 2}
-    assert runs.last_line(tmp_path / "missing") is None
+def test_the_last_record_is_read_from_complete_lines_only(tmp_path: Path):
+    path = tmp_path / "stream.jsonl"
+    first = as_json(final(t=1.0, wall=2.0, status="ok"))
+    path.write_text(json.dumps(as_json(header())) + "\n" + json.dumps(first) + '\n{"type":')
+    last = read_last(path)
+    assert last is not None and as_json(last) == first
+    assert read_last(tmp_path / "missing") is None

@@ -13,19 +13,33 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+from support.records import as_json
+
+from esdash.rundir.records import StreamRecord
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 RUN_A = "dev-20261121-032918"
 RUN_B = "dev2-20261121-033750"
 
 
 def records(run: Path) -> list[dict[str, Any]]:
+    """The stream of a run as the JSON objects of its lines."""
     return [json.loads(line) for line in (run / "stream.jsonl").read_text().splitlines()]
 
 
-def write_records(path: Path, items: list[dict[str, Any]], mode: str = "a") -> None:
+def typed(items: list[Any]) -> list[StreamRecord]:
+    """Stream lines (JSON objects or records) as the typed records a reader gives."""
+    return [
+        msgspec.convert(item, StreamRecord) if isinstance(item, dict) else item for item in items
+    ]
+
+
+def write_records(path: Path, items: list[Any], mode: str = "a") -> None:
     with path.open(mode) as handle:
         for record in items:
-            handle.write(json.dumps(record) + "\n")
+            data = record if isinstance(record, dict) else as_json(record)
+            handle.write(json.dumps(data) + "\n")
 
 
 class Clock:

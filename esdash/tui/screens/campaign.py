@@ -34,12 +34,9 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer
 from textual.worker import get_current_worker
 
-from esdash.campaign.progress import (
-    CampaignPoint,
-    CampaignProgress,
-    CampaignReading,
-    ProgressFollower,
-)
+from esdash.campaign.progress import CampaignReading, ProgressFollower
+from esdash.rundir.layout import CAMPAIGN_SUMMARY
+from esdash.rundir.records import CampaignPoint, CampaignSummary
 from esdash.tui import format as fmt
 from esdash.tui.messages import CampaignRead
 from esdash.tui.widgets.campaign import STATUS_STYLES, CampaignHeader, utc_time
@@ -57,11 +54,11 @@ def _styled(status: str) -> Text:
     return Text(status, style=STATUS_STYLES.get(status, ""))
 
 
-def _run_name(path: Path | None) -> Text | str:
-    return path.name if path is not None else Text(fmt.NA, style="dim")
+def _run_name(path: str | None) -> Text | str:
+    return Path(path).name if path else Text(fmt.NA, style="dim")
 
 
-def point_rows(progress: CampaignProgress, now: float) -> list[tuple[str, list[Cell]]]:
+def point_rows(progress: CampaignSummary, now: float) -> list[tuple[str, list[Cell]]]:
     rows: list[tuple[str, list[Cell]]] = []
     for number, point in enumerate(progress.points, 1):
         reason = (point.reason or "").splitlines()[0] if point.reason else ""
@@ -81,7 +78,7 @@ def point_rows(progress: CampaignProgress, now: float) -> list[tuple[str, list[C
     return rows
 
 
-def current_rows(progress: CampaignProgress, now: float) -> list[tuple[str, list[Cell]]]:
+def current_rows(progress: CampaignSummary, now: float) -> list[tuple[str, list[Cell]]]:
     return [
         (
             current.point,
@@ -97,7 +94,7 @@ def current_rows(progress: CampaignProgress, now: float) -> list[tuple[str, list
     ]
 
 
-def cluster_rows(progress: CampaignProgress) -> list[tuple[str, list[Cell]]]:
+def cluster_rows(progress: CampaignSummary) -> list[tuple[str, list[Cell]]]:
     rows: list[tuple[str, list[Cell]]] = []
     for cluster in progress.clusters:
         counts = progress.cluster_counts(cluster.number)
@@ -121,10 +118,12 @@ def cluster_rows(progress: CampaignProgress) -> list[tuple[str, list[Cell]]]:
     return rows
 
 
-def runner_rows(progress: CampaignProgress) -> list[tuple[str, list[Cell]]]:
+def runner_rows(progress: CampaignSummary) -> list[tuple[str, list[Cell]]]:
     rows: list[tuple[str, list[Cell]]] = []
     for runner in progress.runners:
-        doing = runner.current or (f"cluster {runner.cluster}" if runner.cluster else "")
+        current = runner.current.label or runner.current.point if runner.current else ""
+        cluster = runner.cluster.label or runner.cluster.number if runner.cluster else None
+        doing = current or (f"cluster {cluster}" if cluster else "")
         rows.append(
             (
                 f"{runner.host}-{runner.pid}",
@@ -155,8 +154,8 @@ class CampaignScreen(Screen):
         Binding("escape", "back", "Back", id="back"),
     ]
 
-    HELP = """\
-The campaign screen follows one `esdash sweep` campaign through its `campaign.json`, which
+    HELP = f"""\
+The campaign screen follows one `esdash sweep` campaign through its `{CAMPAIGN_SUMMARY}`, which
 the sweep rewrites after every change (also from Slurm jobs on other hosts: only the shared
 file system is needed).
 
@@ -170,7 +169,7 @@ file system is needed).
   pid, state, Slurm job, what it does now).
 
 `enter` on a point (or a running one) opens its run in the live screen, `escape` comes
-back. `f` moves to the point running now. A campaign.json that cannot be read is shown as
+back. `f` moves to the point running now. A {CAMPAIGN_SUMMARY} that cannot be read is shown as
 an error; the last good reading stays.
 """
 
@@ -258,7 +257,7 @@ an error; the last good reading stays.
 
     def watch_reading(self, reading: CampaignReading | None) -> None:
         if reading is not None and reading.error and reading.error != self._error_told:
-            self.notify(reading.error, title="campaign.json unreadable", severity="error")
+            self.notify(reading.error, title=f"{CAMPAIGN_SUMMARY} unreadable", severity="error")
         self._error_told = reading.error if reading is not None else None
         self._schedule_draw()
 
@@ -296,14 +295,14 @@ an error; the last good reading stays.
                 self._draw_tables(progress, now)
         self.applied += 1
 
-    def _draw_tables(self, progress: CampaignProgress, now: float) -> None:
+    def _draw_tables(self, progress: CampaignSummary, now: float) -> None:
         current = self.query_one("#campaign-current", SyncedTable)
         current.display = bool(progress.current)
         current.show(CURRENT_COLUMNS, current_rows(progress, now))
         current.border_title = f"Now running ({len(progress.current)})"
         points = self.query_one("#campaign-points", SyncedTable)
         points.show(POINT_COLUMNS, point_rows(progress, now))
-        points.border_title = f"Points ({progress.counts.total})"
+        points.border_title = f"Points ({progress.point_counts.total})"
         clusters = self.query_one("#campaign-clusters", SyncedTable)
         clusters.show(CLUSTER_COLUMNS, cluster_rows(progress))
         clusters.border_title = f"Clusters ({len(progress.clusters)})"
@@ -315,7 +314,7 @@ an error; the last good reading stays.
             self.call_after_refresh(points.move_to, self._interesting(progress).id)
 
     @staticmethod
-    def _interesting(progress: CampaignProgress) -> CampaignPoint:
+    def _interesting(progress: CampaignSummary) -> CampaignPoint:
         """Where the cursor starts: the running point, else the first one not completed."""
         running = next((p for p in progress.points if p.status == "running"), None)
         if running is not None:
@@ -334,10 +333,14 @@ an error; the last good reading stays.
             return None
         if focused.id == "campaign-current":
             current = next((c for c in progress.current if c.point == key), None)
-            return (current.label, current.run) if current is not None else None
+            if current is None:
+                return None
+            return current.label or current.point, Path(current.run) if current.run else None
         if focused.id == "campaign-points":
             point = progress.point(key)
-            return (point.label, point.run) if point is not None else None
+            if point is None:
+                return None
+            return point.label or point.id, Path(point.run) if point.run else None
         return None
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

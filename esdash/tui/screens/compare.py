@@ -34,6 +34,7 @@ from esdash.live_model import (
 )
 from esdash.live_source import RunSource
 from esdash.rundir import hdr
+from esdash.rundir.layout import RESULTS
 from esdash.stats import Bucket, bucket_counts
 from esdash.tui import format as fmt
 from esdash.tui.widgets.charts import LatencyHistogram
@@ -93,12 +94,12 @@ class CompareScreen(Screen):
         Binding("b", "open('b')", "Watch B"),
     ]
 
-    HELP = """\
+    HELP = f"""\
 Two runs side by side: **A** is the baseline, **B** the contender; every change is B
 relative to A, green when B is better (higher throughput, lower latency), red when worse.
 Rows are the measured query steps, matched by step and query name.
 
-Numbers come from each run's `results.json` once it is written, and from its stream while
+Numbers come from each run's `{RESULTS}` once it is written, and from its stream while
 it still runs. ↑/↓ selects a row; the histograms below show the latency distribution of
 that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the live screen.
 """

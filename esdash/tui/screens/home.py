@@ -19,6 +19,7 @@ from textual.worker import get_current_worker
 
 from esdash import runs
 from esdash.campaign.progress import CampaignReading, ProgressFollower, campaign_files
+from esdash.rundir.layout import CAMPAIGNS, RUN_LOG
 from esdash.tui import format as fmt
 from esdash.tui.screens.dialogs import ConfirmScreen
 from esdash.tui.widgets.campaign import STATUS_STYLES as CAMPAIGN_STYLES
@@ -86,16 +87,16 @@ class HomeScreen(Screen):
         Binding("r", "refresh", "Refresh"),
     ]
 
-    HELP = """\
+    HELP = f"""\
 The home screen lists the **sessions** (session files in `./sessions`, `--sessions DIR` and
 `ESDASH_SESSIONS`) and the **runs** under the runs directory (`ESDASH_RUNS`, default `./runs`),
 newest first, with their state: running, finished, failed, aborted, pending (a Slurm job
 waiting in the queue), stopped, stalled (no record for 3 intervals: the writer may be dead).
 
 * On a session: `v` validates it, `l` launches it here (`esdash run SESSION`, detached;
-  its output goes to `esdash-run.log` in the run directory), `s` submits it to Slurm
+  its output goes to `{RUN_LOG}` in the run directory), `s` submits it to Slurm
   (`esdash submit SESSION`).
-* On a campaign (shown when the runs directory has some under `campaigns/`, or given with
+* On a campaign (shown when the runs directory has some under `{CAMPAIGNS}/`, or given with
   `esdash tui --campaign`): `enter` opens the campaign screen (its points, what runs now,
   the runs of its points).
 * On a run: `enter` watches it (live, or replayed when it is over), `x` stops it (asks
@@ -291,12 +292,12 @@ validation.
                 cells: list[Text | str] = [Text(name, style="bold red"), state, "", "", "", ""]
                 cells[4] = Text(error[:80], style="red")
             else:
-                counts = progress.counts
+                counts = progress.point_counts
                 bar = Text()
                 for status, width in bar_widths(counts, CAMPAIGN_BAR):
                     bar.append("━" * width, style=CAMPAIGN_STYLES.get(status, ""))
                 bar.append(f" {counts.completed}/{counts.total}")
-                now = error[:80] or ", ".join(c.label for c in progress.current) or "-"
+                now = error[:80] or ", ".join(c.label or c.point for c in progress.current) or "-"
                 cells = [
                     Text(progress.name, style="bold" if reading.state == "running" else ""),
                     state,
@@ -424,7 +425,7 @@ validation.
         message = (
             f"Run session {fresh.name} on this machine: a {fresh.nodes}-node cluster, "
             f"then the benchmark ({fresh.track}). It runs detached: quitting the dashboard "
-            f"does not stop it. Output: esdash-run.log in its run directory under "
+            f"does not stop it. Output: {RUN_LOG} in its run directory under "
             f"{self._short(self.runs_root)}."
         )
 

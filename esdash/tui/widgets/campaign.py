@@ -13,7 +13,8 @@ from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
-from esdash.campaign.progress import STATUSES, CampaignProgress, Counts
+from esdash.campaign.progress import STATUSES
+from esdash.rundir.records import CampaignSummary, Counts
 from esdash.tui import format as fmt
 
 #: Point statuses and campaign states, as the screens colour them.
@@ -98,7 +99,7 @@ class CampaignHeader(Static):
 
     def show(
         self,
-        progress: CampaignProgress | None,
+        progress: CampaignSummary | None,
         *,
         state: str,
         error: str | None,
@@ -109,7 +110,7 @@ class CampaignHeader(Static):
 
     def render_text(
         self,
-        progress: CampaignProgress | None,
+        progress: CampaignSummary | None,
         *,
         state: str,
         error: str | None,
@@ -139,8 +140,8 @@ class CampaignHeader(Static):
             )
         lines.append(about)
         if progress is not None:
-            lines.append(counts_line(progress.counts, compact=width < 88))
-            lines.append(progress_bar(progress.counts, width))
+            lines.append(counts_line(progress.point_counts, compact=width < 88))
+            lines.append(progress_bar(progress.point_counts, width))
         if error is not None:
             lines.append(Text(f"⚠ {error}", style="bold red"))  # wraps: all of it matters
         return Group(*lines)

@@ -1,0 +1,158 @@
+"""Reading and writing the record files of a run directory: typed, atomic, with clear errors.
+
+* :func:`read` decodes a file into its record type (:mod:`esdash.rundir.records`) and turns
+  any damage -- missing, unreadable, not JSON, a field of the wrong type -- into one
+  :class:`RunFileError` naming the file, the JSON path and what was expected;
+* :func:`write` replaces a file atomically (write a temporary file, then rename), so a
+  poll-based reader on another host never sees half a record;
+* :func:`edit` is read-modify-write for files several writers update (``run.json``, a node's
+  ``status.json``): the record is changed by attribute, so a misspelt field fails the type
+  check, and fields this esdash does not know (written by a newer one) are kept.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from esdash.errors import BadInput
+
+T = TypeVar("T")
+
+_ENCODER = msgspec.json.Encoder()
+
+
+class RunFileError(BadInput):
+    """A file of a run or campaign directory is missing or damaged.
+
+    The message names the file, the JSON path and what was expected, in one line.
+    """
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+def _problem(exc: msgspec.DecodeError) -> str:
+    text = str(exc)
+    if isinstance(exc, msgspec.ValidationError):
+        return text
+    return f"not valid JSON ({text})"
+
+
+def decode(data: bytes | str, kind: type[T], path: Path) -> T:
+    """``data`` (the content of ``path``) as a ``kind`` record, or a :class:`RunFileError`."""
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.DecodeError as exc:
+        raise RunFileError(path, _problem(exc)) from None
+
+
+def convert(data: object, kind: type[T], path: Path) -> T:
+    """Already decoded JSON ``data`` (from ``path``) as a ``kind`` record."""
+    try:
+        return msgspec.convert(data, type=kind)
+    except msgspec.ValidationError as exc:
+        raise RunFileError(path, str(exc)) from None
+
+
+def read(path: Path, kind: type[T]) -> T:
+    """The record in ``path``; a missing, unreadable or damaged file is a RunFileError."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RunFileError(path, "no such file") from None
+    except OSError as exc:
+        raise RunFileError(path, f"cannot read: {exc.strerror or exc}") from None
+    if not data.strip():
+        raise RunFileError(path, "empty file (its writer stopped before writing it?)")
+    return decode(data, kind, path)
+
+
+def read_optional(path: Path, kind: type[T]) -> T | None:
+    """Like :func:`read`, but None when the file does not exist (yet)."""
+    if not path.exists():
+        return None
+    return read(path, kind)
+
+
+def _path_as_text(value: object) -> object:
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot write a {type(value).__name__} as JSON")
+
+
+def to_builtins(record: object) -> Any:
+    """A record (or a dataclass of records) as plain JSON values; paths become text."""
+    return msgspec.to_builtins(record, enc_hook=_path_as_text)
+
+
+def encode(record: object, indent: int = 2) -> bytes:
+    """A record as JSON text (indented for people, ``indent=0`` for one line)."""
+    data = _ENCODER.encode(record)
+    return msgspec.json.format(data, indent=indent) if indent else data
+
+
+def write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` atomically with ``data`` (readers see the old or the new file)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if not data.endswith(b"\n"):
+                handle.write(b"\n")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write(path: Path, record: object, mode: int = 0o644) -> None:
+    """Replace ``path`` atomically with ``record`` as indented JSON."""
+    write_bytes(path, encode(record), mode)
+
+
+@contextmanager
+def edit(path: Path, kind: type[T], default: T) -> Iterator[T]:
+    """Read ``path`` (or start from ``default``), yield the record, write it back changed.
+
+    Fields of the file that ``kind`` does not declare are kept as they were.  Concurrent
+    writers of one file are not coordinated (as before: every file has one writer at a
+    time); the write itself is atomic.
+    """
+    raw: dict[str, Any] = {}
+    if path.exists():
+        raw = decode(_read_bytes(path), dict[str, Any], path)
+        record = convert(raw, kind, path)
+    else:
+        record = default
+    yield record
+    raw.update(to_builtins(record))
+    write_bytes(path, msgspec.json.format(_ENCODER.encode(raw), indent=2))
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise RunFileError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of a text file ('' when it does not exist)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            data = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])

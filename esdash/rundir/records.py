@@ -1,0 +1,897 @@
+"""Typed records of every file in a run directory and a campaign directory.
+
+Each file has one record type here (msgspec Structs), so writers cannot produce a file that
+readers reject, and readers get attributes instead of raw dicts.  Reading is validating:
+:func:`esdash.rundir.files.read` turns any damage into a :class:`RunFileError` that names the
+file and the JSON path (``results.json: Expected `int`, got `str` - at `$.steps[0].index```).
+
+Compatibility: unknown fields are ignored when reading (a newer esdash may add fields), and
+every field that older files lack has a default, so run directories written before these
+records existed (``tests/fixtures/runs/dev-*``) still open.  Removing or renaming a field,
+or changing its meaning or unit, needs a new schema (``esdash.stream/2``, results ``format``).
+
+Units: times in the stream and in run info are seconds (``t`` since the header's
+``started``, ``wall`` and the other times since the epoch); ``results.json`` gives times in
+milliseconds (Rally's unit); histograms count microseconds (:mod:`esdash.rundir.hdr`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+RUN_SCHEMA = "esdash.run/1"
+CLUSTER_SCHEMA = "esdash.cluster/1"
+STREAM_SCHEMA = "esdash.stream/1"
+RESULTS_SCHEMA = "esdash.results/1"
+#: ``results.json`` format: 2 adds ``format`` itself (files without it are format 1).
+RESULTS_FORMAT = 2
+BENCH_SCHEMA = "esdash.bench/1"
+CAMPAIGN_SCHEMA = "esdash.campaign/1"
+POINT_SCHEMA = "esdash.campaign-point/1"
+
+#: A JSON object whose shape belongs to someone else (a session's tables, a mapping, a query).
+JsonObject = dict[str, Any]
+
+#: The error classes (a small, closed taxonomy; docs/stream.md):
+#: ``timeout``, ``connection``, ``other``, ``http_<status>``, ``bulk_item_<type>``.
+ERROR_CLASS_PATTERN = r"^(timeout|connection|other|http_[1-5][0-9][0-9]|bulk_item_[a-z0-9_]+)$"
+ERROR_CLASS_RE = re.compile(ERROR_CLASS_PATTERN)
+ErrorClass = Annotated[str, msgspec.Meta(pattern=ERROR_CLASS_PATTERN)]
+Count = Annotated[int, msgspec.Meta(ge=0)]
+#: Counts per error class.
+ErrorCounts = dict[ErrorClass, Count]
+
+Phase = Literal["ingest", "warmup", "measure"]
+PHASES: tuple[Phase, ...] = ("ingest", "warmup", "measure")
+Level = Literal["info", "warning", "error"]
+LEVELS: tuple[Level, ...] = ("info", "warning", "error")
+RunStatus = Literal["ok", "failed", "aborted"]
+STATUSES: tuple[RunStatus, ...] = ("ok", "failed", "aborted")
+EventKind = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]*$")]
+
+
+class Record(msgspec.Struct):
+    """Base of every record (each sets ``kw_only``: fields are given by name, so adding one
+    never shifts another); unknown fields are ignored on read."""
+
+
+# ------------------------------------------------------------------------ run info
+
+
+class ProcessRecord(Record, kw_only=True):
+    """A process esdash started: enough to find it again and to prove it is the same one.
+
+    ``create_time`` (psutil's, seconds since the epoch) and ``command`` together identify
+    the process: a PID alone may belong to another process by now (see
+    :mod:`esdash.launch.process`).
+    """
+
+    pid: int
+    host: str | None = None
+    command: list[str] = []
+    create_time: float | None = None
+
+
+class RunInfo(Record, kw_only=True):
+    """``run.json``: what was started, by whom, where, and how it stands.
+
+    Written by the orchestrator (``esdash run``, ``cluster up``, ``submit``, sweeps) through
+    :meth:`esdash.rundir.files.RunFiles.edit_info`, which keeps fields it does not know.
+    """
+
+    schema: str = RUN_SCHEMA
+    session_name: str | None = None
+    session_path: str | None = None
+    #: The distribution the nodes run: its directory, engine and version.
+    home: str | None = None
+    engine: str | None = None
+    version: str | None = None
+    nodes: int | None = None
+    security: bool | None = None
+    owner: str | None = None
+    #: prepared, queued, starting, running, stopped, killed, failed, interrupted, ...
+    state: str | None = None
+    created: float | None = None
+    updated: float | None = None
+    ready: float | None = None
+    stopped: float | None = None
+    launcher: ProcessRecord | None = None
+    bench_launcher: ProcessRecord | None = None
+    bench_exit: int | None = None
+    slurm_job: str | None = None
+    submitted: bool = False
+    script: str | None = None
+    data_root: str | None = None
+    data_reuse: str | None = None
+    #: A benchmark against another run's cluster (``esdash run --cluster``).
+    cluster_run: str | None = None
+    campaign: str | None = None
+    campaign_cluster: int | None = None
+    campaign_point: str | None = None
+
+
+class LaunchRecord(Record, kw_only=True):
+    """``tui-launch.json``: an ``esdash run`` the dashboard started, detached."""
+
+    pid: int
+    host: str | None = None
+    command: list[str] = []
+    create_time: float | None = None
+    started: float | None = None
+    output: str | None = None
+
+
+# ------------------------------------------------------------------------ topology
+
+
+class NodePlan(Record, kw_only=True, frozen=True):
+    """One node of the cluster as rank 0 planned it."""
+
+    rank: int
+    name: str
+    host: str
+    interface: str
+    address: str
+    http_port: int
+    transport_port: int
+    master_eligible: bool
+
+    @property
+    def transport_address(self) -> str:
+        return f"{self.address}:{self.transport_port}"
+
+    @property
+    def http_address(self) -> str:
+        return f"{self.address}:{self.http_port}"
+
+
+class Topology(Record, kw_only=True, frozen=True):
+    """``topology.json`` (and the stream header's ``topology``): nodes, addresses, roles."""
+
+    cluster_name: str
+    nodes: tuple[NodePlan, ...]
+    data_root: str | None = None
+
+    @property
+    def masters(self) -> tuple[NodePlan, ...]:
+        return tuple(node for node in self.nodes if node.master_eligible)
+
+    @property
+    def seed_hosts(self) -> list[str]:
+        return [node.transport_address for node in self.masters]
+
+    @property
+    def single_node(self) -> bool:
+        return len(self.nodes) == 1
+
+
+NodeState = Literal["starting", "running", "stopped", "failed"]
+NODE_STATES: tuple[NodeState, ...] = ("starting", "running", "stopped", "failed")
+
+
+class NodeStatus(Record, kw_only=True):
+    """``nodes/<rank>/status.json``: one node's state, written by its rank."""
+
+    rank: int
+    state: NodeState | None = None
+    name: str | None = None
+    host: str | None = None
+    address: str | None = None
+    interface: str | None = None
+    http_port: int | None = None
+    transport_port: int | None = None
+    master_eligible: bool | None = None
+    slurm_node: str | None = None
+    pid: int | None = None
+    started: float | None = None
+    exit_code: int | None = None
+    message: str | None = None
+    log_tail: str | None = None
+    updated: float | None = None
+
+
+class DataRootEncryption(Record, kw_only=True):
+    mode: str
+    node_data: str = "plain"
+
+
+class DataRootMarker(Record, kw_only=True):
+    """``<data root>/esdash-data.json``: whose node data the data root holds.
+
+    Markers written before ``encryption`` was recorded have none (accepted; the next run
+    records it).
+    """
+
+    cluster_name: str
+    nodes: int
+    encryption: DataRootEncryption | None = None
+    updated: float | None = None
+    last: str | None = None
+
+
+# --------------------------------------------------------------- health and samples
+
+
+class Health(Record, kw_only=True):
+    """``health.json``: the cluster's latest health answer, replaced every second.
+
+    ``ok`` is False (with ``error``) while the cluster cannot be reached; the other fields
+    are the engine's ``_cluster/health`` answer.
+    """
+
+    ok: bool = False
+    time: float | None = None
+    error: str | None = None
+    cluster_name: str | None = None
+    status: str | None = None
+    timed_out: bool | None = None
+    number_of_nodes: int | None = None
+    number_of_data_nodes: int | None = None
+    active_primary_shards: int | None = None
+    active_shards: int | None = None
+    relocating_shards: int | None = None
+    initializing_shards: int | None = None
+    unassigned_shards: int | None = None
+    delayed_unassigned_shards: int | None = None
+    number_of_pending_tasks: int | None = None
+    number_of_in_flight_fetch: int | None = None
+    active_shards_percent_as_number: float | None = None
+
+
+class SampleHealth(Record, kw_only=True):
+    status: str | None = None
+    number_of_nodes: int | None = None
+    active_shards: int | None = None
+    unassigned_shards: int | None = None
+
+
+class NodeSample(Record, kw_only=True):
+    """The figures the dashboard shows for one node, from its node statistics."""
+
+    name: str | None = None
+    host: str | None = None
+    heap_used_percent: float | None = None
+    heap_used_bytes: int | None = None
+    cpu_percent: float | None = None
+    os_cpu_percent: float | None = None
+    gc_count: int = 0
+    gc_millis: int = 0
+    segments: int | None = None
+    docs: int | None = None
+    rejected: dict[str, int] = {}
+
+
+class ClusterSample(Record, kw_only=True):
+    """One line of ``cluster.jsonl``: the health and every node's figures at ``time``."""
+
+    schema: str = CLUSTER_SCHEMA
+    type: str = "sample"
+    time: float
+    health: SampleHealth = msgspec.field(default_factory=SampleHealth)
+    nodes: dict[str, NodeSample] = {}
+
+
+# -------------------------------------------------------------- recorder payloads
+
+
+class SeriesPayload(Record, kw_only=True):
+    """One timed quantity of one interval: its HDR histogram plus exact aggregates.
+
+    ``hdr`` is the stored format (:mod:`esdash.rundir.hdr`, microseconds); ``min``, ``max``
+    and ``sum`` are seconds, ``ln_sum`` and ``ln_sq_sum`` sums of ``ln(x)`` and ``ln(x)²``.
+    """
+
+    hdr: str
+    count: Count
+    min: float | None = None
+    max: float | None = None
+    sum: float = 0.0
+    ln_sum: float = 0.0
+    ln_sq_sum: float = 0.0
+    clamped: Count = 0
+
+    def __post_init__(self) -> None:
+        if not self.hdr.startswith("HISTF"):
+            raise ValueError("hdr: not an encoded HDR histogram")
+
+
+class ErrorTime(Record, kw_only=True):
+    """Seconds from sending to failure, over the failed requests that reported one."""
+
+    count: Count = 0
+    sum: float = 0.0
+
+
+class ErrorSample(Record, kw_only=True):
+    """One recent error message of an error class."""
+
+    status: int | None = None
+    message: str = ""
+    node: str | None = None
+    wall: float | None = None
+    #: The operation it belongs to (added by viewers that list errors across operations).
+    op: str | None = None
+
+
+class NodePayload(Record, kw_only=True):
+    """Counters of one operation against one node; ``ln`` sums of the latency."""
+
+    requests: Count
+    docs: Count
+    ln_sum: float = 0.0
+    ln_sq_sum: float = 0.0
+    errors: ErrorCounts = {}
+    doc_errors: ErrorCounts = {}
+
+
+class OpPayload(Record, kw_only=True):
+    """Everything counted for one operation (a query, or ``bulk``) in one interval."""
+
+    requests: Count
+    docs: Count
+    bytes: Count
+    errors: ErrorCounts
+    latency: SeriesPayload
+    service_time: SeriesPayload
+    nodes: dict[str, NodePayload]
+    doc_errors: ErrorCounts = {}
+    error_time: ErrorTime = msgspec.field(default_factory=ErrorTime)
+    last_errors: dict[ErrorClass, list[ErrorSample]] = {}
+
+    def __post_init__(self) -> None:
+        failed = sum(self.errors.values())
+        if failed > self.requests:
+            raise ValueError(f"more errors ({failed}) than requests ({self.requests})")
+
+
+#: Version of the recorder payload (:class:`RankPayload`).
+PAYLOAD_VERSION = 1
+
+
+class RankPayload(Record, kw_only=True):
+    """What a rank hands over per interval (``Recorder.drain``), or a merge of such."""
+
+    v: Literal[1] = PAYLOAD_VERSION
+    rank: int | None = None
+    ranks: list[int] = []
+    elapsed: float = 0.0
+    ops: dict[str, OpPayload] = {}
+
+
+# -------------------------------------------------------------------------- stream
+
+
+class PlannedStepInfo(Record, kw_only=True):
+    """A planned query step as the stream header and the results describe it."""
+
+    name: str
+    queries: list[str]
+    warmup: float | None = None
+    duration: float | None = None
+    target_throughput: float | None = None
+
+
+class RankInfo(Record, kw_only=True):
+    rank: int
+    host: str | None = None
+    target: str | None = None
+    pid: int | None = None
+
+
+class BenchInfo(Record, kw_only=True):
+    ranks: int
+    per_rank: list[RankInfo] = []
+
+
+class IngestPlan(Record, kw_only=True):
+    docs_total: int | None = None
+
+
+class IngestProgress(Record, kw_only=True):
+    docs_done: Count
+    docs_total: int | None = None
+
+
+class Header(Record, kw_only=True, tag_field="type", tag="header"):
+    """The first record of a stream: the run, its plan and the common start ``started``."""
+
+    schema: str
+    run_id: str
+    session: JsonObject
+    plugins: dict[str, str]
+    topology: Topology
+    bench: BenchInfo
+    started: float
+    interval: Annotated[float, msgspec.Meta(gt=0)]
+    steps: list[PlannedStepInfo]
+    slurm_job_id: str | None = None
+    ingest: IngestPlan | None = None
+
+    def __post_init__(self) -> None:
+        if not (self.schema == STREAM_SCHEMA or self.schema.startswith(STREAM_SCHEMA + ".")):
+            raise ValueError(
+                f"schema {self.schema!r} is not {STREAM_SCHEMA} (this esdash reads only that)"
+            )
+
+
+class Interval(Record, kw_only=True, tag_field="type", tag="interval"):
+    """One interval (or one phase's part of it): the ranks' payloads merged."""
+
+    seq: Count
+    t: float
+    wall: float
+    phase: Phase
+    elapsed: float
+    ops: dict[str, OpPayload]
+    step: int | None = None
+    step_name: str | None = None
+    ranks: list[int] = []
+    missing_ranks: list[int] = []
+    ingest: IngestProgress | None = None
+
+    def __post_init__(self) -> None:
+        if self.phase != "ingest" and self.step is None:
+            raise ValueError(f"step: a {self.phase} interval needs a step index")
+
+
+class Event(Record, kw_only=True, tag_field="type", tag="event"):
+    """Something a viewer shows once: a phase change, a failed warm-up, a lost node."""
+
+    t: float
+    wall: float
+    kind: EventKind
+    level: Level
+    message: str
+    step: int | None = None
+    data: JsonObject = {}
+
+
+class Final(Record, kw_only=True, tag_field="type", tag="final"):
+    """The last record: how the run ended (``wall`` is when it ended)."""
+
+    t: float
+    wall: float
+    status: RunStatus
+    reason: str | None = None
+
+
+StreamRecord = Header | Interval | Event | Final
+
+
+# ------------------------------------------------------------------------- results
+
+
+class Spread(Record, kw_only=True):
+    """Mean, sample std and range of a series, e.g. per-interval throughput."""
+
+    n: int = 0
+    mean: float | None = None
+    std: float | None = None
+    min: float | None = None
+    median: float | None = None
+    max: float | None = None
+
+
+class Throughput(Record, kw_only=True):
+    """Successful requests (docs) per second over the window, and per full interval."""
+
+    requests_per_s: float | None = None
+    docs_per_s: float | None = None
+    intervals: Spread = msgspec.field(default_factory=Spread)
+    docs_intervals: Spread = msgspec.field(default_factory=Spread)
+
+
+class LatencyStats(Record, kw_only=True, omit_defaults=True):
+    """Statistics of a timed series in milliseconds (``gstd`` is a factor).
+
+    A percentile is present only where the sample count supports it (:mod:`esdash.stats`).
+    """
+
+    count: int = 0
+    min: float | None = None
+    mean: float | None = None
+    gmean: float | None = None
+    gstd: float | None = None
+    p1: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    p99_9: float | None = msgspec.field(default=None, name="p99.9")
+    max: float | None = None
+
+    def value(self, name: str) -> float | None:
+        """A statistic by its results name (``p99.9``, ``gmean``, ``max`` ...), in ms."""
+        attribute = name.replace(".", "_")
+        if attribute not in self.__struct_fields__:
+            raise KeyError(name)
+        value = getattr(self, attribute)
+        return None if value is None else float(value)
+
+
+class Histograms(Record, kw_only=True):
+    latency: str | None = None
+    service_time: str | None = None
+
+
+class RankOpResult(Record, kw_only=True):
+    requests: int = 0
+    ok: int = 0
+    errors: dict[str, int] = {}
+    error_rate: float | None = None
+    docs: int = 0
+    duration_s: float | None = None
+    requests_per_s: float | None = None
+    latency: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    service_time: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    histograms: Histograms = msgspec.field(default_factory=Histograms)
+
+
+class NodeLatency(Record, kw_only=True):
+    gmean: float | None = None
+    gstd: float | None = None
+
+
+class NodeOpResult(Record, kw_only=True):
+    requests: int = 0
+    ok: int = 0
+    errors: dict[str, int] = {}
+    error_rate: float | None = None
+    docs: int = 0
+    rejected_docs: dict[str, int] = {}
+    latency: NodeLatency = msgspec.field(default_factory=NodeLatency)
+
+
+class OpResult(Record, kw_only=True):
+    """One operation of a step (or of the ingest): counts, rates, latency, breakdowns."""
+
+    requests: int = 0
+    ok: int = 0
+    failed: int = 0
+    errors: dict[str, int] = {}
+    error_rate: float | None = None
+    docs: int = 0
+    bytes: int = 0
+    rejected_docs: dict[str, int] = {}
+    throughput: Throughput = msgspec.field(default_factory=Throughput)
+    latency: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    service_time: LatencyStats = msgspec.field(default_factory=LatencyStats)
+    error_time_mean: float | None = None
+    per_rank: dict[str, RankOpResult] = {}
+    per_node: dict[str, NodeOpResult] = {}
+    last_errors: dict[str, list[ErrorSample]] = {}
+    histograms: Histograms = msgspec.field(default_factory=Histograms)
+    #: The request body, for results imported from the authors' files (they have no names).
+    body: JsonObject | None = None
+
+
+class IngestResult(Record, kw_only=True):
+    duration_s: float | None = None
+    #: None for an imported ingest whose document count is not known.
+    docs: int | None = 0
+    docs_per_s: float | None = None
+    rejected_docs: dict[str, int] = {}
+    ops: dict[str, OpResult] = {}
+    docs_sent: int | None = None
+    docs_rejected: int | None = None
+    client_cpu_seconds: float | None = None
+    encode_seconds: float | None = None
+    #: Summed bulk times of an imported ingest (the authors' files have no CPU time).
+    cpu_time_s: float | None = None
+
+
+class StepPlan(Record, kw_only=True):
+    """What a step was planned to do, as ``results.json`` repeats it."""
+
+    queries: list[str] = []
+    warmup: float | None = None
+    duration: float | None = None
+    target_throughput: float | None = None
+    think_time: float | None = None
+
+
+class WarmupCounts(Record, kw_only=True):
+    #: None for imported results (the authors did not count warm-up requests).
+    requests: int | None = 0
+    errors: int | None = 0
+
+
+class StepResult(Record, kw_only=True):
+    """One query step: its plan, what happened, and every query's numbers."""
+
+    index: int
+    name: str
+    planned: StepPlan = msgspec.field(default_factory=StepPlan)
+    #: ``measured``, ``no data``, ``not run: ...``, ``warm-up failed: ...``
+    status: str = "no data"
+    duration_s: float | None = None
+    warmup: WarmupCounts = msgspec.field(default_factory=WarmupCounts)
+    queries: dict[str, OpResult] = {}
+    unsupported: dict[str, str] = {}
+    warmup_failed: dict[str, str | None] | None = None
+
+
+class RankSummary(Record, kw_only=True):
+    host: str | None = None
+    status: str | None = None
+    reason: str | None = None
+    ingest_node: str | None = None
+    step_nodes: dict[str, str | None] = {}
+
+
+class Results(Record, kw_only=True):
+    """``results.json``: the numbers of a run, per step and query (docs/stream.md)."""
+
+    schema: str = RESULTS_SCHEMA
+    #: 1 for files written before the field existed.
+    format: int = 1
+    run_id: str | None = None
+    started: float | None = None
+    ended: float | None = None
+    status: str | None = None
+    reason: str | None = None
+    units: dict[str, str] = {}
+    ranks: int | None = None
+    ingest: IngestResult | None = None
+    steps: list[StepResult] = []
+    unattributed_requests: dict[str, int] = {}
+    encryption: str | None = None
+    missing_ranks: list[int] = []
+    per_rank: dict[str, RankSummary] = {}
+    recovered_from_stream: bool = False
+    #: The file an imported result came from: ``{"format", "path"}``.
+    imported_from: dict[str, str] | None = None
+
+    def step(self, name: str) -> StepResult | None:
+        return next((step for step in self.steps if step.name == name), None)
+
+
+# ---------------------------------------------------------------------- bench plan
+
+
+class PlannedQuery(Record, kw_only=True, frozen=True):
+    """A query as it is sent (encoded by a client-side codec), or why it cannot run."""
+
+    name: str
+    index: str
+    body: JsonObject | None
+    unsupported: str | None = None
+
+
+class PlannedStep(Record, kw_only=True, frozen=True):
+    name: str
+    queries: tuple[PlannedQuery, ...]
+    warmup: float
+    duration: float
+    target_throughput: float | None
+    think_time: float = 0.0
+
+    @property
+    def runnable(self) -> tuple[PlannedQuery, ...]:
+        return tuple(q for q in self.queries if q.unsupported is None)
+
+
+class BenchPlan(Record, kw_only=True, frozen=True):
+    """``bench.json``: what every bench rank needs, resolved once by the orchestrator."""
+
+    index: str
+    index_body: JsonObject
+    corpus_path: str
+    corpus_documents: int | None
+    corpus_has_actions: bool
+    bulk_size: int
+    steps: tuple[PlannedStep, ...]
+    interval: float
+    seed: int
+    ranks: int
+    schema: str = BENCH_SCHEMA
+    reingest: bool = False
+    track: str = ""
+    #: Notes the orchestrator shows as warnings (e.g. field types the distribution lacks).
+    notes: tuple[str, ...] = ()
+    #: The session's encryption mode, and the client codec's secret-free spec.
+    encryption: str = "none"
+    client_codec: JsonObject | None = None
+
+
+# ------------------------------------------------------------------------ campaign
+
+
+class Attempt(Record, kw_only=True):
+    run: str | None = None
+    cluster_run: str | None = None
+    started: float | None = None
+    ended: float | None = None
+    exit_code: int | None = None
+    status: str | None = None
+    reason: str | None = None
+
+
+class PointRunner(Record, kw_only=True):
+    """The sweep process running a point (to tell a live point from an abandoned one)."""
+
+    host: str | None = None
+    pid: int | None = None
+
+
+class PointState(Record, kw_only=True):
+    """``points/<id>/state.json``: one campaign point's status and every attempt."""
+
+    schema: str = POINT_SCHEMA
+    id: str
+    label: str = ""
+    values: JsonObject = {}
+    repetition: int = 1
+    nodes: int | None = None
+    status: str = "pending"
+    digest: str | None = None
+    run: str | None = None
+    cluster_run: str | None = None
+    reason: str | None = None
+    started: float | None = None
+    ended: float | None = None
+    attempts: list[Attempt] = []
+    runner: PointRunner | None = None
+    updated: float | None = None
+
+
+class CurrentPoint(Record, kw_only=True):
+    """A point a sweep process is running now, and the run directory to follow it in."""
+
+    point: str
+    label: str = ""
+    run: str | None = None
+    cluster_run: str | None = None
+    attempt: int | None = None
+    started: float | None = None
+
+
+class RunnerCluster(Record, kw_only=True):
+    number: int | None = None
+    label: str | None = None
+    run: str | None = None
+
+
+class Runner(Record, kw_only=True):
+    """``runners/<host>-<pid>.json``: one ``esdash sweep`` process."""
+
+    host: str
+    pid: int | None = None
+    state: str = "running"
+    slurm_job: str | None = None
+    started: float | None = None
+    updated: float | None = None
+    current: CurrentPoint | None = None
+    cluster: RunnerCluster | None = None
+    #: ``--only`` filters of this sweep.
+    only: list[str] = []
+
+
+class JobRecord(Record, kw_only=True):
+    """``jobs/nodes-<N>/job.json``: a Slurm job ``esdash sweep --submit`` wrote."""
+
+    nodes: int | None = None
+    points: int | None = None
+    job: str | None = None
+    script: str | None = None
+    written: float | None = None
+    submitted: float | None = None
+
+
+class Counts(Record, kw_only=True):
+    """How many points have each status, and how many there are."""
+
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+    running: int = 0
+    pending: int = 0
+    interrupted: int = 0
+    stale: int = 0
+
+    def of(self, status: str) -> int:
+        """The count of one point status (0 for anything that is not one)."""
+        return int(getattr(self, status)) if status in COUNTED_STATUSES else 0
+
+    @property
+    def ended(self) -> int:
+        """Points this sweep is done with (completed, failed, interrupted)."""
+        return self.completed + self.failed + self.interrupted
+
+    @property
+    def fraction(self) -> float:
+        """The completed share of all points (0 for an empty campaign)."""
+        return self.completed / self.total if self.total else 0.0
+
+
+class CampaignPoint(Record, kw_only=True):
+    """One point of the summary: one session, one ``esdash run`` per attempt."""
+
+    id: str
+    label: str = ""
+    status: str = "pending"
+    values: JsonObject = {}
+    repetition: int = 1
+    nodes: int | None = None
+    cluster: int | None = None
+    ingest: str | None = None
+    run: str | None = None
+    cluster_run: str | None = None
+    attempts: int = 0
+    reason: str | None = None
+    started: float | None = None
+    ended: float | None = None
+    session: str | None = None
+
+    def duration(self, now: float) -> float | None:
+        """Seconds of its latest attempt: to its end, or until ``now`` while it runs."""
+        if self.started is None:
+            return None
+        if self.ended is not None:
+            return max(0.0, self.ended - self.started)
+        return max(0.0, now - self.started) if self.status == "running" else None
+
+
+class PlannedCluster(Record, kw_only=True):
+    """One cluster of the plan (a size and encryption setup), in run order."""
+
+    number: int
+    label: str = ""
+    nodes: int | None = None
+    root_label: str = ""
+    points: int = 0
+
+
+class CampaignSummary(Record, kw_only=True):
+    """``campaign.json``: a campaign's progress, rebuilt after every change by the sweep.
+
+    ``schema`` is required: a JSON file without it is not a campaign summary.
+    """
+
+    schema: str
+    name: str
+    state: str = "pending"
+    description: str = ""
+    file: str | None = None
+    base_session: str | None = None
+    dir: str | None = None
+    updated: float | None = None
+    axes: dict[str, list[Any]] = {}
+    short_names: dict[str, str] = {}
+    repetitions: int = 1
+    ingest: str = ""
+    counts: Counts | None = None
+    current: list[CurrentPoint] = []
+    clusters: list[PlannedCluster] = []
+    runners: list[Runner] = []
+    jobs: list[JobRecord] = []
+    points: list[CampaignPoint] = []
+
+    def point(self, point_id: str) -> CampaignPoint | None:
+        return next((p for p in self.points if p.id == point_id), None)
+
+    @property
+    def point_counts(self) -> Counts:
+        """The counts the file gives, or counted from its points when it has none."""
+        return self.counts if self.counts is not None else count_points(self.points)
+
+    def cluster_counts(self, number: int) -> Counts:
+        """The status counts of one cluster's points."""
+        return count_points(p for p in self.points if p.cluster == number)
+
+
+def count_points(points: Iterable[CampaignPoint]) -> Counts:
+    """The counts of ``points`` by status."""
+    counts = Counts()
+    for point in points:
+        counts.total += 1
+        if point.status in COUNTED_STATUSES:
+            setattr(counts, point.status, getattr(counts, point.status) + 1)
+    return counts
+
+
+#: Point statuses that :class:`Counts` counts.
+COUNTED_STATUSES = ("completed", "failed", "running", "pending", "interrupted", "stale")
