@@ -34,7 +34,7 @@ from typing import Any, Literal
 from esdash import java, paths
 from esdash.errors import EsdashError, PluginError
 from esdash.launch.mpi import find_mpiexec
-from esdash.plugin_api import Distribution
+from esdash.plugin.api import Distribution
 
 Status = Literal["pass", "warn", "fail"]
 STATUSES: tuple[Status, ...] = ("pass", "warn", "fail")
@@ -163,7 +163,7 @@ def load_distribution(
     home: Path | None, backend: str = "elasticsearch"
 ) -> tuple[Check, Distribution | None]:
     """Find and inspect the distribution through the backend plugin."""
-    from esdash.plugins import get_plugins
+    from esdash.plugin.manager import get_plugins
 
     fetch_fix = f"esdash fetch {backend}, or pass --home pointing at an unpacked tarball"
     if home is None:
@@ -180,7 +180,7 @@ def load_distribution(
     if not home.exists():
         return Check("distribution", "fail", f"{home} does not exist", fetch_fix), None
     try:
-        plugin = get_plugins().get("backend", backend)
+        plugin = get_plugins().backend(backend)
         dist = plugin.inspect(home)
     except PluginError as exc:
         return Check("distribution", "fail", str(exc), "esdash plugins (shows why)"), None

@@ -282,9 +282,7 @@ class _Fold:
                 kept.sort(key=lambda item: item.wall or 0.0)
                 del kept[:-3]
             if point:
-                values = hdr.percentiles(
-                    acc.counts, supported_percentiles(acc.count, (50.0, 99.0))
-                )
+                values = hdr.percentiles(acc.counts, supported_percentiles(acc.count, (50.0, 99.0)))
                 points[name] = OpPoint(
                     requests=acc.requests,
                     errors=acc.failed,

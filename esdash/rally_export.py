@@ -37,7 +37,7 @@ from typing import Any
 
 import esdash
 from esdash.errors import BadInput
-from esdash.plugin_api import Corpus, Query, QueryStep, Track
+from esdash.plugin.api import Corpus, Query, QueryStep, Track
 
 #: esdash's own defaults for a session's [benchmark] table, used when no session is given.
 DEFAULT_WARMUP = 5.0

@@ -77,14 +77,22 @@ def session_dirs(extra: Iterable[str | Path] = ()) -> list[Path]:
     return found
 
 
-def load_entry(path: Path, plugins: Any = None) -> SessionEntry:
-    """One session file, validated; an invalid one carries its error message."""
+def load_entry(path: Path, plugins: Any = None, checked: bool = False) -> SessionEntry:
+    """One session file, validated; an invalid one carries its error message.
+
+    ``checked`` also runs the pre-flight checks of the session stage (the ones
+    ``esdash session check`` runs): the dashboard's validate and launch keys.
+    """
+    from esdash.cluster import preflight
     from esdash.session import load_session
 
     try:
         session = load_session(path, plugins)
+        problems = preflight.findings(session, "session", plugins=plugins) if checked else []
     except EsdashError as exc:
         return SessionEntry(path=path, name=path.stem, error=str(exc))
+    if problems:
+        return SessionEntry(path=path, name=session.name, error="\n".join(problems))
     return SessionEntry(
         path=path,
         name=session.name,

@@ -28,8 +28,10 @@ from types import MappingProxyType
 from typing import Any
 
 from esdash.errors import BadInput
-from esdash.options import Problem, describe, suggest, validate
-from esdash.plugin_api import REQUIRED, Option
+from esdash.plugin.api import REQUIRED, Option, QueryStep, Track
+from esdash.plugin.manager import PluginSet, get_plugins
+from esdash.plugin.options import Problem, describe, suggest, validate
+from esdash.plugin.steps import load_steps
 from esdash.rundir.layout import RunDir
 
 if sys.version_info >= (3, 11):
@@ -164,6 +166,12 @@ class Session:
     slurm: SlurmSpec
     source: Mapping[str, Any]
 
+    def query_steps(self, track: Track) -> tuple[QueryStep, ...]:
+        """The steps the session runs: its ``benchmark.queries`` file if set, else the track's."""
+        if self.benchmark.queries is not None:
+            return load_steps(self.benchmark.queries)
+        return tuple(track.query_steps(self.track.options))
+
 
 def _table(data: Mapping[str, Any], key: str, problems: list[Problem]) -> dict[str, Any]:
     value = data.get(key, {})
@@ -179,7 +187,7 @@ def _plugin_choice(
     selector: str,
     default: str | None,
     kind: str,
-    plugins: Any,
+    plugins: PluginSet,
     problems: list[Problem],
     base_dir: Path,
     options_table: Mapping[str, Any] | None = None,
@@ -213,11 +221,9 @@ def _plugin_choice(
     return PluginChoice(name, MappingProxyType(values))
 
 
-def parse_session(data: Mapping[str, Any], path: Path, plugins: Any = None) -> Session:
+def parse_session(data: Mapping[str, Any], path: Path, plugins: PluginSet | None = None) -> Session:
     """Validate already-parsed TOML ``data`` that came from ``path``."""
     if plugins is None:
-        from esdash.plugins import get_plugins
-
         plugins = get_plugins()
     base_dir = path.parent.resolve()
     problems: list[Problem] = []
@@ -301,8 +307,6 @@ def parse_session(data: Mapping[str, Any], path: Path, plugins: Any = None) -> S
     )
     problems.extend(found)
     if bench_values.get("queries") is not None:
-        from esdash.bench.stepfile import load_steps
-
         try:
             load_steps(bench_values["queries"])
         except BadInput as exc:
@@ -345,7 +349,7 @@ def load_run_session(run: RunDir) -> Session:
     return parse_session(data, source)
 
 
-def load_session(path: str | Path, plugins: Any = None) -> Session:
+def load_session(path: str | Path, plugins: PluginSet | None = None) -> Session:
     """Read, parse and validate a session file; raise :class:`SessionError` on any problem."""
     path = Path(path)
     try:

@@ -137,8 +137,7 @@ def latency_stats(summary: Summary, scale: float = 1.0, digits: int = 6) -> reco
         return None if value is None else round(value * scale, digits)
 
     values = {
-        percentile_name(p).replace(".", "_"): scaled(v)
-        for p, v in summary.percentiles.items()
+        percentile_name(p).replace(".", "_"): scaled(v) for p, v in summary.percentiles.items()
     }
     return records.LatencyStats(
         count=summary.count,

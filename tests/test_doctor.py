@@ -330,9 +330,9 @@ def test_es_java_home_without_java_fails(tmp_path: Path) -> None:
 
 def inspect(home: Path):
     """The backend plugin's view of ``home``, as ``esdash doctor`` gets it."""
-    from esdash.plugins import get_plugins
+    from esdash.plugin.manager import get_plugins
 
-    return get_plugins().get("backend", "elasticsearch").inspect(home)
+    return get_plugins().backend("elasticsearch").inspect(home)
 
 
 def test_java_requirement_follows_the_elasticsearch_version(

@@ -73,7 +73,7 @@ def test_headless_imports_leave_the_tui_stack_alone(tmp_path):
     report = json.loads(result.stdout.strip().splitlines()[-1])
     # The walk really covered the core, the command line and the built-in plugins.
     for module in (
-        "esdash.plugins",
+        "esdash.plugin.manager",
         "esdash.plugin_api",
         "esdash.cli.plugins_cmd",
         "esdash_plugins.backends.elasticsearch",

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.distributions import hookspecs, install_distribution
 
 import esdash
-from esdash import hookspecs
 from esdash.errors import EXIT_PLUGIN, PluginError
-from esdash.plugin_api import BrokenPlugin, Corpus, Interconnect, QueryStep, Track
-from esdash.plugins import KINDS, PluginSet, load_plugins
+from esdash.plugin.manager import KINDS, PluginSet, load_plugins
+from esdash.plugin_api import BrokenPlugin, Corpus, Interconnect, QueryStep, Track, hookimpl
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
 
@@ -34,11 +34,7 @@ BUILTINS = {
     ("track", "nyc_taxis"): "track-nyc-taxis",
 }
 
-HOOKS = {
-    name: function
-    for name, function in vars(hookspecs).items()
-    if callable(function) and hasattr(function, "esdash_spec")
-}
+HOOKS = hookspecs()
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +72,7 @@ class TrackPlugin:
     def __init__(self, *names: str) -> None:
         self.names = names
 
-    @esdash.hookimpl
+    @hookimpl
     def esdash_register_tracks(self, register) -> None:
         for name in self.names:
             register(StubTrack(name))
@@ -88,11 +84,11 @@ class NetworkAndTrackPlugin:
     def __init__(self, interconnect: str, track: str) -> None:
         self.interconnect, self.track = interconnect, track
 
-    @esdash.hookimpl
+    @hookimpl
     def esdash_register_interconnects(self, register) -> None:
         register(StubInterconnect(self.interconnect))
 
-    @esdash.hookimpl
+    @hookimpl
     def esdash_register_tracks(self, register) -> None:
         register(StubTrack(self.track))
 
@@ -103,7 +99,7 @@ class SessionObserver:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    @esdash.hookimpl
+    @hookimpl
     def esdash_session_started(self, session, run_dir) -> None:
         self.calls.append(session)
 
@@ -160,7 +156,7 @@ def test_disabled_entry_points_do_not_load(monkeypatch):
     assert not [b for b in plugins.broken if b.name in ("track-mri", "interconnects")]
     assert plugins.registries["encryption"]["none"].plugin == "encryption-none"
     with pytest.raises(PluginError, match="no track called 'mri'"):
-        plugins.get("track", "mri")
+        plugins.track("mri")
 
 
 def test_disabled_extra_plugins_do_not_load(monkeypatch):
@@ -222,8 +218,7 @@ def test_plugin_name_already_taken_is_broken_with_both_named():
 
 
 SHADOW_MODULE = """
-import esdash
-from esdash.plugin_api import Track
+from esdash.plugin_api import Track, hookimpl
 
 
 class Shadow(Track):
@@ -240,20 +235,10 @@ class Shadow(Track):
         return ()
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_register_tracks(register):
     register(Shadow())
 """
-
-
-def install_distribution(root: Path, dist: str, entry_point: str, source: str) -> None:
-    """Write an installed distribution: one module, a dist-info with an ``esdash`` entry point."""
-    module = entry_point.replace("-", "_") + "_plugin"
-    (root / f"{module}.py").write_text(source, encoding="utf-8")
-    info = root / f"{dist.replace('-', '_')}-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[esdash]\n{entry_point} = {module}\n")
 
 
 def test_third_party_plugin_cannot_take_a_builtin_name(tmp_path, monkeypatch):
@@ -271,7 +256,7 @@ def test_third_party_plugin_cannot_take_a_builtin_name(tmp_path, monkeypatch):
 
 
 class TypoPlugin(SessionObserver):
-    @esdash.hookimpl
+    @hookimpl
     def esdash_register_trakcs(self, register) -> None:
         register(StubTrack("never"))
 
@@ -283,13 +268,13 @@ def test_misspelled_hook_is_a_broken_plugin_saying_typo():
     assert "typo?" in error
     assert "esdash_register_trakcs" in error
     assert not plugins.manager.has_plugin("typo")
-    plugins.hook.esdash_session_started(session="s1", run_dir=None)
+    plugins.session_started(session="s1", run_dir=None)  # type: ignore[arg-type]
     assert (typo.calls, observer.calls) == ([], ["s1"])
     assert_builtins_intact(plugins)
 
 
 class WrongArgumentPlugin(SessionObserver):
-    @esdash.hookimpl
+    @hookimpl
     def esdash_register_tracks(self, registry) -> None:
         registry(StubTrack("never"))
 
@@ -300,13 +285,13 @@ def test_hook_with_wrong_arguments_is_broken_and_fully_unregistered():
     error = broken(plugins, "wrong-args").error
     assert "esdash_register_tracks" in error and "registry" in error
     assert not plugins.manager.has_plugin("wrong-args")
-    plugins.hook.esdash_session_started(session="s1", run_dir=None)
+    plugins.session_started(session="s1", run_dir=None)  # type: ignore[arg-type]
     assert plugin.calls == []
     assert_builtins_intact(plugins)
 
 
 class RaisingPlugin:
-    @esdash.hookimpl
+    @hookimpl
     def esdash_register_tracks(self, register) -> None:
         register(StubTrack("half-done"))
         raise RuntimeError("corpus directory not configured")
@@ -328,7 +313,7 @@ class WrongTypePlugin:
     def __init__(self, obj: object) -> None:
         self.obj = obj
 
-    @esdash.hookimpl
+    @hookimpl
     def esdash_register_tracks(self, register) -> None:
         register(self.obj)
 
@@ -349,7 +334,7 @@ def test_registering_the_wrong_type_is_broken_with_a_clear_message(obj, found):
 def test_get_unknown_name_lists_available_names_and_broken_plugins():
     plugins = load_plugins(extra=[("typo", TypoPlugin())])
     with pytest.raises(PluginError) as caught:
-        plugins.get("track", "weblogs")
+        plugins.track("weblogs")
     message = str(caught.value)
     assert message.startswith("no track called 'weblogs' is registered (available: ")
     assert "mri" in message
@@ -363,7 +348,7 @@ def test_get_unknown_name_lists_available_names_and_broken_plugins():
 
 
 def test_every_hookspec_is_documented():
-    assert HOOKS, "no hookspecs found in esdash.hookspecs"
+    assert HOOKS, "no hookspecs found in esdash.plugin.spec"
     for name, function in HOOKS.items():
         assert name.startswith("esdash_"), name
         doc = inspect.getdoc(function) or ""

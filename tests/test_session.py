@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from esdash.errors import BadInput
-from esdash.plugins import get_plugins
+from esdash.plugin.manager import get_plugins
 from esdash.session import SessionError, load_session, parse_session, tomllib
 
 ROOT = Path(__file__).resolve().parents[1]

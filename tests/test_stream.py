@@ -35,34 +35,37 @@ def validate(data) -> str:
         return str(exc)
     return ""
 
+
 STARTED = 1_763_700_000.0
 
 
 def _header(**changes):
-    record = as_json(header_record(
-        run_id="demo-20261121-031000",
-        session={"name": "demo", "bench": {"workers_per_node": 2}},
-        plugins={"esdash": "0.1.0", "track-mri": "0.1.0"},
-        topology={"nodes": [{"name": "node-0", "host": "c1", "address": "10.0.0.1"}]},
-        bench_ranks=[
-            {"rank": 0, "host": "c1", "target": "node-0"},
-            {"rank": 1, "host": "c1", "target": "node-0"},
-        ],
-        slurm_job_id="4242",
-        started=STARTED,
-        interval=1.0,
-        steps=[
-            {"name": "match_all", "queries": ["all"], "warmup": 5, "duration": 30},
-            {
-                "name": "paced",
-                "queries": ["age", "range"],
-                "warmup": 5,
-                "duration": 30,
-                "target_throughput": 100.0,
-            },
-        ],
-        docs_total=10_000,
-    ))
+    record = as_json(
+        header_record(
+            run_id="demo-20261121-031000",
+            session={"name": "demo", "bench": {"workers_per_node": 2}},
+            plugins={"esdash": "0.1.0", "track-mri": "0.1.0"},
+            topology={"nodes": [{"name": "node-0", "host": "c1", "address": "10.0.0.1"}]},
+            bench_ranks=[
+                {"rank": 0, "host": "c1", "target": "node-0"},
+                {"rank": 1, "host": "c1", "target": "node-0"},
+            ],
+            slurm_job_id="4242",
+            started=STARTED,
+            interval=1.0,
+            steps=[
+                {"name": "match_all", "queries": ["all"], "warmup": 5, "duration": 30},
+                {
+                    "name": "paced",
+                    "queries": ["age", "range"],
+                    "warmup": 5,
+                    "duration": 30,
+                    "target_throughput": 100.0,
+                },
+            ],
+            docs_total=10_000,
+        )
+    )
     record.update(changes)
     return record
 
@@ -77,18 +80,20 @@ def _ops(seed: int = 0):
 
 def _interval(number: int, **changes):
     seq = number
-    record = as_json(interval_record(
-        seq=seq,
-        t=float(seq + 1),
-        wall=STARTED + seq + 1,
-        phase="measure",
-        step=0,
-        step_name="match_all",
-        elapsed=1.0,
-        ops=_ops(seq),
-        ranks=[1, 0],
-        missing_ranks=[],
-    ))
+    record = as_json(
+        interval_record(
+            seq=seq,
+            t=float(seq + 1),
+            wall=STARTED + seq + 1,
+            phase="measure",
+            step=0,
+            step_name="match_all",
+            elapsed=1.0,
+            ops=_ops(seq),
+            ranks=[1, 0],
+            missing_ranks=[],
+        )
+    )
     record.update(changes)
     return record
 

@@ -30,7 +30,7 @@ from esdash.abe.native_lines import line_encoder
 from esdash.abe.opecore import ope_cipher
 from esdash.abe.values import DayGrid, NumberGrid, OffGrid, SecondGrid, StringCipher
 from esdash.errors import BadInput
-from esdash.plugin_api import ClientCodec, FieldSpec
+from esdash.plugin.api import ClientCodec, FieldSpec
 
 SCHEME = "esdash-abe/1"
 #: Output range of every OPE field: 2^48 points (pyope's entropy grows with N/M), and 2^53

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from esdash.abe.values import DayGrid, OffGrid, SecondGrid, parse_instant
-from esdash.plugin_api import QueryNotSupported
+from esdash.plugin.api import QueryNotSupported
 
 MATCH_NONE: dict[str, Any] = {"match_none": {}}
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from esdash.plugin_api import ClientCodec, Corpus, Distribution, QueryNotSupported, QueryStep, Track
+from esdash.plugin.api import ClientCodec, Corpus, Distribution, QueryNotSupported, QueryStep, Track
 from esdash.rundir.records import BenchPlan, PlannedQuery, PlannedStep
 from esdash.session import Session
 

@@ -181,8 +181,8 @@ class Worker:
         return self.nodes[self.index % len(self.nodes)]
 
     def ingest(self, recorder: Any, reporter: Reporter) -> dict:
-        from esdash.bench.corpus import plan_slices, read_slice
-        from esdash.plugin_api import Corpus
+        from esdash.bench.slices import plan_slices, read_slice
+        from esdash.plugin.api import Corpus
 
         plan = self.plan
         corpus = Corpus(Path(plan.corpus_path), plan.corpus_documents, plan.corpus_has_actions)
@@ -614,9 +614,9 @@ def _worker_codec(plan: BenchPlan) -> tuple[Any, str | None]:
     if not plan.client_codec:
         return None, None
     try:
-        from esdash.plugins import get_plugins
+        from esdash.plugin.manager import get_plugins
 
-        mode = get_plugins().get("encryption", plan.encryption)
+        mode = get_plugins().encryption(plan.encryption)
         return mode.codec_from_spec(plan.client_codec), None
     except Exception as exc:
         return None, f"{type(exc).__name__}: {exc}"

@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from esdash.bench.corpus import check_corpus, plan_slices
 from esdash.bench.plan import make_plan
 from esdash.bench.sink import results_from_stream
-from esdash.bench.stepfile import query_steps_for
+from esdash.bench.slices import plan_slices
 from esdash.cluster import lifecycle
 from esdash.errors import (
     EXIT_ABORT,
@@ -34,10 +33,11 @@ from esdash.errors import (
 )
 from esdash.launch import mpi
 from esdash.paths import cache_dir
-from esdash.plugins import get_plugins
+from esdash.plugin.corpus import check_corpus
+from esdash.plugin.manager import get_plugins
 from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import ProcessRecord
+from esdash.rundir.records import Interval, ProcessRecord, Results, StreamRecord
 from esdash.session import Session
 
 #: Seconds the ranks may linger after the final record before they are terminated.
@@ -59,7 +59,7 @@ class RunOptions:
 def prepare_workload(session: Session) -> tuple[Any, Any, tuple]:
     """Track, corpus and query steps, resolved before any cluster is started."""
     plugins = get_plugins()
-    track = plugins.get("track", session.track.name)
+    track = plugins.track(session.track.name)
     corpus = track.corpus(session.track.options, cache_dir() / "corpora")
     if not Path(corpus.path).is_file():
         raise BadInput(f"track {track.name}: corpus {corpus.path} does not exist")
@@ -67,7 +67,7 @@ def prepare_workload(session: Session) -> tuple[Any, Any, tuple]:
     # Scan once here; the ranks then only read the cached offsets.
     ranks = session.benchmark.workers_per_node * session.cluster.nodes
     plan_slices(corpus, ranks, cache_dir() / "offsets")
-    return track, corpus, query_steps_for(session, track)
+    return track, corpus, session.query_steps(track)
 
 
 def client_codec_for(session: Session, track: Any) -> Any:
@@ -76,10 +76,11 @@ def client_codec_for(session: Session, track: Any) -> Any:
     Built before any cluster starts: a missing or unsafe key stops the run right here, with
     the message ``esdash session check`` gives for it.
     """
+    from esdash.cluster import preflight
     from esdash.cluster.dataroot import data_root
 
-    lifecycle.check_encryption(session)
-    mode = get_plugins().get("encryption", session.encryption.name)
+    preflight.require(session, "session")
+    mode = get_plugins().encryption(session.encryption.name)
     return mode.client_codec(
         session.encryption.options,
         track,
@@ -123,10 +124,13 @@ def launch_bench(run: RunDir, session: Session) -> subprocess.Popen[bytes]:
     return process
 
 
-def follow(run: RunDir, process: subprocess.Popen[bytes], out: TextIO) -> bool:
+def follow(
+    run: RunDir, process: subprocess.Popen[bytes], out: TextIO, session: Session
+) -> bool:
     """Print the stream while the bench runs; forward Ctrl-C/SIGTERM to the ranks.
 
-    Returns True when the run was interrupted.
+    Each interval record goes to the observer hooks once, as it is read.  Returns True
+    when the run was interrupted.
     """
     from esdash.report.live import LivePrinter
 
@@ -138,11 +142,18 @@ def follow(run: RunDir, process: subprocess.Popen[bytes], out: TextIO) -> bool:
         interrupted.append(signum)
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    plugins = get_plugins()
     printer = LivePrinter(run.stream_file, out, tty=out.isatty())
+
+    def observe(records: list[StreamRecord]) -> None:
+        for record in records:
+            if isinstance(record, Interval):
+                plugins.interval(session, record)
+
     finished_at = None
     try:
         while process.poll() is None:
-            printer.poll()
+            observe(printer.poll())
             time.sleep(0.2)
             if len(interrupted) > 1:  # a second Ctrl-C: stop waiting for the ranks
                 os.killpg(process.pid, signal.SIGKILL)
@@ -155,8 +166,7 @@ def follow(run: RunDir, process: subprocess.Popen[bytes], out: TextIO) -> bool:
                     os.killpg(process.pid, signal.SIGKILL)
                 elif lingering > LINGER_SECONDS:
                     os.killpg(process.pid, signal.SIGTERM)
-        printer.poll()
-        printer.close()
+        observe(printer.close())
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -170,17 +180,25 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
     thresholds = parse_thresholds(options.thresholds)
     track, corpus, steps = prepare_workload(session)
     codec = client_codec_for(session, track)
+    plugins = get_plugins()
     cluster_process = None
+    prepared = RunDir.open(options.run_dir) if options.run_dir else None
     if options.cluster is not None:
-        prepared = RunDir.open(options.run_dir) if options.run_dir else None
         run = _bench_run_dir(session, RunDir.open(options.cluster), prepared)
+        plugins.session_started(session, run.path)
     else:
-        prepared = RunDir.open(options.run_dir) if options.run_dir else None
-        run, cluster_process, _ = lifecycle.up(session, options.fresh, options.timeout, prepared)
+        run = lifecycle.prepare_run(session, prepared, options.fresh)
+        plugins.session_started(session, run.path)
+        try:
+            cluster_process, _ = lifecycle.start(run, session, options.fresh, options.timeout)
+        except BaseException:
+            plugins.session_finished(session, run.path, None)
+            raise
         print(f"cluster up: {run.path}", file=out, flush=True)
     status = EXIT_FAILURE
+    results: Results | None = None
     try:
-        backend = get_plugins().get("backend", session.cluster.backend.name)
+        backend = plugins.backend(session.cluster.backend.name)
         distribution = backend.inspect(Path(str(run.read_info().home)))
         ranks = session.benchmark.workers_per_node * session.cluster.nodes
         seed = session.benchmark.seed
@@ -191,7 +209,7 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
         )
         run.write_bench_plan(plan)
         process = launch_bench(run, session)
-        interrupted = follow(run, process, out)
+        interrupted = follow(run, process, out, session)
         results_file = run.results_file
         if not results_file.exists():
             # The MPI step ended before rank 0 wrote the results (with MPICH a lost rank
@@ -220,6 +238,7 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
     finally:
         with run.edit_info() as info:
             info.bench_exit = status
+        plugins.session_finished(session, run.path, results)
         if cluster_process is not None:
             if options.keep:
                 print(f"cluster kept running: esdash cluster down {run.path}", file=out)

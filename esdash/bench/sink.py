@@ -17,7 +17,7 @@ import msgspec
 from esdash.bench.merge import Merged
 from esdash.bench.results import RunAccumulator, build_results, export_authors_format
 from esdash.errors import EsdashError
-from esdash.plugins import get_plugins
+from esdash.plugin.manager import get_plugins
 from esdash.rundir import files
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import (

@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from esdash.errors import BadInput
-from esdash.options import Problem, describe, suggest, validate
-from esdash.plugin_api import REQUIRED, Option
+from esdash.plugin.api import REQUIRED, Option
+from esdash.plugin.options import Problem, describe, suggest, validate
 from esdash.session import BENCHMARK, CLUSTER, SECTIONS, SLURM, SessionError, parse_session, tomllib
 
 #: Keys of the campaign's top level (tables are handled separately).
@@ -171,7 +171,7 @@ class Campaign:
     def points(self, directory: Path, plugins: Any = None) -> list[Point]:
         """Every point, validated; ``directory`` is the campaign directory (for data roots)."""
         if plugins is None:
-            from esdash.plugins import get_plugins
+            from esdash.plugin.manager import get_plugins
 
             plugins = get_plugins()
         slugs = [_axis_slugs(axis) for axis in self.axes]

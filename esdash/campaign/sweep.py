@@ -43,7 +43,14 @@ from esdash.campaign.plan import plan as make_plan
 from esdash.campaign.spec import Campaign, Point
 from esdash.campaign.state import CampaignDir, default_directory
 from esdash.cluster import lifecycle
-from esdash.errors import EXIT_ABORT, EXIT_FAILURE, EXIT_OK, EXIT_THRESHOLD, EsdashError
+from esdash.errors import (
+    EXIT_ABORT,
+    EXIT_BAD_INPUT,
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_THRESHOLD,
+    EsdashError,
+)
 from esdash.launch import slurm
 from esdash.paths import runs_dir
 from esdash.rundir.files import tail
@@ -56,7 +63,7 @@ from esdash.rundir.records import (
     Results,
     RunnerCluster,
 )
-from esdash.session import load_session
+from esdash.session import load_session, parse_session
 
 #: Seconds an interrupted point may take to abort before it is asked again, then killed.
 INTERRUPT_GRACE = 60.0
@@ -136,6 +143,20 @@ class Sweep:
                 result.append((number, group, pending))
         return result
 
+    def preflight(self) -> list[str]:
+        """The session-stage pre-flight findings of every point (``esdash session check``'s)."""
+        from esdash.cluster import preflight
+
+        problems: list[str] = []
+        seen: set[str] = set()
+        for point in self.points:
+            session = parse_session(point.session, self.campaign.base_path)
+            for line in preflight.findings(session, "session"):
+                if line not in seen:  # points sharing a key file share its finding
+                    seen.add(line)
+                    problems.append(f"{point.label}: {line}")
+        return problems
+
     def run(self) -> int:
         self.directory.prepare(self.campaign, self.points)
         todo = self.todo()
@@ -149,8 +170,11 @@ class Sweep:
             status = {p.id: self.directory.status(p) for p in self.points}
             for line in render_plan(self.groups, status):
                 print(line, file=self.out)
+            problems = self.preflight()
+            for problem in problems:
+                print(f"esdash: error: {problem}", file=sys.stderr)
             self.summary()
-            return EXIT_OK
+            return EXIT_BAD_INPUT if problems else EXIT_OK
         if not todo:
             self.summary()
             return EXIT_OK

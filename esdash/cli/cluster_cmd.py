@@ -54,10 +54,7 @@ def run_up(args: argparse.Namespace) -> int:
     run = RunDir.open(args.run_dir) if args.run_dir else None
     run, process, health = lifecycle.up(session, args.fresh, args.timeout, run)
     ends = lifecycle.endpoints(run)
-    print(
-        f"cluster {health.cluster_name} is {health.status} "
-        f"with {health.number_of_nodes} node(s)"
-    )
+    print(f"cluster {health.cluster_name} is {health.status} with {health.number_of_nodes} node(s)")
     print(f"run directory: {run.path}")
     for endpoint in ends.http:
         print(f"  {ends.scheme}://{endpoint}")

@@ -70,8 +70,8 @@ def _is_session(source: str) -> bool:
 
 def resolve(source: str, raw_options: list[str]) -> tuple[Any, dict[str, Any], Any | None]:
     """The track, its validated options and the session (None for a bare track name)."""
-    from esdash.options import validate
-    from esdash.plugins import get_plugins
+    from esdash.plugin.manager import get_plugins
+    from esdash.plugin.options import validate
 
     table = dict(parse_option(text) for text in raw_options)
     session = None
@@ -79,10 +79,10 @@ def resolve(source: str, raw_options: list[str]) -> tuple[Any, dict[str, Any], A
         from esdash.session import load_session
 
         session = load_session(source)
-        track = get_plugins().get("track", session.track.name)
+        track = get_plugins().track(session.track.name)
         options = dict(session.track.options)
     else:
-        track = get_plugins().get("track", source)
+        track = get_plugins().track(source)
         options = {}
     values, problems = validate(track.options, table, "track", Path.cwd())
     if session is not None:  # the session already supplies what --option leaves out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from esdash.plugins import KINDS, PluginSet, get_plugins
+from esdash.plugin.manager import KINDS, PluginSet, get_plugins
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -18,22 +18,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Keys and values of every file, then what its encryption mode refuses.
+    """Keys and values of every file, then the pre-flight checks of the session stage.
 
-    The mode's check is the one every run makes before it launches anything
-    (:func:`esdash.cluster.lifecycle.check_encryption`), so a session that passes here is not
-    refused later for its ``[encryption]`` table on this machine.
+    They are the checks every run makes before it launches anything
+    (:mod:`esdash.cluster.preflight`), so a session that passes here is not refused later for
+    its keys, keys files or passwords on this machine.
     """
-    from esdash.cluster.lifecycle import check_encryption
+    from esdash.cluster import preflight
 
     failed = 0
     for file in args.files:
         try:
             session = load_session(file)
-            check_encryption(session)
         except BadInput as exc:  # SessionError included
             failed += 1
             print(f"esdash: error: {exc}", file=sys.stderr)
+            continue
+        problems = preflight.findings(session, "session")
+        for problem in problems:
+            print(f"esdash: error: {problem}", file=sys.stderr)
+        if problems:
+            failed += 1
             continue
         c = session.cluster
         print(

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from esdash.errors import BadInput
 from esdash.paths import runs_dir
-from esdash.plugin_api import EncryptionMode
+from esdash.plugin.api import EncryptionMode
 from esdash.rundir import files
 from esdash.rundir.layout import DATA
 from esdash.rundir.records import DataRootEncryption, DataRootMarker

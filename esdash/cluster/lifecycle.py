@@ -18,16 +18,15 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from esdash.cluster.dataroot import check_data_root, cluster_name, data_root
+from esdash.cluster import preflight
+from esdash.cluster.distribution import resolve_home
 from esdash.cluster.node import wait_for_exit
 from esdash.cluster.users import resolve_owner
 from esdash.errors import BadInput, ClusterError, EsdashError
 from esdash.launch import mpi, slurm
-from esdash.paths import default_distribution, runs_dir
-from esdash.plugin_api import Owner
-from esdash.plugins import get_plugins
+from esdash.paths import runs_dir
+from esdash.plugin.manager import get_plugins
 from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import Health, NodeStatus, ProcessRecord
@@ -37,30 +36,14 @@ from esdash.session import Session, load_run_session
 DEFAULT_TIMEOUT = 300.0
 
 
-def resolve_home(session: Session) -> Path:
-    home = session.cluster.home or default_distribution(session.cluster.backend.name)
-    if home is None:
-        raise BadInput(
-            f"{session.path}: cluster.home is not set and no distribution is in esdash's cache; "
-            f"run `esdash fetch elasticsearch` or set cluster.home to an unpacked tarball"
-        )
-    return home
-
-
 def prepare_run(session: Session, run: RunDir | None = None, fresh: bool = False) -> RunDir:
     """Check everything that can be checked before launch, and create the run directory."""
     plugins = get_plugins()
-    backend = plugins.get("backend", session.cluster.backend.name)
-    plugins.get("interconnect", session.cluster.interconnect)
-    encryption = plugins.get("encryption", session.encryption.name)
+    backend = plugins.backend(session.cluster.backend.name)
+    plugins.interconnect(session.cluster.interconnect)
     owner = resolve_owner(session.cluster.run_as)
-    check_encryption(session, owner)
+    preflight.require(session, "launch", fresh=fresh, owner=owner, plugins=plugins)
     distribution = backend.inspect(resolve_home(session))
-    if distribution.problems:
-        raise BadInput(f"{distribution.home}: {'; '.join(distribution.problems)}")
-    check_data_root(
-        data_root(session), cluster_name(session), session.cluster.nodes, fresh, encryption
-    )
     if run is None:
         run = RunDir.create(runs_dir(), session.name)
     shutil.copyfile(session.path, run.session_file)
@@ -77,25 +60,6 @@ def prepare_run(session: Session, run: RunDir | None = None, fresh: bool = False
         info.state = "prepared"
         info.created = time.time()
     return run
-
-
-def check_encryption(session: Session, owner: Owner | None = None) -> None:
-    """Refuse what the ``[encryption]`` table's mode refuses, before anything starts.
-
-    The one code path of ``esdash session check``, run preparation (``cluster up``,
-    ``submit``, ``run``) and the client codec of ``esdash run``: the mode's
-    :meth:`~esdash.plugin_api.EncryptionMode.check_options` checks what option declarations
-    cannot express (exactly one password or key source, private files, commands that exist).
-    ``owner`` defaults to the account nodes run as.  A :class:`BadInput` gets the session
-    file's name in front.
-    """
-    try:
-        if owner is None:
-            owner = resolve_owner(session.cluster.run_as)
-        encryption = get_plugins().get("encryption", session.encryption.name)
-        encryption.check_options(session.encryption.options, owner)
-    except BadInput as exc:
-        raise BadInput(f"{session.path}: {exc}") from None
 
 
 def release_storage(run: RunDir) -> list[str]:
@@ -118,7 +82,7 @@ def release_storage(run: RunDir) -> list[str]:
     if not info.data_root:
         return done
     try:
-        encryption = get_plugins().get("encryption", session.encryption.name)
+        encryption = get_plugins().encryption(session.encryption.name)
         release = getattr(encryption, "release_storage", None)
         if release is None:
             return done
@@ -233,7 +197,14 @@ def up(
 ) -> tuple[RunDir, subprocess.Popen[bytes], Health]:
     """Start the cluster and return once it is healthy; on any failure leave nothing running."""
     run = prepare_run(session, run, fresh)
-    notify("esdash_session_started", session=session, run_dir=run.path)
+    process, health = start(run, session, fresh, timeout)
+    return run, process, health
+
+
+def start(
+    run: RunDir, session: Session, fresh: bool, timeout: float
+) -> tuple[subprocess.Popen[bytes], Health]:
+    """Launch the ranks of a prepared run and wait until the cluster is healthy."""
     process = launch(run, session, fresh)
     try:
         health = wait_ready(run, session.cluster.nodes, process, timeout)
@@ -241,7 +212,7 @@ def up(
         reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed to start"
         stop(run, process, reason=reason)
         raise
-    return run, process, health
+    return process, health
 
 
 def stop(
@@ -276,24 +247,7 @@ def stop(
     with run.edit_info() as changed:
         changed.state = reason if reason != "stopped" else outcome
         changed.stopped = time.time()
-    try:
-        session = load_run_session(run)
-    except EsdashError:
-        session = None  # the session file was removed or broke since; nothing to tell
-    if session is not None:
-        notify("esdash_session_finished", session=session, run_dir=run.path, results=None)
     return outcome
-
-
-def notify(hook: str, **kwargs: Any) -> None:
-    """Call a lifecycle hook; a failing observer is reported but never stops the run."""
-    try:
-        getattr(get_plugins().hook, hook)(**kwargs)
-    except Exception as exc:
-        print(
-            f"esdash: warning: a plugin's {hook} failed: {type(exc).__name__}: {exc}",
-            file=sys.stderr,
-        )
 
 
 def _signal_group(pid: int, sig: int) -> None:

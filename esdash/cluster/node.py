@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from esdash.plugin_api import NodeCommand, Owner
+from esdash.plugin.api import NodeCommand, Owner
 
 _PR_SET_PDEATHSIG = 1
 

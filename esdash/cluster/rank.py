@@ -34,8 +34,8 @@ from esdash.cluster.node import NodeProcess
 from esdash.cluster.topology import RankReport, plan_topology
 from esdash.cluster.users import chown_tree, resolve_owner
 from esdash.errors import EsdashError
-from esdash.plugin_api import NodeDirs, NodeRequest, Owner
-from esdash.plugins import get_plugins
+from esdash.plugin.api import NodeDirs, NodeRequest, Owner
+from esdash.plugin.manager import get_plugins
 from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import Topology
@@ -84,7 +84,7 @@ class Supervisor:
 
 
 def _report(session: Session, rank: int) -> tuple[RankReport | None, str | None]:
-    interconnect = get_plugins().get("interconnect", session.cluster.interconnect)
+    interconnect = get_plugins().interconnect(session.cluster.interconnect)
     host = socket.gethostname()
     try:
         endpoint = interconnect.resolve(session.cluster.interface)
@@ -105,7 +105,7 @@ def _plan(run: RunDir, session: Session, gathered: list, fresh: bool) -> dict[st
             session.cluster.http_port,
             session.cluster.transport_port,
         )
-        encryption = get_plugins().get("encryption", session.encryption.name)
+        encryption = get_plugins().encryption(session.encryption.name)
         reuse = prepare_data_root(
             data_root(session), topology.cluster_name, len(gathered), fresh, encryption
         )
@@ -178,8 +178,8 @@ def _run_node(
     run: RunDir, session: Session, topology: Topology, rank: int, supervisor: Supervisor
 ) -> int:
     plugins = get_plugins()
-    backend = plugins.get("backend", session.cluster.backend.name)
-    encryption = plugins.get("encryption", session.encryption.name)
+    backend = plugins.backend(session.cluster.backend.name)
+    encryption = plugins.encryption(session.encryption.name)
     owner = resolve_owner(session.cluster.run_as)
     info = run.read_info()
     distribution = backend.inspect(Path(str(info.home)))

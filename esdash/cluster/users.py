@@ -11,7 +11,7 @@ import os
 import pwd
 
 from esdash.errors import BadInput
-from esdash.plugin_api import Owner
+from esdash.plugin.api import Owner
 
 
 def resolve_owner(run_as: str | None, where: str = "cluster.run_as") -> Owner:

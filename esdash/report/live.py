@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from esdash.report.summary import render_live, render_record_line
-from esdash.rundir.records import Header, Interval
+from esdash.rundir.records import Header, Interval, StreamRecord
 from esdash.rundir.stream import StreamReader
 
 #: Minimum seconds between redraws of the terminal table.
@@ -29,9 +29,13 @@ class LivePrinter:
         self.drawn_lines = 0
         self.last_draw = 0.0
 
-    def poll(self) -> None:
-        """Read what is new and print it (lines) or redraw the table (terminal)."""
-        for record in self.reader.poll():
+    def poll(self) -> list[StreamRecord]:
+        """Read what is new and print it (lines) or redraw the table (terminal).
+
+        Returns the new records, so the orchestrator can hand them on (observer hooks).
+        """
+        records = list(self.reader.poll())
+        for record in records:
             if isinstance(record, Header):
                 self.header = record
             if isinstance(record, Interval):
@@ -46,6 +50,7 @@ class LivePrinter:
             self._line(f"warning: {problem}")
         if self.tty and self.latest and time.monotonic() - self.last_draw >= REDRAW_SECONDS:
             self._draw(render_live(self.latest, self.header))
+        return records
 
     def _line(self, text: str) -> None:
         self.out.write(text.rstrip("\n") + "\n")
@@ -63,7 +68,8 @@ class LivePrinter:
         self.drawn_lines = table.count("\n")
         self.last_draw = time.monotonic()
 
-    def close(self) -> None:
+    def close(self) -> list[StreamRecord]:
         """Leave the last table on screen (it is the last state) and end cleanly."""
-        self.poll()
+        records = self.poll()
         self.drawn_lines = 0
+        return records

@@ -274,7 +274,7 @@ __all__ = [
     "empty",
     "encode",
     "from_mapping",
-        "index_of",
+    "index_of",
     "merge",
     "new_histogram",
     "percentiles",

@@ -15,10 +15,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import esdash
-from esdash.errors import BadInput, ClusterError
 from esdash.java import find_java
-from esdash.plugin_api import Backend, Distribution, NodeCommand, NodeRequest, Option
+from esdash.plugin_api import (
+    Backend,
+    BadInput,
+    ClusterError,
+    Distribution,
+    NodeCommand,
+    NodeRequest,
+    Option,
+    hookimpl,
+)
 
 #: The module set of the integ-test-zip; a distribution with only these is that flavor.
 INTEG_TEST_MODULES = frozenset({"apm", "transport-netty4", "x-pack-core", "x-pack-security"})
@@ -224,6 +231,6 @@ def _absolute_jvm_paths(jvm_options: Path, logs: Path) -> None:
     jvm_options.write_text(text)
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_register_backends(register) -> None:
     register(ElasticsearchBackend())

@@ -19,9 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import esdash
-from esdash.errors import BadInput
-from esdash.plugin_api import ClientCodec, EncryptionMode, Option, Owner, Track
+from esdash.plugin_api import BadInput, ClientCodec, EncryptionMode, Option, Owner, Track, hookimpl
 
 OPE_BACKENDS = ("auto", "native", "python", "pyope")
 KEY_SOURCES = ("key_file", "passphrase_file", "passphrase_command")
@@ -152,6 +150,6 @@ def _check_command(command: str) -> None:
         )
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_register_encryption_modes(register) -> None:
     register(AbeMode())

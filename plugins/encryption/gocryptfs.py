@@ -62,9 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import esdash
-from esdash.errors import BadInput, ClusterError
-from esdash.plugin_api import EncryptionMode, Option, Owner
+from esdash.plugin_api import BadInput, ClusterError, EncryptionMode, Option, Owner, hookimpl
 
 #: The FUSE device every unprivileged mount opens (through the setuid ``fusermount3``).
 FUSE_DEVICE = Path("/dev/fuse")
@@ -714,6 +712,6 @@ def _wait_gone(pid: int, timeout: float) -> None:
         time.sleep(0.1)
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_register_encryption_modes(register) -> None:
     register(GocryptfsMode())

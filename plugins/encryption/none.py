@@ -5,8 +5,7 @@ The baseline of every comparison in the paper.
 
 from __future__ import annotations
 
-import esdash
-from esdash.plugin_api import EncryptionMode
+from esdash.plugin_api import EncryptionMode, hookimpl
 
 
 class NoEncryption(EncryptionMode):
@@ -14,6 +13,6 @@ class NoEncryption(EncryptionMode):
     description = "plain data directories, no client-side encryption (the baseline)"
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_register_encryption_modes(register) -> None:
     register(NoEncryption())

@@ -8,8 +8,7 @@ IPoIB interface's address.
 
 from __future__ import annotations
 
-import esdash
-from esdash.plugin_api import Interconnect
+from esdash.plugin_api import Interconnect, hookimpl
 
 
 class Loopback(Interconnect):
@@ -36,7 +35,7 @@ class InfiniBand(Interconnect):
     patterns = ("ib*",)
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_register_interconnects(register) -> None:
     for interconnect in (Loopback(), Ethernet(), OmniPath(), InfiniBand()):
         register(interconnect)

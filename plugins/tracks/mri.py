@@ -32,9 +32,16 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-import esdash
-from esdash.bench.corpus import generated_corpus
-from esdash.plugin_api import Corpus, FieldSpec, Option, Query, QueryStep, Track
+from esdash.plugin_api import (
+    Corpus,
+    FieldSpec,
+    Option,
+    Query,
+    QueryStep,
+    Track,
+    generated_corpus,
+    hookimpl,
+)
 
 INDEX = "mri"
 
@@ -463,6 +470,6 @@ class MriTrack(Track):
         return tuple(QueryStep(query.name, (query,)) for query in QUERIES)
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_register_tracks(register) -> None:
     register(MriTrack())

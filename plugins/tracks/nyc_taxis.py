@@ -24,10 +24,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import esdash
-from esdash.bench.corpus import generated_corpus
-from esdash.bench.stepfile import load_steps
-from esdash.plugin_api import Corpus, FieldSpec, Option, QueryStep, Track
+from esdash.plugin_api import (
+    Corpus,
+    FieldSpec,
+    Option,
+    QueryStep,
+    Track,
+    generated_corpus,
+    hookimpl,
+    load_steps,
+)
 
 INDEX = "nyc_taxis"
 HERE = Path(__file__).resolve().parent
@@ -259,6 +265,6 @@ class NycTaxisTrack(Track):
         return load_steps(QUERIES_FILE)
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_register_tracks(register) -> None:
     register(NycTaxisTrack())

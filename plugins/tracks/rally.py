@@ -38,9 +38,17 @@ from typing import Any
 
 from esdash_plugins.tracks import rally_template as tpl
 
-import esdash
-from esdash.errors import BadInput
-from esdash.plugin_api import REQUIRED, Corpus, FieldSpec, Option, Query, QueryStep, Track
+from esdash.plugin_api import (
+    REQUIRED,
+    BadInput,
+    Corpus,
+    FieldSpec,
+    Option,
+    Query,
+    QueryStep,
+    Track,
+    hookimpl,
+)
 
 log = logging.getLogger(__name__)
 
@@ -1211,6 +1219,6 @@ class RallyTrack(Track):
         return Corpus(path, count, actions.pop())
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_register_tracks(register) -> None:
     register(RallyTrack())

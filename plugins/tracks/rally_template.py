@@ -38,7 +38,7 @@ import jinja2
 import jinja2.meta
 import jinja2.sandbox
 
-from esdash.errors import BadInput
+from esdash.plugin_api import BadInput
 
 #: ``{{ rally.collect(parts="...") }}``: replaced by the files' text before Jinja2 runs.
 COLLECT = re.compile(r"\{\{-?\s*rally\.collect\(\s*parts\s*=\s*([\"'])(.*?)\1\s*\)\s*-?\}\}")

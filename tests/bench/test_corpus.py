@@ -19,19 +19,17 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from esdash.bench import corpus as corpus_module
-from esdash.bench.corpus import (
+from esdash.bench import slices as corpus_module
+from esdash.bench.slices import (
     OFFSETS_SUFFIX,
     Batch,
     Slice,
-    check_corpus,
-    detect_action_lines,
     offsets_path,
     plan_slices,
     read_slice,
-    write_atomically,
 )
 from esdash.errors import BadInput
+from esdash.plugin.corpus import check_corpus, detect_action_lines, write_atomically
 from esdash.plugin_api import Corpus
 
 #: A small line limit keeps "huge line" examples small.

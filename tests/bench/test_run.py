@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import ESDASH, esdash, java_pids_under, pids_alive, run_dir_from, write_session
+from support.distributions import RECORDER, install_distribution, observer_hooks
 from support.records import as_json
 
 from esdash.rundir.stream import StreamReader
@@ -93,6 +94,36 @@ def wait_until_measuring(runs: Path, prefix: str, timeout: float = 240) -> Path:
             return candidates[-1]
         time.sleep(0.5)
     raise AssertionError(f"no run {prefix}-* reached its measured step in {timeout} s")
+
+
+def test_observer_hooks_are_called_once_each_with_the_real_run(
+    cluster, shared_tmp: Path, tmp_path: Path
+) -> None:
+    """A plugin installed through an entry point sees the run exactly as it was stored.
+
+    Every observer hook of the contract is called: the session hooks once each, the interval
+    hook once per interval record of ``stream.jsonl``, and ``esdash_session_finished`` gets
+    the results that ``results.json`` holds.
+    """
+    cluster_run, runs = cluster
+    site = tmp_path / "site"
+    site.mkdir()
+    install_distribution(site, "esdash-recorder", "recorder", RECORDER)
+    log = tmp_path / "observed.jsonl"
+    session = bench_session(shared_tmp, "observed", track='name = "mri"\ndocuments = 1500')
+    env = {**os.environ, "PYTHONPATH": str(site), "ESDASH_OBSERVER_LOG": str(log)}
+    result = esdash("run", str(session), "--cluster", str(cluster_run), env_runs=runs, env=env)
+    run = run_output(result)
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted({call["hook"] for call in calls}) == observer_hooks()
+    assert calls[0]["hook"] == "esdash_session_started" and calls[0]["run_dir"] == str(run)
+    assert calls[-1]["hook"] == "esdash_session_finished" and calls[-1]["run_dir"] == str(run)
+    assert [c["hook"] for c in calls].count("esdash_session_started") == 1
+    assert [c["hook"] for c in calls].count("esdash_session_finished") == 1
+    assert {call["session"] for call in calls} == {"observed"}
+    intervals = [r for r in records(run) if r["type"] == "interval"]
+    assert [c["record"] for c in calls if c["hook"] == "esdash_interval"] == intervals
+    assert calls[-1]["results"] == json.loads((run / "results.json").read_text())
 
 
 def test_mri_run_writes_a_complete_run_directory(cluster, shared_tmp: Path) -> None:

@@ -11,14 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdash.bench.stepfile import (
+from esdash.errors import BadInput
+from esdash.plugin.steps import (
     QUERY_KEYS,
     STEP_KEYS,
     load_steps,
     parse_steps,
-    query_steps_for,
 )
-from esdash.errors import BadInput
 from esdash.plugin_api import QueryStep
 from esdash.session import SessionError, parse_session
 
@@ -164,13 +163,13 @@ def test_benchmark_queries_replace_the_tracks_steps(tmp_path):
     data = {**SESSION, "benchmark": {"queries": "q.json"}}
     session = parse_session(data, tmp_path / "s.toml")
     assert session.benchmark.queries == (tmp_path / "q.json").resolve()
-    from esdash.plugins import get_plugins
+    from esdash.plugin.manager import get_plugins
 
-    track = get_plugins().get("track", "mri")
-    assert [s.name for s in query_steps_for(session, track)] == ["step0", "step1"]
+    track = get_plugins().track("mri")
+    assert [s.name for s in session.query_steps(track)] == ["step0", "step1"]
     plain = parse_session(SESSION, tmp_path / "s.toml")
     assert plain.benchmark.queries is None
-    assert [s.name for s in query_steps_for(plain, track)][0] == "body_part"
+    assert [s.name for s in plain.query_steps(track)][0] == "body_part"
 
 
 def test_a_broken_query_file_is_a_session_problem(tmp_path):

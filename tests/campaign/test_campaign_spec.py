@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from esdash.campaign.spec import CampaignError, load_campaign, parse_campaign
+from esdash.plugin.manager import Registered, get_plugins
 from esdash.plugin_api import Option
-from esdash.plugins import Registered, get_plugins
 from esdash.session import parse_session, tomllib
 
 

@@ -24,6 +24,7 @@ name = "base"
 [cluster]
 heap = "256m"
 nodes_per_host = 1
+run_as = "esdash"
 [track]
 name = "mri"
 documents = 500
@@ -60,6 +61,20 @@ def test_dry_run_prints_the_plan_and_writes_campaign_json(tmp_path: Path) -> Non
     session = Path(first["session"]).read_text()
     assert 'data_dir = "' + str(directory / "data" / "1n-none") + '"' in session
     assert 'name = "plan-1n-none"' in session
+
+
+def test_dry_run_runs_the_preflight_checks_of_every_point(tmp_path: Path) -> None:
+    """The checks ``esdash session check`` runs: here, nodes without an account to run as."""
+    campaign = setup(tmp_path)
+    base = tmp_path / "base.toml"
+    base.write_text(base.read_text().replace('run_as = "esdash"\n', ""))
+    result = esdash("sweep", str(campaign), "--dry-run", env_runs=tmp_path / "runs", check=False)
+    assert result.returncode == 2, result.stdout + result.stderr
+    errors = result.stderr.splitlines()
+    assert len(errors) == 1, errors  # one finding, not one per point
+    assert errors[0].startswith("esdash: error: nodes=3 workers_per_node=1 #1: ")
+    assert "set cluster.run_as in the session to an unprivileged user" in errors[0]
+    assert "cluster 1: 1n-none over loopback" in result.stdout  # the plan is still shown
 
 
 def test_submit_writes_one_job_per_cluster_size(tmp_path: Path) -> None:

@@ -125,7 +125,7 @@ def test_single_node_without_security_then_node_death(shared_tmp: Path) -> None:
     """Security off serves plain HTTP; a node that dies is reported with its log tail."""
     runs = shared_tmp / "runs"
     session = write_session(shared_tmp, "plain", 1, security=False)
-    # with the example third-party plugin, whose lifecycle observers log to the run dir
+    # with the example third-party plugin loaded, whose observers would log to the run dir
     plugins = Path(__file__).resolve().parents[2] / ".venv" / "test-plugins"
     assert plugins.is_dir(), "run scripts/provision: it installs the test plugin packages"
     env = {**os.environ, "PYTHONPATH": str(plugins)}
@@ -151,8 +151,9 @@ def test_single_node_without_security_then_node_death(shared_tmp: Path) -> None:
     finally:
         esdash("cluster", "down", str(run), env_runs=runs, env=env)
     assert java_pids_under(run) == []
-    events = (run / "example-plugin-events.log").read_text().splitlines()
-    assert events == ["started plain", "finished plain results=none"]
+    # a cluster alone is no session run: observers are called by `esdash run` only
+    # (tests/bench/test_run.py checks those calls)
+    assert not (run / "example-plugin-events.log").exists()
 
 
 def test_foreground_cluster_stops_on_sigterm_and_reuses_data(shared_tmp: Path) -> None:

@@ -9,12 +9,12 @@ import pytest
 
 from esdash.cluster.dataroot import MARKER, prepare_data_root
 from esdash.errors import BadInput
-from esdash.plugins import get_plugins
+from esdash.plugin.manager import get_plugins
 
 
 def mode(name: str):
     """The registered encryption mode (the real plugin object, as a run gets it)."""
-    return get_plugins().get("encryption", name)
+    return get_plugins().encryption(name)
 
 
 def marker(root: Path) -> dict:

@@ -21,8 +21,8 @@ from support.cli import java_pids_under, write_session
 from esdash.cluster import lifecycle
 from esdash.errors import ClusterError
 from esdash.launch.mpi import mpiexec
+from esdash.plugin.manager import get_plugins
 from esdash.plugin_api import InterconnectError
-from esdash.plugins import get_plugins
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import ProcessRecord
 from esdash.session import load_session
@@ -52,7 +52,7 @@ def link_rx_bytes(host, link: str) -> int:
 
 
 def test_interconnect_without_matching_interface_fails_clearly() -> None:
-    infiniband = get_plugins().get("interconnect", "infiniband")
+    infiniband = get_plugins().interconnect("infiniband")
     with pytest.raises(InterconnectError, match=r"no interface on host .* matches ib\*"):
         infiniband.resolve()
     with pytest.raises(InterconnectError, match="interface 'nope0' has no IPv4 address"):

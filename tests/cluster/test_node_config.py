@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from esdash.cluster.topology import RankReport, plan_topology
+from esdash.plugin.manager import get_plugins
 from esdash.plugin_api import NodeDirs, NodeRequest, Owner
-from esdash.plugins import get_plugins
 
 pytestmark = pytest.mark.es
 
 
 def request_for(es_home: Path, tmp_path: Path, nodes: int, rank: int) -> NodeRequest:
-    backend = get_plugins().get("backend", "elasticsearch")
+    backend = get_plugins().backend("elasticsearch")
     reports = [RankReport(r, "h", "lo", "127.0.0.1") for r in range(nodes)]
     topology = plan_topology("esdash-t", reports, 9250, 9350)
     node_dir = tmp_path / str(rank)
@@ -37,7 +37,7 @@ def read_yml(config: Path) -> dict:
 
 
 def test_multi_node_settings(es_home: Path, tmp_path: Path) -> None:
-    backend = get_plugins().get("backend", "elasticsearch")
+    backend = get_plugins().backend("elasticsearch")
     request = request_for(es_home, tmp_path, 4, 3)
     backend.write_node_config(request, backend.node_settings(request))
     yml = read_yml(request.dirs.config)
@@ -54,7 +54,7 @@ def test_multi_node_settings(es_home: Path, tmp_path: Path) -> None:
 
 
 def test_single_node_settings(es_home: Path, tmp_path: Path) -> None:
-    backend = get_plugins().get("backend", "elasticsearch")
+    backend = get_plugins().backend("elasticsearch")
     request = request_for(es_home, tmp_path, 1, 0)
     settings = backend.node_settings(request)
     assert settings["discovery.type"] == "single-node"
@@ -63,7 +63,7 @@ def test_single_node_settings(es_home: Path, tmp_path: Path) -> None:
 
 
 def test_bare_and_container_commands(es_home: Path, tmp_path: Path, monkeypatch) -> None:
-    backend = get_plugins().get("backend", "elasticsearch")
+    backend = get_plugins().backend("elasticsearch")
     request = request_for(es_home, tmp_path, 1, 0)
     bare = backend.node_command(request)
     assert bare.argv == [str(es_home / "bin" / "elasticsearch")]
@@ -89,7 +89,7 @@ def test_bare_and_container_commands(es_home: Path, tmp_path: Path, monkeypatch)
 
 
 def test_exit_78_names_the_failed_bootstrap_checks() -> None:
-    backend = get_plugins().get("backend", "elasticsearch")
+    backend = get_plugins().backend("elasticsearch")
     log = (
         "[2026-11-21T02:00:00][ERROR][o.e.b.Elasticsearch] node validation exception\n"
         "bootstrap check failure [1] of [2]: max file descriptors [20000] for elasticsearch "

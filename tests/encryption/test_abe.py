@@ -806,7 +806,8 @@ def test_plan_marks_unsupported_queries_and_stores_only_what_is_sent(codec, tmp_
 
 def test_bulk_bodies_carry_no_plaintext(codec, corpus, tmp_path) -> None:
     """The bytes a worker sends at ingest: read_slice with the codec, as the rank does."""
-    from esdash.bench.corpus import generated_corpus, plan_slices, read_slice
+    from esdash.bench.slices import plan_slices, read_slice
+    from esdash.plugin.corpus import generated_corpus
 
     docs = [dict(d) for d in corpus[:300]]
     docs[7]["ismrmrdHeader"] = "xx QZXJMARKERTEXT77 yy"

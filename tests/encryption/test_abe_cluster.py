@@ -32,7 +32,7 @@ from esdash_plugins.tracks.mri import QUERIES, generate
 from pyope.ope import OPE
 from support.cli import esdash, java_pids_under, run_dir_from, write_session
 
-from esdash.bench.corpus import generated_corpus
+from esdash.plugin.corpus import generated_corpus
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi]
 

@@ -23,7 +23,7 @@ from support.prereqs import unavailable
 from esdash.abe import keys as keylib
 from esdash.abe.codec import AbeCodec, EncodeError, plan_fields
 from esdash.abe.native_lines import native_module
-from esdash.bench.corpus import Slice, read_slice
+from esdash.bench.slices import Slice, read_slice
 from esdash.errors import BadInput
 from esdash.plugin_api import Corpus, FieldSpec
 

@@ -12,7 +12,8 @@ import pytest
 from esdash_plugins.tracks import mri
 from query_eval import fields_used, matches
 
-from esdash.bench.corpus import check_corpus, plan_slices, read_slice
+from esdash.bench.slices import plan_slices, read_slice
+from esdash.plugin.corpus import check_corpus
 
 DOCS = 6000
 SEED = 11

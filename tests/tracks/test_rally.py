@@ -17,9 +17,9 @@ import pytest
 from esdash_plugins.tracks import rally, rally_template
 
 from esdash.errors import BadInput
-from esdash.options import validate
+from esdash.plugin.manager import load_plugins
+from esdash.plugin.options import validate
 from esdash.plugin_api import Query
-from esdash.plugins import load_plugins
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rally"
 WEBLOGS = FIXTURES / "weblogs"

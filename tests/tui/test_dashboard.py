@@ -16,8 +16,8 @@ from support.records import header as header_record
 from support.records import interval as interval_record
 from tuihelp import RUN_A, RUN_B, Clock, pilot_test, screen_text, wait_for, write_records
 
-from esdash import hookimpl
-from esdash.plugins import load_plugins
+from esdash.plugin.manager import load_plugins
+from esdash.plugin_api import hookimpl
 from esdash.tui.app import EsdashApp
 from esdash.tui.screens.compare import CompareScreen
 from esdash.tui.screens.dialogs import ConfirmScreen, HelpScreen

@@ -126,9 +126,7 @@ def test_replay_positions_show_the_run_as_it_was():
     assert not snap.following and snap.position == first_measure
     assert snap.phase.startswith("measuring step 1/3")
     (row,) = snap.ops
-    assert row.requests == sum(
-        op.requests for op in (model.records[first_measure].ops.values())
-    )
+    assert row.requests == sum(op.requests for op in (model.records[first_measure].ops.values()))
     # back to an earlier point and forward again: the same answer as a fresh fold
     early = model.snapshot(ViewParams(upto=2), NOW)
     again = model.snapshot(ViewParams(upto=first_measure), NOW)

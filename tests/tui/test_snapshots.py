@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from tuihelp import CAMPAIGN_NOW, FIXTURES, RUN_A, RUN_B, Clock, fixed_campaign, wait_for
 
-from esdash.plugins import PluginSet, get_plugins
+from esdash.plugin.manager import PluginSet, get_plugins
 from esdash.tui.app import EsdashApp
 from esdash.tui.widgets.charts import LatencyHistogram
 

@@ -164,7 +164,7 @@ validation.
     # ------------------------------------------------------------------ plugins
     def _plugin_set(self) -> Any:
         if self.plugins is None:
-            from esdash.plugins import get_plugins
+            from esdash.plugin.manager import get_plugins
 
             self.plugins = get_plugins()
         return self.plugins
@@ -406,7 +406,7 @@ validation.
         entry = self._selected_session()
         if entry is None:
             return
-        fresh = runs.load_entry(entry.path, self._plugin_set())
+        fresh = runs.load_entry(entry.path, self._plugin_set(), checked=True)
         if fresh.valid:
             self._status(Text(f"✓ {entry.path}: valid", style="green"))
             self.notify(f"{fresh.name}: valid", title="Session check")
@@ -418,7 +418,7 @@ validation.
         entry = self._selected_session()
         if entry is None:
             return
-        fresh = runs.load_entry(entry.path, self._plugin_set())
+        fresh = runs.load_entry(entry.path, self._plugin_set(), checked=True)
         if not fresh.valid:
             self.notify(str(fresh.error), title="Cannot launch", severity="error", timeout=10)
             return
@@ -460,7 +460,7 @@ validation.
         entry = self._selected_session()
         if entry is None:
             return
-        fresh = runs.load_entry(entry.path, self._plugin_set())
+        fresh = runs.load_entry(entry.path, self._plugin_set(), checked=True)
         if not fresh.valid:
             self.notify(str(fresh.error), title="Cannot submit", severity="error", timeout=10)
             return

@@ -1,7 +1,7 @@
 """esdash-example-plugin: a web-server access-log track and a RoCE interconnect.
 
 The module is one esdash plugin (entry point ``example`` in ``pyproject.toml``).  It
-implements two registration hooks of :mod:`esdash.hookspecs`:
+implements two registration hooks of :mod:`esdash.plugin.spec`:
 
 - ``esdash_register_tracks`` registers :class:`WeblogsTrack` (track ``weblogs``);
 - ``esdash_register_interconnects`` registers :class:`RoCE` (interconnect ``roce``).
@@ -18,9 +18,17 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import esdash
-from esdash.bench.corpus import generated_corpus
-from esdash.plugin_api import Corpus, FieldSpec, Interconnect, Option, Query, QueryStep, Track
+from esdash.plugin_api import (
+    Corpus,
+    FieldSpec,
+    Interconnect,
+    Option,
+    Query,
+    QueryStep,
+    Track,
+    generated_corpus,
+    hookimpl,
+)
 
 # ----------------------------------------------------------------------------- weblogs
 
@@ -211,25 +219,26 @@ class RoCE(Interconnect):
 # ------------------------------------------------------------------------------- hooks
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_register_tracks(register) -> None:
     register(WeblogsTrack())
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_register_interconnects(register) -> None:
     register(RoCE())
 
 
-# Lifecycle observers run on rank 0 of the orchestrator, once per event: a cheap place for
-# exporters and notifications.  This one appends a line per event to the run directory.
-@esdash.hookimpl
+# Observers run in the orchestrator (`esdash run`), never on a rank, once per session event:
+# a cheap place for exporters and notifications.  This one appends a line per event to the
+# run directory.
+@hookimpl
 def esdash_session_started(session, run_dir) -> None:
     with open(f"{run_dir}/example-plugin-events.log", "a") as log:
         log.write(f"started {session.name}\n")
 
 
-@esdash.hookimpl
+@hookimpl
 def esdash_session_finished(session, run_dir, results) -> None:
     with open(f"{run_dir}/example-plugin-events.log", "a") as log:
         log.write(f"finished {session.name} results={'yes' if results else 'none'}\n")

@@ -13,9 +13,7 @@ from datetime import datetime, timedelta
 import esdash_example_plugin as example
 import pytest
 
-import esdash.plugin_api
-from esdash.plugin_api import InterconnectError
-from esdash.plugins import load_plugins
+from esdash.plugin_api import InterconnectError, load_plugins
 
 # ----------------------------------------------------------------- the plugin in esdash
 
@@ -27,8 +25,8 @@ def test_installed_entry_point_registers_track_and_interconnect():
     info = plugins.plugins["example"]
     assert info.distribution == "esdash-example-plugin"
     assert info.registered == {"track": ["weblogs"], "interconnect": ["roce"]}
-    assert isinstance(plugins.get("track", "weblogs"), example.WeblogsTrack)
-    assert isinstance(plugins.get("interconnect", "roce"), example.RoCE)
+    assert isinstance(plugins.track("weblogs"), example.WeblogsTrack)
+    assert isinstance(plugins.interconnect("roce"), example.RoCE)
 
 
 def test_module_loads_as_an_extra_plugin(monkeypatch):
@@ -128,26 +126,17 @@ def test_roce_binds_an_explicit_interface():
     assert endpoint.address.startswith("127.")
 
 
-@pytest.fixture
-def fake_interfaces(monkeypatch):
-    """Replace the host's interface table.
-
-    A mock on purpose: test machines have no RDMA-capable Ethernet ports.
-    """
-
-    def install(table: dict[str, str]) -> None:
-        monkeypatch.setattr(esdash.plugin_api, "interface_addresses", lambda: dict(table))
-
-    return install
+#: A host's interface table, given to ``resolve`` in place of this machine's: test machines
+#: have no RDMA-capable Ethernet ports.
+ROCE_HOST = {"lo": "127.0.0.1", "eno1": "192.0.2.7", "ens1f0np0": "10.20.0.7"}
 
 
-def test_roce_finds_the_port_by_its_name(fake_interfaces):
-    fake_interfaces({"lo": "127.0.0.1", "eno1": "192.0.2.7", "ens1f0np0": "10.20.0.7"})
-    endpoint = example.RoCE().resolve()
+def test_roce_finds_the_port_by_its_name():
+    endpoint = example.RoCE().resolve(addresses=ROCE_HOST)
     assert (endpoint.interface, endpoint.address) == ("ens1f0np0", "10.20.0.7")
 
 
-def test_roce_explains_a_host_without_it(fake_interfaces):
-    fake_interfaces({"lo": "127.0.0.1", "eno1": "192.0.2.7"})
+def test_roce_explains_a_host_without_it():
+    host = {"lo": "127.0.0.1", "eno1": "192.0.2.7"}
     with pytest.raises(InterconnectError, match=r"roce: no interface on host .* matches roce\*"):
-        example.RoCE().resolve()
+        example.RoCE().resolve(addresses=host)

@@ -13,34 +13,46 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import sys
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import pluggy
 
-from esdash import hookspecs
 from esdash.errors import PluginError
-from esdash.plugin_api import (
+from esdash.plugin import spec
+from esdash.plugin.api import (
     Backend,
     BrokenPlugin,
     EncryptionMode,
     Interconnect,
     PluginInfo,
-    Registrable,
     Track,
 )
+from esdash.plugin.checks import PreflightCheck
+from esdash.rundir.records import Interval, Results
+
+if TYPE_CHECKING:
+    from esdash.session import Session
 
 ENTRY_POINT_GROUP = "esdash"
 
 #: Registration hook per kind, and the class registered objects must derive from.
-KINDS: dict[str, tuple[str, type[Registrable]]] = {
+KINDS: dict[str, tuple[str, type]] = {
     "backend": ("esdash_register_backends", Backend),
     "interconnect": ("esdash_register_interconnects", Interconnect),
     "encryption": ("esdash_register_encryption_modes", EncryptionMode),
     "track": ("esdash_register_tracks", Track),
+    "check": ("esdash_register_checks", PreflightCheck),
 }
+
+
+#: Anything a plugin can register (the base classes of :data:`KINDS`).
+Registrable = Backend | Interconnect | EncryptionMode | Track | PreflightCheck
+R = TypeVar("R", Backend, Interconnect, EncryptionMode, Track, PreflightCheck)
 
 
 @dataclass(frozen=True)
@@ -49,7 +61,7 @@ class Registered:
 
     kind: str
     name: str
-    obj: Any
+    obj: Registrable
     plugin: str
 
 
@@ -64,11 +76,13 @@ class PluginSet:
         default_factory=lambda: {kind: {} for kind in KINDS}
     )
 
-    def get(self, kind: str, name: str) -> Any:
+    def _get(self, kind: str, name: str, base: type[R]) -> R:
         """The object of ``kind`` called ``name``, or a :class:`PluginError` saying why not."""
         registry = self.registries[kind]
         if name in registry:
-            return registry[name].obj
+            found = registry[name].obj
+            assert isinstance(found, base)  # checked when it was registered
+            return found
         hint = ", ".join(sorted(registry)) or "none"
         broken = "; ".join(f"{b.name}: {b.error}" for b in self.broken)
         message = f"no {kind} called {name!r} is registered (available: {hint})"
@@ -76,12 +90,48 @@ class PluginSet:
             message += f". Broken plugins, one of which may provide it: {broken}"
         raise PluginError(message)
 
+    def get(self, kind: str, name: str) -> Registrable:
+        """The object of ``kind`` (a key of :data:`KINDS`) called ``name``."""
+        return self._get(kind, name, KINDS[kind][1])  # type: ignore[type-var]
+
+    def backend(self, name: str) -> Backend:
+        return self._get("backend", name, Backend)
+
+    def interconnect(self, name: str) -> Interconnect:
+        return self._get("interconnect", name, Interconnect)
+
+    def encryption(self, name: str) -> EncryptionMode:
+        return self._get("encryption", name, EncryptionMode)
+
+    def track(self, name: str) -> Track:
+        return self._get("track", name, Track)
+
+    def checks(self) -> list[PreflightCheck]:
+        """Every registered pre-flight check, in registration order."""
+        return [item.obj for item in self.registries["check"].values()]  # type: ignore[misc]
+
     def names(self, kind: str) -> list[str]:
         return sorted(self.registries[kind])
 
-    @property
-    def hook(self) -> Any:
-        return self.manager.hook
+    # ------------------------------------------------------------------- observers
+    def session_started(self, session: Session, run_dir: Path) -> None:
+        self._notify("esdash_session_started", session=session, run_dir=run_dir)
+
+    def interval(self, session: Session, record: Interval) -> None:
+        self._notify("esdash_interval", session=session, record=record)
+
+    def session_finished(self, session: Session, run_dir: Path, results: Results | None) -> None:
+        self._notify("esdash_session_finished", session=session, run_dir=run_dir, results=results)
+
+    def _notify(self, hook: str, **arguments: object) -> None:
+        """Call an observer hook; a failing observer is reported, never stops the run."""
+        try:
+            getattr(self.manager.hook, hook)(**arguments)
+        except Exception as exc:  # a plugin may fail in any way
+            print(
+                f"esdash: warning: a plugin's {hook} failed: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+            )
 
 
 def _disabled() -> set[str]:
@@ -103,8 +153,8 @@ def load_plugins(extra: Iterable[tuple[str, object]] = ()) -> PluginSet:
     in this order: built-ins, other entry points by name, then ``extra`` in the order given;
     of two plugins registering the same name, the one loaded first keeps it.
     """
-    manager = pluggy.PluginManager("esdash")
-    manager.add_hookspecs(hookspecs)
+    manager = pluggy.PluginManager(spec.PROJECT)
+    manager.add_hookspecs(spec)
     plugin_set = PluginSet(manager)
     disabled = _disabled()
     for name in disabled:
@@ -204,13 +254,14 @@ def _collect(plugin_set: PluginSet) -> None:
 
 def _stamping_register(
     staged: list[Registered], plugin: str, kind: str, hook_name: str, base: type
-) -> Callable[[Any], None]:
+) -> Callable[[object], None]:
     """The ``register`` callable handed to one plugin's registration hook."""
 
-    def register(obj: Any) -> None:
+    def register(obj: object) -> None:
         if not isinstance(obj, base):
             raise TypeError(
-                f"register() in {hook_name} expects a {base.__module__}.{base.__name__}, "
+                # named as plugins import it
+                f"register() in {hook_name} expects a esdash.plugin_api.{base.__name__}, "
                 f"got {type(obj).__name__}"
             )
         staged.append(Registered(kind, obj.name, obj, plugin))

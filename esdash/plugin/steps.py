@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from esdash.errors import BadInput
-from esdash.options import suggest
-from esdash.plugin_api import Query, QueryStep
+from esdash.plugin.api import Query, QueryStep
+from esdash.plugin.options import suggest
 
 STEP_KEYS = (
     "name",
@@ -398,11 +398,3 @@ def load_steps(path: str | Path) -> tuple[QueryStep, ...]:
             "save the file as UTF-8"
         ) from None
     return parse_steps(text, str(path))
-
-
-def query_steps_for(session: Any, track: Any) -> tuple[QueryStep, ...]:
-    """The steps a session runs: its ``benchmark.queries`` file if set, else the track's."""
-    queries = getattr(session.benchmark, "queries", None)
-    if queries is not None:
-        return load_steps(queries)
-    return tuple(track.query_steps(session.track.options))

@@ -1,0 +1,118 @@
+"""esdash's own pre-flight checks, and the one function every way into a run calls.
+
+The registry (:class:`esdash.plugin.checks.PreflightCheck`, the ``esdash_register_checks``
+hook) is part of the plugin contract; this module adds the checks of the core and runs the
+whole list: ``esdash session check``, ``esdash sweep --dry-run`` and the dashboard's
+validate key at the ``session`` stage, run preparation (``esdash run``, ``cluster up``,
+``submit``, sweeps) at the ``launch`` stage.  A new check is added here or by a plugin,
+never at one of those call sites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from esdash.cluster.dataroot import check_data_root, cluster_name, data_root
+from esdash.cluster.distribution import resolve_home
+from esdash.cluster.users import resolve_owner
+from esdash.errors import BadInput
+from esdash.plugin.api import Owner
+from esdash.plugin.checks import CheckContext, Finding, PreflightCheck, Stage, run_checks
+from esdash.plugin.manager import PluginSet, get_plugins
+from esdash.session import Session
+
+
+class EncryptionOptions(PreflightCheck):
+    """What the ``[encryption]`` mode refuses beyond its option declarations.
+
+    The mode's :meth:`~esdash.plugin_api.EncryptionMode.check_options` checks exactly one
+    password or key source, private files and commands that exist, for the account the
+    nodes run as.
+    """
+
+    name = "encryption-options"
+    description = "the encryption mode accepts its options for the node account"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        try:
+            owner = context.owner or resolve_owner(session.cluster.run_as)
+            mode = context.plugins.encryption(session.encryption.name)
+            mode.check_options(session.encryption.options, owner)
+        except BadInput as exc:
+            yield Finding("", f"{session.path}: {exc}")
+
+
+class Distribution(PreflightCheck):
+    """The backend's distribution is there and complete (``cluster.home`` or esdash's cache)."""
+
+    name = "distribution"
+    description = "the search engine's distribution is unpacked and complete"
+    stage = "launch"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        try:
+            home = resolve_home(session)
+        except BadInput as exc:
+            yield Finding("", str(exc))
+            return
+        backend = context.plugins.backend(session.cluster.backend.name)
+        distribution = backend.inspect(home)
+        if distribution.problems:
+            yield Finding("", f"{distribution.home}: {'; '.join(distribution.problems)}")
+
+
+class DataRoot(PreflightCheck):
+    """The data root can serve this cluster: same name, size and encryption, or ``--fresh``."""
+
+    name = "data-root"
+    description = "the data root holds nothing this cluster cannot reuse"
+    stage = "launch"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        mode = context.plugins.encryption(session.encryption.name)
+        root = data_root(session)
+        try:
+            check_data_root(root, cluster_name(session), session.cluster.nodes, context.fresh, mode)
+        except BadInput as exc:
+            yield Finding("", str(exc))
+
+
+#: esdash's own checks, run before the plugins' (in this order).
+CORE_CHECKS: tuple[PreflightCheck, ...] = (EncryptionOptions(), Distribution(), DataRoot())
+
+
+def all_checks(plugins: PluginSet) -> list[PreflightCheck]:
+    """The core's checks, then every plugin's."""
+    return [*CORE_CHECKS, *plugins.checks()]
+
+
+def findings(
+    session: Session,
+    stage: Stage,
+    *,
+    fresh: bool = False,
+    owner: Owner | None = None,
+    plugins: PluginSet | None = None,
+) -> list[str]:
+    """Every problem the checks of ``stage`` find in ``session``, one line each."""
+    plugins = plugins or get_plugins()
+    context = CheckContext(session=session, plugins=plugins, owner=owner, fresh=fresh)
+    return run_checks(all_checks(plugins), context, stage)
+
+
+def require(
+    session: Session,
+    stage: Stage,
+    *,
+    fresh: bool = False,
+    owner: Owner | None = None,
+    plugins: PluginSet | None = None,
+) -> None:
+    """Raise :class:`BadInput` listing every finding (one per line), if there is any."""
+    lines = findings(session, stage, fresh=fresh, owner=owner, plugins=plugins)
+    if lines:
+        raise BadInput("\n".join(lines))

@@ -1,0 +1,570 @@
+"""The types plugins register: backends, interconnects, encryption modes and tracks.
+
+A plugin module implements one or more ``esdash_register_*`` hooks (see
+:mod:`esdash.plugin.spec`) and calls ``register(obj)`` with instances of the classes below
+(plugins import them from :mod:`esdash.plugin_api`, the one module they use).
+Every registered object has a ``name`` (unique within its kind, used in session files), a
+one-line ``description`` (shown by ``esdash plugins`` and the dashboard) and a tuple of
+:class:`Option` declarations: the keys a session file may set for it.  esdash validates
+those keys before anything runs, so a plugin receives only well-typed, in-range values.
+
+The classes are deliberately small; methods that a kind needs are documented on the class.
+Nothing here imports Textual: plugins run on compute nodes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import fnmatch
+import json
+import os
+import socket
+import struct
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from esdash.errors import BadInput, EsdashError
+from esdash.rundir.records import NodePlan, Topology
+
+#: Value kinds an :class:`Option` can declare.  ``duration`` accepts ``"30s"``, ``"5m"``,
+#: ``"1h"``, ``"250ms"`` or a number of seconds; ``size`` accepts ``"512m"``, ``"2g"``.
+OPTION_KINDS = ("str", "int", "float", "bool", "duration", "size", "path", "list[str]")
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+#: Default of an option that the session file must set.
+REQUIRED: Any = _Required()
+
+
+@dataclass(frozen=True)
+class Option:
+    """One key a plugin accepts in a session file.
+
+    ``kind`` is one of :data:`OPTION_KINDS`; ``choices`` restricts the value to a set;
+    ``minimum``/``maximum`` bound numbers (durations in seconds, sizes in bytes).
+    """
+
+    name: str
+    kind: str
+    help: str
+    default: Any = None
+    choices: tuple[Any, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in OPTION_KINDS:
+            raise ValueError(f"option {self.name!r}: kind {self.kind!r} not in {OPTION_KINDS}")
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+class Registrable(ABC):
+    """What every registered object has: a name, a description and its session options."""
+
+    #: Which registry the object belongs to ("backend", "interconnect", ...).
+    kind: ClassVar[str]
+    name: str
+    description: str
+    options: tuple[Option, ...] = ()
+
+
+# --------------------------------------------------------------------------- backends
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A search-engine distribution found on disk, as a backend understood it."""
+
+    home: Path
+    version: str
+    flavor: str
+    modules: tuple[str, ...]
+    scripting: bool
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The unprivileged account a node runs as (and owns its files)."""
+
+    name: str
+    uid: int
+    gid: int
+
+    @classmethod
+    def current(cls) -> Owner:
+        import pwd
+
+        entry = pwd.getpwuid(os.geteuid())
+        return cls(entry.pw_name, entry.pw_uid, entry.pw_gid)
+
+
+@dataclass(frozen=True)
+class NodeDirs:
+    """A node's directories: config and logs and tmp per run, data per data root."""
+
+    config: Path
+    data: Path
+    logs: Path
+    tmp: Path
+
+
+@dataclass(frozen=True)
+class NodeRequest:
+    """Everything a backend needs to configure and run one node.
+
+    ``topology`` is the cluster's plan and ``node`` this node's part of it; ``security`` is
+    ``None`` when the session turned security off, else the files of
+    :mod:`esdash.cluster.security`.
+    """
+
+    distribution: Distribution
+    topology: Topology
+    node: NodePlan
+    dirs: NodeDirs
+    heap: str
+    owner: Owner
+    options: Mapping[str, Any]
+    security: Any | None = None
+
+
+@dataclass(frozen=True)
+class NodeCommand:
+    """The argv, environment and working directory of a node process."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+
+
+class Backend(Registrable):
+    """A search engine esdash can spawn (e.g. Elasticsearch).
+
+    The cluster layer asks a backend to inspect a distribution directory, render each node's
+    configuration from the topology, build the command that runs a node, and talk to the
+    running cluster.
+    """
+
+    kind = "backend"
+
+    @abstractmethod
+    def inspect(self, home: Path) -> Distribution:
+        """Read version, flavor and modules of the distribution at ``home``.
+
+        Raise :class:`esdash.errors.BadInput` naming ``home`` and the fix when it is not a
+        usable distribution.
+        """
+
+    @abstractmethod
+    def node_settings(self, request: NodeRequest) -> dict[str, Any]:
+        """The node's configuration (for Elasticsearch: the ``elasticsearch.yml`` entries)."""
+
+    @abstractmethod
+    def write_node_config(self, request: NodeRequest, settings: Mapping[str, Any]) -> None:
+        """Create ``request.dirs.config`` from the distribution's templates and ``settings``."""
+
+    @abstractmethod
+    def node_command(self, request: NodeRequest) -> NodeCommand:
+        """The command that runs the node in the foreground (bare or inside a container)."""
+
+    @abstractmethod
+    def client(self, endpoints: list[str], credentials: Any | None) -> Any:
+        """A client for the running cluster's HTTP API at ``endpoints`` (``host:port``)."""
+
+    def explain_exit(self, code: int, log_tail: str) -> str | None:
+        """A sentence explaining a node's exit code, with the fix, when the backend knows one."""
+        return None
+
+
+# ----------------------------------------------------------------------- interconnects
+
+
+class InterconnectError(EsdashError):
+    """The host lacks the network a session asked for."""
+
+
+def interface_addresses() -> dict[str, str]:
+    """Map each IPv4-configured interface of this host to its primary address.
+
+    Uses the ``SIOCGIFADDR`` ioctl, which works inside network namespaces and needs no
+    external tools.
+    """
+    found: dict[str, str] = {}
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(sock.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))
+            except OSError:
+                continue  # interface without an IPv4 address
+            found[name] = socket.inet_ntoa(packed[20:24])
+    return found
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a node binds and publishes on one host."""
+
+    interface: str
+    address: str
+
+
+class Interconnect(Registrable):
+    """A network the nodes talk over, found on a host by interface name patterns.
+
+    ``patterns`` are shell-style patterns (``ib*``, ``hfi1_*``); the first interface of this
+    host that matches and has an IPv4 address wins.  A session may name the interface
+    explicitly (``cluster.interface``), which then must exist.
+    """
+
+    kind = "interconnect"
+    patterns: tuple[str, ...] = ()
+
+    def resolve(
+        self, interface: str | None = None, addresses: Mapping[str, str] | None = None
+    ) -> Endpoint:
+        """Find this host's endpoint on the interconnect, or explain why there is none.
+
+        ``addresses`` is the host's interface table (name -> IPv4 address); by default it is
+        read from the host (:func:`interface_addresses`).  Tests of hardware this machine
+        lacks pass a table.
+        """
+        if addresses is None:
+            addresses = interface_addresses()
+        host = socket.gethostname()
+        if interface:
+            if interface not in addresses:
+                raise InterconnectError(
+                    f"{self.name}: interface {interface!r} has no IPv4 address on host {host} "
+                    f"(interfaces here: {', '.join(sorted(addresses)) or 'none'}); set "
+                    f"cluster.interface to one of them or remove it to match {self.patterns}"
+                )
+            return Endpoint(interface, addresses[interface])
+        for pattern in self.patterns:
+            for name in sorted(addresses):
+                if fnmatch.fnmatch(name, pattern):
+                    return Endpoint(name, addresses[name])
+        raise InterconnectError(
+            f"{self.name}: no interface on host {host} matches {', '.join(self.patterns)} "
+            f"(interfaces here: {', '.join(sorted(addresses)) or 'none'}); choose another "
+            f"interconnect or set cluster.interface explicitly"
+        )
+
+
+# ---------------------------------------------------------------------- encryption
+
+
+class QueryNotSupported(EsdashError):
+    """A query (or mapping) part a client-side encryption mode cannot express on ciphertexts.
+
+    ``part`` locates it in the request body, dotted with list indices
+    (``query.bool.filter.script``, ``aggs.weight.histogram``); ``reason`` says why.  The
+    orchestrator turns it into the query's ``unsupported`` reason ("not possible under
+    ABE: ..."), so the query is reported as not run instead of failing the benchmark.
+    """
+
+    def __init__(self, part: str, reason: str) -> None:
+        super().__init__(f"{part}: {reason}")
+        self.part = part
+        self.reason = reason
+
+
+class ClientCodec:
+    """What a client-side encryption mode does to everything between esdash and the cluster.
+
+    The orchestrator (``esdash run``) asks the mode for a codec once, before anything is
+    launched, and uses it at plan time: the index body and every query are encoded once and
+    written into ``bench.json`` (queries are never rewritten per request).  Every bench
+    worker rebuilds the codec from :meth:`spec` (keys are derived once per process) and
+    encodes the documents it ingests, so encryption is part of the measured ingest, and,
+    when :attr:`decode_responses` is true, decodes every successful response inside the
+    measured service time: a real client has to decrypt what it reads.
+
+    Every method defaults to no transformation.  A codec must never log, print or put key
+    material into :meth:`spec`.
+    """
+
+    #: Shown in "not possible under <label>: ..." reasons.
+    label: str = "client-side encryption"
+    #: Whether bench workers decode each successful response while measuring.
+    decode_responses: bool = False
+
+    def encode_index_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings and mappings to create the index with (e.g. encrypted field names)."""
+        return dict(body)
+
+    def encode_document(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """One document as it is sent to the cluster."""
+        return doc
+
+    def encode_documents(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A bulk request's documents; override to batch work across documents."""
+        return [self.encode_document(doc) for doc in docs]
+
+    def encode_lines(self, docs: list[dict[str, Any]]) -> list[bytes]:
+        """The documents as compact JSON lines (without line ends), ready for ``_bulk``."""
+        dumps = json.dumps
+        return [dumps(doc, separators=(",", ":")).encode() for doc in self.encode_documents(docs)]
+
+    def encode_raw_lines(self, lines: list[bytes]) -> list[bytes | None]:
+        """An optional fast path: per raw corpus line its encoded line, or ``None``.
+
+        Called per bulk request before :meth:`encode_lines`, with the corpus lines as read
+        (no action lines).  Lines left ``None`` are parsed, checked (errors name the file
+        and line) and passed to :meth:`encode_lines`; a codec that encodes a line here must
+        write exactly what :meth:`encode_lines` would.  The default leaves every line.
+        """
+        return [None] * len(lines)
+
+    def encode_query(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A ``_search`` body as sent to the cluster.
+
+        Raises :class:`QueryNotSupported` naming the part that cannot be expressed.
+        """
+        return dict(body)
+
+    def decode_response(
+        self, body: dict[str, Any], request: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """A ``_search`` response as the plaintext query would have returned it.
+
+        ``request`` is the *encoded* request body (it says which aggregations and sort
+        values to decode).
+        """
+        return body
+
+    def spec(self) -> dict[str, Any]:
+        """JSON-serialisable, secret-free state from which bench ranks rebuild the codec."""
+        return {}
+
+    def close(self) -> None:
+        """Drop caches (they are as sensitive as the key) and key material."""
+
+
+class EncryptionMode(Registrable):
+    """How data is protected: where a node's data lives and how the client transforms it.
+
+    :meth:`node_storage` decides whether data directories are plain or an encrypted mount;
+    client-side modes (``client_side = True``) return a :class:`ClientCodec` from
+    :meth:`client_codec` that transforms documents, mappings and queries and decodes
+    responses.
+    """
+
+    kind = "encryption"
+    #: True when documents are encrypted on the client before they are sent.
+    client_side: bool = False
+    #: What a node's directory in the data root (``<root>/<rank>``) holds: ``"plain"`` (the
+    #: node's own files) or a mode's word for what it keeps there instead (gocryptfs:
+    #: ``"gocryptfs-cipher"``).  Recorded with the mode's name in the data root's marker
+    #: (``esdash-data.json``); a run in another mode on that root is refused.
+    node_data: str = "plain"
+
+    def check_options(self, options: Mapping[str, Any], owner: Owner) -> None:
+        """Refuse what the option declarations cannot express, before anything starts.
+
+        "Exactly one of two keys", a key file others may read, a command that is not there:
+        raise :class:`esdash.errors.BadInput` whose message starts with the key
+        (``encryption.password_file: ...``) and says how to fix it; esdash puts the session
+        file's name in front.  ``esdash session check`` calls this, and so does every run
+        before it launches anything, so the two never disagree.  ``owner`` is the account
+        nodes run as.  Change nothing: create no file, run no command that may ask a person.
+        """
+
+    def client_codec(
+        self,
+        options: Mapping[str, Any],
+        track: Track,
+        *,
+        track_options: Mapping[str, Any] | None = None,
+        data_root: Path | None = None,
+    ) -> ClientCodec | None:
+        """The codec for ``track`` (None: documents and queries go out unchanged).
+
+        Called once by the orchestrator before the cluster starts, so a missing key fails
+        early.  ``data_root`` is where the nodes' data lives (a mode may keep non-secret
+        state there, e.g. a key-derivation salt).  Raise :class:`esdash.errors.BadInput`
+        for unusable options or keys.
+        """
+        return None
+
+    def codec_from_spec(self, spec: Mapping[str, Any]) -> ClientCodec | None:
+        """Rebuild, in a bench rank, the codec whose :meth:`ClientCodec.spec` is ``spec``."""
+        return None
+
+    @contextmanager
+    def node_storage(
+        self, data_dir: Path, owner: Owner, options: Mapping[str, Any]
+    ) -> Iterator[Path]:
+        """Yield the directory a node keeps its data in, and undo any setup afterwards.
+
+        The default is a plain directory owned by ``owner``; a mode such as GoCryptFS mounts
+        an encrypted file system there before the node starts and unmounts it after the node
+        stopped, also when the node failed.
+        """
+        data_dir.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            os.chown(data_dir, owner.uid, owner.gid)
+        yield data_dir
+
+
+# --------------------------------------------------------------------------- tracks
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field of a track's schema: its type and, for numbers and dates, its range.
+
+    Client-side encryption needs the ranges to choose order-preserving domains.
+    """
+
+    path: str
+    type: str
+    minimum: float | None = None
+    maximum: float | None = None
+    step: float | None = None
+
+
+@dataclass(frozen=True)
+class Query:
+    """One search request of a query step.
+
+    ``body`` is the ``_search`` request body.  ``requires`` names distribution capabilities
+    the query needs (``"scripting"``); on a distribution without them the query is reported
+    as unsupported by that distribution, never silently skipped.
+    """
+
+    name: str
+    body: Mapping[str, Any]
+    index: str | None = None
+    requires: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class QueryStep:
+    """Queries sent together for a warm-up and a measured duration.
+
+    ``None`` for warm-up, duration or target throughput means: the session's default.
+
+    ``think_time`` (seconds) is a pause each rank makes after every response before it sends
+    its next request, in warm-up and measurement alike: a closed loop with think time, the
+    authors' ``sleep_between_requests_secs``.  It is not a rate: a rank's throughput is then
+    ``1 / (think_time + latency)`` and falls as the cluster slows down, whereas a target
+    throughput schedules sends at fixed moments (open loop).  A step with think time therefore
+    runs as a closed loop even when the session sets a target throughput, and a step cannot
+    set both.
+    """
+
+    name: str
+    queries: tuple[Query, ...]
+    warmup: float | None = None
+    duration: float | None = None
+    target_throughput: float | None = None
+    think_time: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.think_time < 0:
+            raise ValueError(f"step {self.name!r}: think_time must be >= 0")
+        if self.think_time and self.target_throughput is not None:
+            raise ValueError(
+                f"step {self.name!r}: set think_time (closed loop) or target_throughput "
+                "(open loop), not both"
+            )
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Documents to ingest: an NDJSON file, one document per line (Rally's format).
+
+    With ``includes_action_and_meta_data`` every document line is preceded by its bulk
+    action line, as in some Rally corpora.
+    """
+
+    path: Path
+    documents: int | None = None
+    includes_action_and_meta_data: bool = False
+
+
+class Track(Registrable):
+    """A workload: index settings and mapping, a corpus, a field schema and query steps."""
+
+    kind = "track"
+    #: The index the track's documents go to (queries may name another).
+    index: str = ""
+    fields: tuple[FieldSpec, ...] = ()
+
+    def index_name(self, options: Mapping[str, Any]) -> str:
+        """The index the documents go to; tracks whose index depends on options override it."""
+        return self.index or self.name
+
+    def field_specs(self, options: Mapping[str, Any]) -> tuple[FieldSpec, ...]:
+        """The field schema for ``options``; tracks whose schema depends on options override it."""
+        return self.fields
+
+    @abstractmethod
+    def index_body(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings and mappings of the track's index, as sent to ``PUT /<index>``."""
+
+    @abstractmethod
+    def corpus(self, options: Mapping[str, Any], cache_dir: Path) -> Corpus:
+        """The corpus to ingest; a generator writes it under ``cache_dir`` once per options."""
+
+    @abstractmethod
+    def query_steps(self, options: Mapping[str, Any]) -> tuple[QueryStep, ...]:
+        """The query steps, in the order they run."""
+
+
+@dataclass
+class PluginInfo:
+    """A loaded plugin and what it registered (shown by ``esdash plugins``)."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    registered: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BrokenPlugin:
+    """A plugin that failed to import, to validate or to register; the others still load."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    error: str
+
+
+__all__ = [
+    "REQUIRED",
+    "Backend",
+    "BadInput",
+    "BrokenPlugin",
+    "ClientCodec",
+    "Distribution",
+    "EncryptionMode",
+    "Endpoint",
+    "FieldSpec",
+    "Interconnect",
+    "InterconnectError",
+    "NodeCommand",
+    "NodeDirs",
+    "NodeRequest",
+    "Owner",
+    "Option",
+    "Corpus",
+    "Query",
+    "QueryStep",
+    "PluginInfo",
+    "QueryNotSupported",
+    "Track",
+    "interface_addresses",
+]
