@@ -131,7 +131,7 @@ class LocalComm:
 
 
 def _raw_headers(spec: Spec) -> tuple[dict[str, str], ssl.SSLContext | None]:
-    """The headers and TLS context ``esdash.bench.http.Connection`` uses, built by hand."""
+    """The headers and TLS context ``esdash.cluster.http.Connection`` uses, built by hand."""
     import base64
 
     headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
@@ -164,9 +164,9 @@ def _raw_loop(spec: Spec, conn: http.client.HTTPConnection, headers: dict, until
 def worker(variant: str, spec: Spec, pipe: Any) -> None:
     """One connection: set up, say ready, wait for the start time, run, send the figures."""
     from esdash.bench import loadgen
-    from esdash.bench.http import Connection, Target
     from esdash.bench.rank import RankState, Reporter, Schedule
     from esdash.bench.recorder import Recorder
+    from esdash.cluster.http import Connection, Target
 
     query = loadgen.PreparedQuery(QUERY_NAME, spec.path, spec.body)
     if variant == "raw":
@@ -301,13 +301,13 @@ def cluster_up(scratch: Path, nodes: int, security: bool, user: str, env: dict) 
 
 def targets_of(run: Path) -> tuple[list[tuple[str, str]], bool, Any]:
     """([(node name, host:port)...], secure, credentials) of a run's cluster."""
-    from esdash.cluster import security
+    from esdash.cluster import pki
     from esdash.rundir.layout import RunDir
 
     rundir = RunDir(run)
     nodes = rundir.read_topology().nodes
     secure = rundir.credentials_file.exists()
-    credentials = security.read_credentials(run) if secure else None
+    credentials = pki.read_credentials(run) if secure else None
     return [(n.name, n.http_address) for n in nodes], secure, credentials
 
 
@@ -450,7 +450,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from esdash.bench import loadgen
-    from esdash.bench.http import Connection, Target
+    from esdash.cluster.http import Connection, Target
 
     scratch = Path(tempfile.mkdtemp(prefix="esdash-driver-", dir="/tmp"))
     scratch.chmod(0o755)

@@ -28,8 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from esdash_plugins.backends.elasticsearch import security  # noqa: E402
+
 from esdash import paths  # noqa: E402
-from esdash.cluster import security  # noqa: E402
+from esdash.cluster import pki  # noqa: E402
 
 JAVA_HOME = os.environ.get("ES_JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
 
@@ -68,10 +70,10 @@ def start_once(root: Path, home: Path, user: str, secure: bool, tag: str) -> flo
     }
     creds = None
     if secure:
-        pki = security.create_cluster_pki(root / f"{tag}-pki", "bench", [["127.0.0.1"]])
+        cluster_pki = pki.create_cluster_pki(root / f"{tag}-pki", "bench", [["127.0.0.1"]])
         (root / f"{tag}-run").mkdir()
-        creds = security.create_credentials(root / f"{tag}-run", ca_certs=pki.ca_cert)
-        security.install_node_security(node / "config", pki, 0, creds)
+        creds = pki.create_credentials(root / f"{tag}-run", ca_certs=cluster_pki.ca_cert)
+        security.install_node_security(node / "config", pki.node_security(cluster_pki, 0, creds))
         settings.update(security.security_settings())
     else:
         settings.update(security.disabled_settings())
@@ -80,9 +82,9 @@ def start_once(root: Path, home: Path, user: str, secure: bool, tag: str) -> flo
     (node / "config" / "jvm.options.d" / "heap.options").write_text("-Xms512m\n-Xmx512m\n")
     subprocess.run(["chown", "-R", f"{user}:", str(node)], check=True)
 
-    url = security.base_url("127.0.0.1", http_port, secure=secure) + "/_cluster/health"
-    headers = security.basic_auth_header(creds) if creds else {}
-    context = security.ssl_context(creds) if creds else None
+    url = pki.base_url("127.0.0.1", http_port, secure=secure) + "/_cluster/health"
+    headers = pki.basic_auth_header(creds) if creds else {}
+    context = pki.ssl_context(creds) if creds else None
     argv = ["runuser", "-u", user, "--", *es_env(node), str(home / "bin" / "elasticsearch")]
     argv += ["-p", str(node / "es.pid")]
     with open(node / "console.log", "wb") as log:
@@ -125,7 +127,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--user", default="esdash")
-    parser.add_argument("--home", type=Path, default=paths.default_distribution())
+    parser.add_argument("--home", type=Path, default=paths.default_distribution("elasticsearch"))
     args = parser.parse_args()
     if args.home is None:
         raise SystemExit("no distribution: pass --home")

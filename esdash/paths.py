@@ -1,6 +1,6 @@
 """Where esdash keeps things on disk: the cache of distributions, and run directories.
 
-The cache must be readable by the unprivileged user Elasticsearch runs as.  Root's home is
+The cache must be readable by the unprivileged user the search engine runs as.  Root's home is
 private (mode 0700), so when esdash runs as root the default cache is ``/var/cache/esdash``;
 otherwise it is ``$XDG_CACHE_HOME/esdash`` (``~/.cache/esdash``).  ``ESDASH_CACHE`` overrides
 both, e.g. to put distributions on a shared file system that every compute node sees.
@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-
-DEFAULT_ES_VERSION = "8.19.21"
 
 
 def cache_dir() -> Path:
@@ -28,7 +26,7 @@ def _version_key(path: Path) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", path.name.rsplit("-", 1)[-1]))
 
 
-def cached_distributions(engine: str = "elasticsearch") -> list[Path]:
+def cached_distributions(engine: str) -> list[Path]:
     """Distributions unpacked in the cache, newest version first."""
     root = cache_dir()
     if not root.is_dir():
@@ -37,7 +35,7 @@ def cached_distributions(engine: str = "elasticsearch") -> list[Path]:
     return sorted(found, key=_version_key, reverse=True)
 
 
-def default_distribution(engine: str = "elasticsearch") -> Path | None:
+def default_distribution(engine: str) -> Path | None:
     """The distribution a session without ``cluster.home`` uses: the newest one in the cache."""
     found = cached_distributions(engine)
     return found[0] if found else None

@@ -25,6 +25,16 @@ Contents, by what a plugin provides:
   :class:`QueryNotSupported`;
 * an **interconnect**: :class:`Interconnect`, :class:`Endpoint`,
   :class:`InterconnectError`, :func:`interface_addresses`;
+* a backend's **security**: :class:`NodeSecurity` (TLS files, :class:`Credentials`),
+  :class:`TlsFiles`, and the private-file helpers (:func:`write_private`,
+  :func:`make_private_dir`, :func:`owner_ids`, :class:`SecurityFilesError`);
+* a backend's **distribution**: :func:`find_maven`, :func:`maven_copy`,
+  :func:`unzip_keeping_modes`, :func:`make_world_readable`, :func:`workspace`,
+  :func:`install_into_cache`, :class:`FetchError`; Java: :func:`find_java`,
+  :func:`java_version`, :func:`java_check`, :class:`JavaRuntime`;
+* **doctor checks** (backends and encryption modes): :class:`HostCheck`, :class:`HostProbe`,
+  :func:`run_as_user`, :func:`last_line`, :func:`shorten`, :func:`user_name`,
+  :func:`group_name`;
 * a **pre-flight check**: :class:`PreflightCheck`, :class:`CheckContext`, :class:`Finding`;
 * a plugin's **tests**: :func:`load_plugins` (``extra=[(name, module)]`` loads a module that
   is not installed) and the :class:`PluginSet` it returns.
@@ -59,15 +69,48 @@ from esdash.plugin.api import (
     interface_addresses,
 )
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck
-from esdash.plugin.control import ControlClient, ControlError, EngineInfo, engine_of
+from esdash.plugin.control import (
+    ELASTICSEARCH,
+    OPENSEARCH,
+    ControlClient,
+    ControlError,
+    EngineInfo,
+    engine_of,
+)
 from esdash.plugin.corpus import check_corpus, generated_corpus, write_atomically
+from esdash.plugin.fetching import (
+    FetchError,
+    MavenMissing,
+    find_maven,
+    install_into_cache,
+    make_world_readable,
+    maven_copy,
+    unzip_keeping_modes,
+    workspace,
+)
+from esdash.plugin.host import (
+    HostCheck,
+    HostProbe,
+    group_name,
+    last_line,
+    run_as_user,
+    shorten,
+    user_name,
+)
+from esdash.plugin.java import JavaRuntime, JavaVersion, find_java, java_check, java_version
 from esdash.plugin.manager import PluginSet, load_plugins
-from esdash.plugin.spec import hookimpl
+from esdash.plugin.secure_files import (
+    SecurityFilesError,
+    make_private_dir,
+    owner_ids,
+    write_private,
+)
+from esdash.plugin.security import Credentials, NodeSecurity, TlsFiles
+from esdash.plugin.spec import Register, hookimpl
 from esdash.plugin.steps import load_steps, parse_steps
-from esdash.rundir.records import NodePlan, Topology
+from esdash.rundir.records import Health, JsonObject, NodePlan, Topology
 
 __all__ = [
-    "REQUIRED",
     "Backend",
     "BadInput",
     "BrokenPlugin",
@@ -77,19 +120,31 @@ __all__ = [
     "ControlClient",
     "ControlError",
     "Corpus",
+    "Credentials",
     "Distribution",
+    "ELASTICSEARCH",
     "EncryptionMode",
-    "EngineInfo",
     "Endpoint",
+    "EngineInfo",
     "EsdashError",
+    "FetchError",
     "FieldSpec",
     "Finding",
+    "Health",
+    "HostCheck",
+    "HostProbe",
     "Interconnect",
     "InterconnectError",
+    "JavaRuntime",
+    "JavaVersion",
+    "JsonObject",
+    "MavenMissing",
     "NodeCommand",
     "NodeDirs",
     "NodePlan",
     "NodeRequest",
+    "NodeSecurity",
+    "OPENSEARCH",
     "Option",
     "Owner",
     "PluginInfo",
@@ -98,16 +153,37 @@ __all__ = [
     "Query",
     "QueryNotSupported",
     "QueryStep",
+    "REQUIRED",
+    "Register",
     "Registrable",
+    "SecurityFilesError",
+    "TlsFiles",
     "Topology",
     "Track",
     "check_corpus",
     "engine_of",
+    "find_java",
+    "find_maven",
     "generated_corpus",
+    "group_name",
     "hookimpl",
+    "install_into_cache",
     "interface_addresses",
+    "java_check",
+    "java_version",
+    "last_line",
     "load_plugins",
     "load_steps",
+    "make_private_dir",
+    "make_world_readable",
+    "maven_copy",
+    "owner_ids",
     "parse_steps",
+    "run_as_user",
+    "shorten",
+    "unzip_keeping_modes",
+    "user_name",
+    "workspace",
     "write_atomically",
+    "write_private",
 ]

@@ -34,6 +34,9 @@ from esdash.plugin.options import Problem, describe, suggest, validate
 from esdash.plugin.steps import load_steps
 from esdash.rundir.layout import RunDir
 
+#: The backend a session without ``cluster.backend`` uses.
+DEFAULT_BACKEND = "elasticsearch"
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -61,7 +64,7 @@ TOP_LEVEL = (
 SECTIONS = ("cluster", "encryption", "track", "benchmark", "slurm")
 
 CLUSTER = (
-    Option("backend", "str", "search engine plugin", default="elasticsearch"),
+    Option("backend", "str", "search engine plugin", default=DEFAULT_BACKEND),
     Option("nodes", "int", "number of search nodes (one per MPI rank)", 1, (), 1, 4096),
     Option("nodes_per_host", "int", "nodes placed on one host", 1, (), 1, 64),
     Option("home", "path", "distribution directory (default: newest in esdash's cache)"),
@@ -263,7 +266,7 @@ def parse_session(data: Mapping[str, Any], path: Path, plugins: PluginSet | None
         "cluster",
         cluster_table,
         "backend",
-        "elasticsearch",
+        DEFAULT_BACKEND,
         "backend",
         plugins,
         problems,

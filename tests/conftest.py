@@ -99,6 +99,27 @@ def shared_tmp() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
+def shared_cluster(shared_tmp: Path) -> Iterator[tuple[Path, Path]]:
+    """A secure 2-node cluster (``esdash cluster up``) for tests that do not hurt it.
+
+    Yields its run directory and the runs directory; ``esdash run --cluster RUN`` attaches
+    to it.  Tests that kill or stop nodes start their own.
+    """
+    prereqs.require("es")
+    prereqs.require("mpi")
+    from support.cli import esdash, java_pids_under, run_dir_from, write_session
+
+    runs = shared_tmp / "runs"
+    session = write_session(shared_tmp, "benchc", 2, track='name = "mri"\ndocuments = 1500')
+    run = run_dir_from(esdash("cluster", "up", str(session), env_runs=runs).stdout)
+    try:
+        yield run, runs
+    finally:
+        esdash("cluster", "down", str(run), env_runs=runs)
+        assert java_pids_under(run) == []
+
+
+@pytest.fixture(scope="session")
 def slurm_cluster(shared_tmp: Path) -> Iterator[SlurmCluster]:
     """A private Slurm (own munged, slurmctld, slurmd ``lo1..lo3`` with CPUs=4 each), idle."""
     prereqs.require("slurm")

@@ -24,11 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from esdash_plugins.backends.elasticsearch.distribution import JAVA_HOME_VARIABLE, min_java_major
+from esdash_plugins.encryption import gocryptfs
 from support.prereqs import es_home, es_user, require, venv_bin
 
-from esdash import doctor, java
 from esdash.cli.doctor_cmd import format_table
 from esdash.errors import EsdashError
+from esdash.host import doctor
+from esdash.plugin import java
+from esdash.plugin.host import HostCheck, HostProbe
 
 ESDASH = Path(sys.executable).parent / "esdash"
 ORDER = [
@@ -138,7 +142,7 @@ def test_real_machine_verdicts_match_the_system() -> None:
 
     assert checks["java"]["status"] == "pass"
     assert checks["java"]["data"]["major"] >= 17
-    expected_java = java.find_java(home).executable
+    expected_java = java.find_java(home, JAVA_HOME_VARIABLE).executable
     assert checks["java"]["data"]["executable"] == str(expected_java)
 
     dist = checks["distribution"]
@@ -342,8 +346,14 @@ def test_java_requirement_follows_the_elasticsearch_version(
     es7 = fake_layout(tmp_path / "es7", "7.17.25")
     es8 = fake_layout(tmp_path / "es8", "8.19.21")
     monkeypatch.setenv("ES_JAVA_HOME", str(jdk11))
-    assert doctor.check_java(es7, inspect(es7)).status == "pass"
-    check8 = doctor.check_java(es8, inspect(es8))
+
+    def check_java(home: Path) -> HostCheck:
+        version = inspect(home).version
+        need = min_java_major(version)
+        return java.java_check(home, JAVA_HOME_VARIABLE, need, f"Elasticsearch {version}")
+
+    assert check_java(es7).status == "pass"
+    check8 = check_java(es8)
     assert check8.status == "fail"
     assert check8.data["major"] == 11 and check8.data["required_major"] == 17
     assert check8.data["source"] == "ES_JAVA_HOME"
@@ -357,14 +367,17 @@ def test_find_java_order(tmp_path: Path) -> None:
     home = fake_layout(tmp_path / "es", "8.19.21")
     path = str(path_jdk / "bin")
 
-    assert java.find_java(home, {"PATH": path}).source == "PATH"
-    assert java.find_java(home, {"PATH": path, "JAVA_HOME": str(jdk)}).source == "JAVA_HOME"
+    assert java.find_java(home, JAVA_HOME_VARIABLE, {"PATH": path}).source == "PATH"
+    assert (
+        java.find_java(home, JAVA_HOME_VARIABLE, {"PATH": path, "JAVA_HOME": str(jdk)}).source
+        == "JAVA_HOME"
+    )
     full = {"PATH": path, "JAVA_HOME": str(jdk), "ES_JAVA_HOME": str(es_jdk)}
-    assert java.find_java(home, full).java_home == es_jdk
+    assert java.find_java(home, JAVA_HOME_VARIABLE, full).java_home == es_jdk
     fake_java(home / "jdk", 'openjdk version "21.0.5" 2024-10-15')
-    assert java.find_java(home, full).source == "bundled JDK"
+    assert java.find_java(home, JAVA_HOME_VARIABLE, full).source == "bundled JDK"
     with pytest.raises(EsdashError, match="no Java found"):
-        java.find_java(None, {"PATH": str(tmp_path / "empty")})
+        java.find_java(None, JAVA_HOME_VARIABLE, {"PATH": str(tmp_path / "empty")})
 
 
 @pytest.mark.parametrize(
@@ -452,12 +465,12 @@ def test_inside_an_allocation_is_reported(tmp_path: Path) -> None:
 
 
 def test_fuse_device_modes(tmp_path: Path) -> None:
-    assert doctor.check_fuse("nobody", Path("/dev/null")).status == "pass"  # crw-rw-rw-
-    assert doctor.check_fuse("root", Path("/dev/null")).status == "pass"
+    assert gocryptfs.check_fuse("nobody", Path("/dev/null")).status == "pass"  # crw-rw-rw-
+    assert gocryptfs.check_fuse("root", Path("/dev/null")).status == "pass"
     regular = tmp_path / "fuse"
     regular.write_text("")
-    assert "not a character device" in doctor.check_fuse("root", regular).detail
-    missing = doctor.check_fuse("nobody", tmp_path / "absent")
+    assert "not a character device" in gocryptfs.check_fuse("root", regular).detail
+    missing = gocryptfs.check_fuse("nobody", tmp_path / "absent")
     assert missing.status == "warn" and "does not exist" in missing.detail
 
 
@@ -466,7 +479,7 @@ def test_fuse_device_closed_to_others_warns(tmp_path: Path) -> None:
     """A character device with Debian's default mode for /dev/fuse (0600 root)."""
     fuse = tmp_path / "fuse"
     os.mknod(fuse, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
-    check = doctor.check_fuse("nobody", fuse)
+    check = gocryptfs.check_fuse("nobody", fuse)
     assert check.status == "warn"
     assert f"chmod 0666 {fuse}" in check.fix
 
@@ -488,7 +501,7 @@ def test_open_files_follows_the_hard_limit() -> None:
     code = (
         "import resource, json\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (1000, 4096))\n"
-        "from esdash import doctor\n"
+        "from esdash.host import doctor\n"
         "print(json.dumps(doctor.check_open_files().as_dict()))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -504,24 +517,24 @@ def test_open_files_follows_the_hard_limit() -> None:
 
 def test_check_demands_a_fix_for_warn_and_fail() -> None:
     with pytest.raises(ValueError, match="needs a fix"):
-        doctor.Check("x", "warn", "something is off")
+        HostCheck("x", "warn", "something is off")
     with pytest.raises(ValueError, match="status"):
-        doctor.Check("x", "maybe", "?", "fix")  # type: ignore[arg-type]
+        HostCheck("x", "maybe", "?", "fix")  # type: ignore[arg-type]
 
 
 def test_a_crashing_check_becomes_a_failure() -> None:
-    def broken() -> doctor.Check:
+    def broken() -> HostCheck:
         raise RuntimeError("boom")
 
-    check = doctor._guarded("broken", broken)
+    check = doctor._guarded(HostProbe("broken", broken))
     assert check.status == "fail"
     assert "RuntimeError: boom" in check.detail
 
 
 def test_format_table_wraps_under_the_detail_column() -> None:
     checks = [
-        doctor.Check("java", "pass", "fine"),
-        doctor.Check("vm.max_map_count", "warn", "word " * 40, "do " * 30),
+        HostCheck("java", "pass", "fine"),
+        HostCheck("vm.max_map_count", "warn", "word " * 40, "do " * 30),
     ]
     text = format_table(checks, width=70)
     lines = text.splitlines()

@@ -1,4 +1,4 @@
-"""``esdash fetch elasticsearch``: Maven download, unpacking with modes, idempotency, errors."""
+"""``esdash fetch BACKEND``: Maven download, unpacking with modes, idempotency, errors."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from esdash_plugins.backends.elasticsearch.distribution import DEFAULT_VERSION, fetch
 from support.prereqs import find_tool, unavailable
 
 from esdash import paths
-from esdash.fetch import fetch_elasticsearch, make_world_readable, unzip_keeping_modes
+from esdash.plugin.fetching import make_world_readable, unzip_keeping_modes
 
 
 def esdash_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -44,7 +45,7 @@ def test_missing_mvn_explains_the_tarball_route(tmp_path):
     assert "Traceback" not in proc.stderr
     assert "mvn" in proc.stderr
     assert "tarball" in proc.stderr and "cluster.home" in proc.stderr
-    assert f"elasticsearch-{paths.DEFAULT_ES_VERSION}" in proc.stderr
+    assert f"elasticsearch-{DEFAULT_VERSION}" in proc.stderr
     assert proc.stdout == ""
     assert not any(cache.glob("elasticsearch-*"))
 
@@ -57,7 +58,7 @@ def test_bad_version_is_bad_input(tmp_path):
 
 def test_cached_distribution_is_returned_without_maven(tmp_path):
     """Idempotent and offline: the provisioned cache answers even with no mvn on PATH."""
-    home = paths.cache_dir() / f"elasticsearch-{paths.DEFAULT_ES_VERSION}"
+    home = paths.cache_dir() / f"elasticsearch-{DEFAULT_VERSION}"
     if not (home / "bin" / "elasticsearch").is_file():
         unavailable(f"{home} is not there (scripts/provision runs esdash fetch elasticsearch)")
     proc = esdash_cli("fetch", "elasticsearch", env=env_without_mvn(tmp_path))
@@ -73,8 +74,8 @@ def test_real_maven_fetch_into_empty_cache(tmp_path):
     cache = tmp_path / "cache"
     messages: list[str] = []
     try:
-        home = fetch_elasticsearch(cache=cache, log=messages.append)
-        assert home == cache / f"elasticsearch-{paths.DEFAULT_ES_VERSION}"
+        home = fetch(DEFAULT_VERSION, cache, messages.append)
+        assert home == cache / f"elasticsearch-{DEFAULT_VERSION}"
         assert any("Maven" in m for m in messages)
         assert os.access(home / "bin" / "elasticsearch", os.X_OK)
         assert (home / "bin" / "elasticsearch").stat().st_mode & 0o005 == 0o005
@@ -82,7 +83,7 @@ def test_real_maven_fetch_into_empty_cache(tmp_path):
         assert (home / "config" / "jvm.options.d").stat().st_mode & 0o005 == 0o005
         assert [p.name for p in cache.iterdir()] == [home.name]  # no temp dirs left
         messages.clear()
-        assert fetch_elasticsearch(cache=cache, log=messages.append) == home
+        assert fetch(DEFAULT_VERSION, cache, messages.append) == home
         assert messages == []
     finally:
         shutil.rmtree(cache, ignore_errors=True)
@@ -103,6 +104,12 @@ def test_unzip_keeps_exec_bits_and_world_readable_fixes_0660(tmp_path):
     make_world_readable(tmp_path / "out")
     assert stat.S_IMODE(config.stat().st_mode) == 0o664
     assert stat.S_IMODE(tool.stat().st_mode) == 0o755
+
+
+def test_unknown_backend_names_the_ones_there_are():
+    proc = esdash_cli("fetch", "lucene", env=dict(os.environ))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "lucene" in proc.stderr and "elasticsearch" in proc.stderr
 
 
 def test_fetch_help_lists_the_command():

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from esdash.bench.http import Connection, RequestFailed, error_class_of
+from esdash.cluster.http import Connection, RequestFailed, error_class_of
 
 #: Bulk responses start with this when no item failed (checked without parsing the JSON).
 _NO_BULK_ERRORS = b'"errors":false'

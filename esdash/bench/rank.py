@@ -37,10 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from esdash.bench import loadgen
-from esdash.bench.http import Connection, Target
 from esdash.bench.plan import BenchPlan
-from esdash.cluster import security
+from esdash.cluster import pki
+from esdash.cluster.control import control_client
+from esdash.cluster.http import Connection, Target
 from esdash.paths import cache_dir
+from esdash.plugin.control import ControlClient
+from esdash.plugin.security import Credentials
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import NodePlan
 
@@ -167,7 +170,7 @@ class Worker:
     index: int
     workers: int
     nodes: tuple[NodePlan, ...]
-    credentials: Any
+    credentials: Credentials | None
     state: RankState = field(default_factory=RankState)
     #: The client-side encryption codec (None: documents and queries go out unchanged).
     codec: Any = None
@@ -376,7 +379,7 @@ def run_worker(
     size: int,
     plan: BenchPlan,
     nodes: tuple[NodePlan, ...],
-    credentials: Any,
+    credentials: Credentials | None,
     start: dict[str, Any],
     codec: Any = None,
     codec_error: str | None = None,
@@ -516,48 +519,24 @@ class Coordinator:
         self.emit_due(float("inf"))
 
 
-def _prepare_index(plan: BenchPlan, nodes: tuple[NodePlan, ...], credentials: Any) -> dict:
-    """Create the index, or keep a reused one whose document count is complete."""
-    node = nodes[0]
-    target = Target(node.name, node.http_address, credentials is not None)
-    admin = Connection(target, credentials, timeout=120.0)
-    index = plan.index
-    status, body = admin.request("GET", f"/{index}/_count")
-    if status == 200 and not plan.reingest and plan.corpus_documents:
-        count = int(json.loads(body)["count"])
-        if count == plan.corpus_documents and _same_meta(admin, plan):
-            return {"ingest": False, "reason": f"index {index} reused with {count} documents"}
-    if status == 200:
-        admin.request("DELETE", f"/{index}")
-    status, body = admin.request("PUT", f"/{index}", json.dumps(plan.index_body).encode())
-    if status >= 300:
-        raise RuntimeError(
-            f"creating index {index} failed: HTTP {status}: {loadgen.server_message(status, body)}"
-        )
-    admin.close()
-    return {"ingest": True, "reason": f"index {index} created"}
+def _prepare_index(plan: BenchPlan, control: ControlClient) -> dict[str, Any]:
+    """Create the index, or keep a reused one whose document count is complete.
 
-
-def _same_meta(admin: Connection, plan: BenchPlan) -> bool:
-    """Whether the existing index's mapping ``_meta`` is the planned one.
-
-    A client-side encryption mode records its ciphertext layout (key, schema) there: an
-    index written in plaintext, or with another key, must not be reused.
+    A reused index must also carry the planned mapping ``_meta``: a client-side encryption
+    mode records its ciphertext layout (key, schema) there, and an index written in
+    plaintext, or with another key, must not be reused.
     """
-    planned = (plan.index_body.get("mappings") or {}).get("_meta")
-    status, body = admin.request("GET", f"/{plan.index}/_mapping")
-    if status != 200:
-        return False
-    found = [(v.get("mappings") or {}).get("_meta") for v in json.loads(body).values()]
-    return found == [planned]
-
-
-def _refresh(plan: BenchPlan, nodes: tuple[NodePlan, ...], credentials: Any) -> None:
-    node = nodes[0]
-    target = Target(node.name, node.http_address, credentials is not None)
-    admin = Connection(target, credentials, timeout=300.0)
-    admin.request("POST", f"/{plan.index}/_refresh")
-    admin.close()
+    index = plan.index
+    exists = control.index_exists(index)
+    if exists and not plan.reingest and plan.corpus_documents:
+        count = control.count(index)
+        planned = (plan.index_body.get("mappings") or {}).get("_meta")
+        if count == plan.corpus_documents and control.index_meta(index) == planned:
+            return {"ingest": False, "reason": f"index {index} reused with {count} documents"}
+    if exists:
+        control.delete_index(index)
+    control.create_index(index, plan.index_body)
+    return {"ingest": True, "reason": f"index {index} created"}
 
 
 def run_coordinator(
@@ -565,8 +544,7 @@ def run_coordinator(
     size: int,
     run: RunDir,
     plan: BenchPlan,
-    nodes: tuple[NodePlan, ...],
-    credentials: Any,
+    control: ControlClient | None,
     start: dict[str, Any],
     everyone: list[dict],
 ) -> int:
@@ -581,8 +559,8 @@ def run_coordinator(
     schedule_end: list[float] = []
 
     def release() -> None:
-        if start["index"]["ingest"]:
-            _refresh(plan, nodes, credentials)
+        if start["index"]["ingest"] and control is not None:
+            control.refresh(plan.index)
         moment = time.time() + 1.0
         for worker in range(1, size):
             comm.isend(moment, dest=worker, tag=TAG_START)
@@ -633,18 +611,20 @@ def run_bench_rank(run_path: Path) -> int:
     plan = run.read_bench_plan()
     nodes = run.read_topology().nodes
     # a benchmark against a running cluster reads that cluster's credentials
-    cluster_run = RunDir(Path(run.read_info().cluster_run or run.path))
+    info = run.read_info()
+    cluster_run = RunDir(Path(info.cluster_run or run.path))
     credentials = (
-        security.read_credentials(cluster_run.path)
-        if cluster_run.credentials_file.exists()
-        else None
+        pki.read_credentials(cluster_run.path) if cluster_run.credentials_file.exists() else None
     )
     start = None
+    control = None
     if rank == 0:
         try:
+            # merges and refreshes of a large index take minutes
+            control = control_client(cluster_run, str(info.engine), nodes[:1], timeout=300.0)
             start = {
                 "t0": time.time() + 0.5,
-                "index": _prepare_index(plan, nodes, credentials),
+                "index": _prepare_index(plan, control),
                 "error": None,
             }
         except Exception as exc:
@@ -656,7 +636,11 @@ def run_bench_rank(run_path: Path) -> int:
         me["target"] = nodes[(rank - 1) % len(nodes)].name
     everyone = comm.gather(me, root=0)
     if rank == 0:
-        return run_coordinator(comm, size, run, plan, nodes, credentials, start, everyone[1:])
+        try:
+            return run_coordinator(comm, size, run, plan, control, start, everyone[1:])
+        finally:
+            if control is not None:
+                control.close()
     if start["error"]:
         return 1
     return run_worker(comm, rank, size, plan, nodes, credentials, start, codec, codec_error)

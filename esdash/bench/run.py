@@ -124,9 +124,7 @@ def launch_bench(run: RunDir, session: Session) -> subprocess.Popen[bytes]:
     return process
 
 
-def follow(
-    run: RunDir, process: subprocess.Popen[bytes], out: TextIO, session: Session
-) -> bool:
+def follow(run: RunDir, process: subprocess.Popen[bytes], out: TextIO, session: Session) -> bool:
     """Print the stream while the bench runs; forward Ctrl-C/SIGTERM to the ranks.
 
     Each interval record goes to the observer hooks once, as it is read.  Returns True

@@ -46,7 +46,16 @@ from typing import Any
 from esdash.errors import BadInput
 from esdash.plugin.api import REQUIRED, Option
 from esdash.plugin.options import Problem, describe, suggest, validate
-from esdash.session import BENCHMARK, CLUSTER, SECTIONS, SLURM, SessionError, parse_session, tomllib
+from esdash.session import (
+    BENCHMARK,
+    CLUSTER,
+    DEFAULT_BACKEND,
+    SECTIONS,
+    SLURM,
+    SessionError,
+    parse_session,
+    tomllib,
+)
 
 #: Keys of the campaign's top level (tables are handled separately).
 TOP_LEVEL = (
@@ -67,7 +76,7 @@ TABLES = ("set", "axes", "per_value", "slurm")
 SELECTORS = {
     ("encryption", "mode"): "none",
     ("track", "name"): None,
-    ("cluster", "backend"): "elasticsearch",
+    ("cluster", "backend"): DEFAULT_BACKEND,
 }
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
@@ -313,7 +322,7 @@ def _path_keys(data: Mapping[str, Any], plugins: Any) -> list[tuple[str, ...]]:
         value = data.get(name)
         return value if isinstance(value, Mapping) else {}
 
-    backend = table("cluster").get("backend", "elasticsearch")
+    backend = table("cluster").get("backend", DEFAULT_BACKEND)
     found += [
         ("cluster", "backend_options", o.name)
         for o in plugin_options("backend", backend)
@@ -366,8 +375,8 @@ def _root_label(data: Mapping[str, Any]) -> str:
     options = {k: v for k, v in encryption.items() if k != "mode"}
     if options:
         label += f"-{digest(options)}"
-    backend = cluster.get("backend", "elasticsearch")
-    if backend != "elasticsearch":
+    backend = cluster.get("backend", DEFAULT_BACKEND)
+    if backend != DEFAULT_BACKEND:
         label += f"-{_SLUG.sub('-', str(backend))}"
     if cluster.get("security", True) is False:
         label += "-nosec"

@@ -1,7 +1,8 @@
 """``esdash doctor``: a pass/warn/fail table of what this machine needs, with a fix for each.
 
-The checks live in :mod:`esdash.doctor`; this module only picks the distribution and the user
-(:func:`resolve_target`, the one place a future ``--session FILE`` plugs in) and prints.
+The checks live in :mod:`esdash.host.doctor` and the plugins; this module only picks the
+backend, the distribution and the user (:func:`resolve_target`: options, then ``--session``)
+and prints.
 Exit code 0 when nothing failed, 1 otherwise, so batch scripts and CI can gate on it;
 warnings (e.g. production-mode limits on a laptop) do not fail.
 """
@@ -24,23 +25,24 @@ _COLOURS = {"pass": "32", "warn": "33", "fail": "31"}
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "doctor",
-        help="check Java, the distribution, MPI, Slurm, FUSE, limits and the ES user",
-        description="Check whether this machine can spawn Elasticsearch clusters: Java, the "
-        "distribution and its modules, MPI, Slurm, FUSE/gocryptfs, vm.max_map_count, the "
-        "open-files limit and the user Elasticsearch runs as. Exits 1 if any check fails.",
+        help="check Java, the distribution, MPI, Slurm, FUSE, limits and the node user",
+        description="Check whether this machine can spawn search clusters: what the backend "
+        "needs (distribution, its modules, Java, the node user's access), MPI, Slurm, what "
+        "the encryption modes need (FUSE, gocryptfs), vm.max_map_count and the open-files "
+        "limit. Exits 1 if any check fails.",
     )
     parser.add_argument(
         "--home",
         type=Path,
         default=None,
         metavar="PATH",
-        help="Elasticsearch distribution to check (default: the newest one in the esdash cache)",
+        help="distribution to check (default: the backend's newest one in the esdash cache)",
     )
     parser.add_argument(
         "--user",
         default=None,
         metavar="NAME",
-        help="user Elasticsearch runs as (default: $ESDASH_USER, else 'esdash' when running "
+        help="user the nodes run as (default: $ESDASH_USER, else 'esdash' when running "
         "as root, else you)",
     )
     parser.add_argument(
@@ -48,23 +50,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         help="take the distribution (cluster.home) and user (cluster.run_as) from a session",
     )
+    parser.add_argument(
+        "--backend",
+        default=None,
+        metavar="NAME",
+        help="the search engine to check for (default: the session's, else elasticsearch)",
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON list of checks")
     parser.set_defaults(func=run)
 
 
-def resolve_target(args: argparse.Namespace) -> tuple[Path | None, str]:
-    """The distribution and ES user to check: options first, then the session, then defaults."""
-    from esdash import doctor, paths
+def resolve_target(args: argparse.Namespace) -> tuple[Path | None, str, str]:
+    """Distribution, node user and backend to check: options, then the session, then defaults."""
+    from esdash import paths
+    from esdash.host import doctor
+    from esdash.session import DEFAULT_BACKEND
 
-    session_home = session_user = None
+    session_home = session_user = session_backend = None
     if args.session is not None:
         from esdash.session import load_session
 
         session = load_session(args.session)
         session_home, session_user = session.cluster.home, session.cluster.run_as
-    home = args.home or session_home or paths.default_distribution()
+        session_backend = session.cluster.backend.name
+    backend = args.backend or session_backend or DEFAULT_BACKEND
+    home = args.home or session_home or paths.default_distribution(backend)
     user = args.user or session_user or doctor.default_user()
-    return home, user
+    return home, user, backend
 
 
 def _use_colour() -> bool:
@@ -116,10 +128,10 @@ def format_table(checks: list, width: int | None = None, colour: bool = False) -
 
 
 def run(args: argparse.Namespace) -> int:
-    from esdash import doctor
+    from esdash.host import doctor
 
-    home, user = resolve_target(args)
-    checks = doctor.run_checks(home, user)
+    home, user, backend = resolve_target(args)
+    checks = doctor.run_checks(home, user, backend)
     if args.json:
         print(json.dumps([check.as_dict() for check in checks], indent=2))
     else:

@@ -1,4 +1,4 @@
-"""``esdash fetch elasticsearch``: put a distribution into the cache and print its home."""
+"""``esdash fetch BACKEND``: put a distribution into the cache and print its home."""
 
 from __future__ import annotations
 
@@ -12,22 +12,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "fetch",
         help="download a search-engine distribution into the cache",
         description=(
-            "Download a distribution with Maven into the esdash cache "
+            "Download the backend's distribution (with Maven) into the esdash cache "
             f"({paths.cache_dir()}) and print its home directory. "
             "Does nothing when it is already there."
         ),
     )
-    parser.add_argument("engine", choices=["elasticsearch"], help="what to fetch")
     parser.add_argument(
-        "--version",
-        default=paths.DEFAULT_ES_VERSION,
-        help=f"distribution version (default {paths.DEFAULT_ES_VERSION})",
+        "backend", help="the backend whose engine to fetch, e.g. elasticsearch (esdash plugins)"
+    )
+    parser.add_argument(
+        "--version", default=None, help="distribution version (default: the backend's own)"
     )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from esdash.fetch import fetch_elasticsearch
+    from esdash.host.fetch import fetch
 
-    print(fetch_elasticsearch(args.version))
+    print(fetch(args.backend, args.version))
     return 0

@@ -11,16 +11,19 @@ root network namespace).  It writes:
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
 
+import msgspec
+
+from esdash.plugin.control import ControlClient
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import ClusterSample, Health, NodeSample, SampleHealth
 from esdash.rundir.stream import JsonlWriter
 
-STATS = "/_nodes/stats/jvm,os,process,thread_pool,indices"
+#: The ``_nodes/stats`` metrics a sample needs.
+STATS = ("jvm", "os", "process", "thread_pool", "indices")
 
 
 def node_sample(stats: dict[str, Any]) -> NodeSample:
@@ -47,38 +50,29 @@ def node_sample(stats: dict[str, Any]) -> NodeSample:
     )
 
 
-def health_record(answer: dict[str, Any], now: float) -> Health:
-    """``health.json`` from an engine's ``_cluster/health`` answer (unknown fields dropped)."""
-    known = {name: answer[name] for name in Health.__struct_fields__ if name in answer}
-    return Health(**{**known, "ok": True, "time": now})
-
-
 class ClusterMonitor(threading.Thread):
     """Samples health each second and node statistics every ``stats_every`` seconds."""
 
-    def __init__(self, run: RunDir, connection: Any, stats_every: float = 2.0) -> None:
+    def __init__(self, run: RunDir, control: ControlClient, stats_every: float = 2.0) -> None:
         super().__init__(name="esdash-cluster-monitor", daemon=True)
         self.rundir = run
-        self.connection = connection
+        self.control = control
         self.stats_every = stats_every
         self.done = threading.Event()
 
-    def _get(self, path: str) -> dict[str, Any]:
-        status, body = self.connection.request("GET", path)
-        if status != 200:
-            raise RuntimeError(f"HTTP {status} from {path}")
-        answer = json.loads(body)
-        if not isinstance(answer, dict):
-            raise RuntimeError(f"{path} answered with a JSON {type(answer).__name__}")
-        return answer
-
     def run(self) -> None:
+        try:
+            self._sample()
+        finally:
+            self.control.close()
+
+    def _sample(self) -> None:
         next_stats = 0.0
         with JsonlWriter[ClusterSample](self.rundir.cluster_samples_file, fsync=False) as log:
             while not self.done.wait(1.0):
                 now = time.time()
                 try:
-                    health = health_record(self._get("/_cluster/health"), now)
+                    health = msgspec.structs.replace(self.control.health(), time=now)
                 except Exception as exc:  # starting or gone: record and keep going
                     health = Health(ok=False, error=f"{type(exc).__name__}: {exc}"[:500], time=now)
                 self.rundir.write_health(health)
@@ -86,7 +80,7 @@ class ClusterMonitor(threading.Thread):
                     continue
                 next_stats = now + self.stats_every
                 try:
-                    nodes = self._get(STATS).get("nodes", {})
+                    nodes = self.control.node_stats(STATS).get("nodes", {})
                 except Exception:
                     continue
                 log.write(

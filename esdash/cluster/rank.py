@@ -22,19 +22,18 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from esdash.bench.http import Connection, Target
-from esdash.cluster import security
+from esdash.cluster import pki
+from esdash.cluster.control import control_client
 from esdash.cluster.dataroot import cluster_name, data_root, prepare_data_root
 from esdash.cluster.monitor import ClusterMonitor
 from esdash.cluster.node import NodeProcess
 from esdash.cluster.topology import RankReport, plan_topology
 from esdash.cluster.users import chown_tree, resolve_owner
 from esdash.errors import EsdashError
-from esdash.plugin.api import NodeDirs, NodeRequest, Owner
+from esdash.plugin.api import NodeDirs, NodeRequest
 from esdash.plugin.manager import get_plugins
 from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
@@ -42,24 +41,6 @@ from esdash.rundir.records import Topology
 from esdash.session import Session, load_run_session
 
 POLL_SECONDS = 0.5
-
-
-@dataclass(frozen=True)
-class NodeSecurity:
-    """The security a backend installs into one node's config dir."""
-
-    pki: security.ClusterPki
-    index: int
-    credentials: security.Credentials
-
-    @property
-    def settings(self) -> dict[str, Any]:
-        return security.security_settings()
-
-    def install(self, config_dir: Path, owner: Owner) -> None:
-        security.install_node_security(
-            config_dir, self.pki, self.index, self.credentials, owner=owner.uid
-        )
 
 
 class Supervisor:
@@ -110,13 +91,13 @@ def _plan(run: RunDir, session: Session, gathered: list, fresh: bool) -> dict[st
             data_root(session), topology.cluster_name, len(gathered), fresh, encryption
         )
         if session.cluster.security:
-            pki = security.create_cluster_pki(
+            cluster_pki = pki.create_cluster_pki(
                 run.pki_dir,
                 topology.cluster_name,
                 [sorted({n.address, n.host}) for n in topology.nodes],
                 node_names=[n.name for n in topology.nodes],
             )
-            security.create_credentials(run.path, ca_certs=pki.ca_cert)
+            pki.create_credentials(run.path, ca_certs=cluster_pki.ca_cert)
     except (EsdashError, ValueError) as exc:
         return {"errors": [str(exc)]}
     topology = Topology(
@@ -194,8 +175,8 @@ def _run_node(
         path.mkdir(parents=True, exist_ok=True)
     node_security = None
     if session.cluster.security:
-        node_security = NodeSecurity(
-            security.load_cluster_pki(run.pki_dir), rank, security.read_credentials(run.path)
+        node_security = pki.node_security(
+            pki.load_cluster_pki(run.pki_dir), rank, pki.read_credentials(run.path)
         )
     with encryption.node_storage(dirs.data, owner, session.encryption.options) as data_path:
         request = NodeRequest(
@@ -206,9 +187,8 @@ def _run_node(
             heap=session.cluster.heap_option,
             owner=owner,
             options=session.cluster.backend.options,
+            security=node_security,
         )
-        if node_security is not None:
-            request = NodeRequest(**{**request.__dict__, "security": node_security})
         backend.write_node_config(request, backend.node_settings(request))
         chown_tree(node_dir, owner)
         process = NodeProcess(backend.node_command(request), owner, run.node_stdout(rank))
@@ -219,10 +199,11 @@ def _run_node(
             status.started = time.time()
         monitor = None
         if rank == 0:
-            node = topology.nodes[0]
-            target = Target(node.name, node.http_address, node_security is not None)
-            credentials = node_security.credentials if node_security else None
-            monitor = ClusterMonitor(run, Connection(target, credentials, timeout=5.0))
+            # the node next to this rank: reachable whatever the interconnect
+            control = control_client(
+                run, backend.name, topology.nodes[:1], timeout=5.0, plugins=plugins
+            )
+            monitor = ClusterMonitor(run, control)
             monitor.start()
         reason = None
         while process.poll() is None:

@@ -20,7 +20,7 @@ def resolve_owner(run_as: str | None, where: str = "cluster.run_as") -> Owner:
         return Owner.current()
     if not run_as:
         raise BadInput(
-            f"esdash runs as root, and Elasticsearch must not: set {where} in the session to "
+            f"esdash runs as root, and search engines must not: set {where} in the session to "
             f"an unprivileged user (create one with `useradd -m esdash`)"
         )
     try:

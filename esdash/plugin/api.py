@@ -21,13 +21,16 @@ import os
 import socket
 import struct
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from esdash.errors import BadInput, EsdashError
+from esdash.plugin.control import ControlClient
+from esdash.plugin.host import HostProbe
+from esdash.plugin.security import Credentials, NodeSecurity
 from esdash.rundir.records import NodePlan, Topology
 
 #: Value kinds an :class:`Option` can declare.  ``duration`` accepts ``"30s"``, ``"5m"``,
@@ -125,8 +128,8 @@ class NodeRequest:
     """Everything a backend needs to configure and run one node.
 
     ``topology`` is the cluster's plan and ``node`` this node's part of it; ``security`` is
-    ``None`` when the session turned security off, else the files of
-    :mod:`esdash.cluster.security`.
+    ``None`` when the session turned security off, else the node's TLS files and the
+    cluster's credentials, which the backend installs the way its engine wants.
     """
 
     distribution: Distribution
@@ -136,7 +139,7 @@ class NodeRequest:
     heap: str
     owner: Owner
     options: Mapping[str, Any]
-    security: Any | None = None
+    security: NodeSecurity | None = None
 
 
 @dataclass(frozen=True)
@@ -149,14 +152,17 @@ class NodeCommand:
 
 
 class Backend(Registrable):
-    """A search engine esdash can spawn (e.g. Elasticsearch).
+    """A search engine esdash can spawn (Elasticsearch, OpenSearch).
 
-    The cluster layer asks a backend to inspect a distribution directory, render each node's
-    configuration from the topology, build the command that runs a node, and talk to the
-    running cluster.
+    Everything engine-specific lives behind this class: where distributions come from
+    (:meth:`fetch`), what they are (:meth:`inspect`), how a node is configured and started,
+    what the doctor checks (:meth:`doctor`) and how esdash controls a running cluster
+    (:meth:`control_client`).  The core speaks of a "search cluster" and asks the backend.
     """
 
     kind = "backend"
+    #: The version ``esdash fetch <backend>`` gets when none is given (None: it cannot fetch).
+    default_version: ClassVar[str | None] = None
 
     @abstractmethod
     def inspect(self, home: Path) -> Distribution:
@@ -166,21 +172,53 @@ class Backend(Registrable):
         usable distribution.
         """
 
+    def fetch(self, version: str, cache: Path, say: Callable[[str], None]) -> Path:
+        """Put distribution ``version`` into ``cache`` (if not there yet) and return its home.
+
+        The home must be ``cache / f"{name}-{version}"`` (sessions without ``cluster.home``
+        take the newest such directory), readable by every user.  ``say`` reports progress
+        (downloads take minutes).  :mod:`esdash.plugin.fetching` has the Maven, unzip and
+        atomic-install helpers.  The default cannot fetch and says so.
+        """
+        raise BadInput(
+            f"backend {self.name} cannot download distributions; unpack one and set "
+            "cluster.home in the session"
+        )
+
+    def doctor(self, home: Path | None, user: str, cache: Path) -> list[HostProbe]:
+        """The checks ``esdash doctor`` runs for this engine (distribution, Java, node user).
+
+        ``home`` is the distribution to check (None: there is none in ``cache``), ``user``
+        the account the nodes run as.  Probes run in parallel threads; each returns a
+        :class:`~esdash.plugin.host.HostCheck`.
+        """
+        return []
+
     @abstractmethod
     def node_settings(self, request: NodeRequest) -> dict[str, Any]:
         """The node's configuration (for Elasticsearch: the ``elasticsearch.yml`` entries)."""
 
     @abstractmethod
     def write_node_config(self, request: NodeRequest, settings: Mapping[str, Any]) -> None:
-        """Create ``request.dirs.config`` from the distribution's templates and ``settings``."""
+        """Create ``request.dirs.config`` from the distribution's templates and ``settings``.
+
+        With ``request.security`` set, install the TLS files and the superuser there too.
+        """
 
     @abstractmethod
     def node_command(self, request: NodeRequest) -> NodeCommand:
         """The command that runs the node in the foreground (bare or inside a container)."""
 
     @abstractmethod
-    def client(self, endpoints: list[str], credentials: Any | None) -> Any:
-        """A client for the running cluster's HTTP API at ``endpoints`` (``host:port``)."""
+    def control_client(
+        self, endpoints: Sequence[str], credentials: Credentials | None, timeout: float = 30.0
+    ) -> ControlClient:
+        """A :class:`~esdash.plugin.control.ControlClient` for the cluster at ``endpoints``.
+
+        ``endpoints`` are ``host:port`` HTTP addresses; ``credentials`` is None when the
+        cluster runs without security (plain HTTP), else HTTPS with the cluster's CA and
+        superuser.  ``timeout`` bounds each request (waits add their own time).
+        """
 
     def explain_exit(self, code: int, log_tail: str) -> str | None:
         """A sentence explaining a node's exit code, with the fix, when the backend knows one."""
@@ -400,6 +438,13 @@ class EncryptionMode(Registrable):
     def codec_from_spec(self, spec: Mapping[str, Any]) -> ClientCodec | None:
         """Rebuild, in a bench rank, the codec whose :meth:`ClientCodec.spec` is ``spec``."""
         return None
+
+    def doctor(self, user: str) -> list[HostProbe]:
+        """The checks ``esdash doctor`` runs for this mode (tools, devices) for node ``user``.
+
+        A mode's missing prerequisite is a ``warn``: only sessions using the mode need it.
+        """
+        return []
 
     @contextmanager
     def node_storage(

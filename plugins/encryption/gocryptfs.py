@@ -62,7 +62,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from esdash.plugin_api import BadInput, ClusterError, EncryptionMode, Option, Owner, hookimpl
+from esdash.plugin_api import (
+    BadInput,
+    ClusterError,
+    EncryptionMode,
+    HostCheck,
+    HostProbe,
+    Option,
+    Owner,
+    group_name,
+    hookimpl,
+    run_as_user,
+    user_name,
+)
 
 #: The FUSE device every unprivileged mount opens (through the setuid ``fusermount3``).
 FUSE_DEVICE = Path("/dev/fuse")
@@ -256,8 +268,8 @@ def tools() -> tuple[str, str]:
     return found["gocryptfs"], found["fusermount3"]  # type: ignore[return-value]
 
 
-def fuse_problem(owner: Owner, device: Path = FUSE_DEVICE) -> str | None:
-    """Why ``owner`` cannot open the FUSE device here, with the fix; None when it can.
+def _fuse_state(owner: Owner, device: Path) -> tuple[str, str] | None:
+    """Why ``owner`` cannot open the FUSE device here and the fix; None when it can.
 
     Only the primary group counts: processes started for the node get no supplementary
     groups when root switches to its user.
@@ -265,14 +277,15 @@ def fuse_problem(owner: Owner, device: Path = FUSE_DEVICE) -> str | None:
     host = socket.gethostname()
     if not device.exists():
         return (
-            f"{device} does not exist on {host}, so gocryptfs cannot mount: load the FUSE "
-            f"module (as root: `modprobe fuse`), or in a container pass the device "
-            f'(`--device /dev/fuse`); or use encryption.mode = "none"'
+            f"{device} does not exist on {host}, so gocryptfs cannot mount",
+            "load the FUSE module (as root: `modprobe fuse`), or in a container pass the "
+            "device (`--device /dev/fuse`)",
         )
     st = device.stat()
     if not stat.S_ISCHR(st.st_mode):
         return (
-            f"{device} on {host} is not a character device; recreate it (as root: `modprobe fuse`)"
+            f"{device} on {host} is not a character device",
+            "recreate it (as root: `modprobe fuse`)",
         )
     if os.geteuid() != 0 or owner.uid == os.geteuid():
         usable = os.access(device, os.R_OK | os.W_OK)
@@ -291,9 +304,19 @@ def fuse_problem(owner: Owner, device: Path = FUSE_DEVICE) -> str | None:
     return (
         f"{device} on {host} is mode {stat.S_IMODE(st.st_mode):04o} "
         f"{_user(st.st_uid)}:{st.st_gid}, so the node user {owner.name!r} cannot open it and "
-        f"gocryptfs cannot mount; as root: `chmod 0666 {device}` (the usual udev default; "
-        f'make it permanent with a udev rule), or use encryption.mode = "none"'
+        f"gocryptfs cannot mount",
+        f"as root: `chmod 0666 {device}` (the usual udev default; make it permanent with a "
+        f"udev rule)",
     )
+
+
+def fuse_problem(owner: Owner, device: Path = FUSE_DEVICE) -> str | None:
+    """Why ``owner`` cannot open the FUSE device here, with the fix; None when it can."""
+    state = _fuse_state(owner, device)
+    if state is None:
+        return None
+    what, fix = state
+    return f'{what}: {fix}; or use encryption.mode = "none"'
 
 
 # ----------------------------------------------------------------------------- mounts
@@ -513,6 +536,9 @@ class GocryptfsMode(EncryptionMode):
         """
         check_password_options(options)
 
+    def doctor(self, user: str) -> list[HostProbe]:
+        return doctor_probes(user)
+
     @contextmanager
     def node_storage(
         self, data_dir: Path, owner: Owner, options: Mapping[str, Any]
@@ -710,6 +736,73 @@ def _wait_gone(pid: int, timeout: float) -> None:
         except (OSError, IndexError):
             return
         time.sleep(0.1)
+
+
+# ---------------------------------------------------------------------- doctor
+
+
+def doctor_probes(user: str) -> list[HostProbe]:
+    """``esdash doctor``: can this host mount gocryptfs directories for the node ``user``?"""
+    return [HostProbe("fuse", lambda: check_fuse(user)), HostProbe("gocryptfs", check_tools)]
+
+
+def check_fuse(user: str, device: Path = FUSE_DEVICE) -> HostCheck:
+    """gocryptfs mounts as the node user, who therefore must open /dev/fuse read-write."""
+    scope = "only the gocryptfs encryption mode needs it"
+    if not device.exists():
+        return HostCheck(
+            "fuse",
+            "warn",
+            f"{device} does not exist; {scope}",
+            "modprobe fuse (as root), or ask your site for FUSE on compute nodes",
+        )
+    st = device.stat()
+    if not stat.S_ISCHR(st.st_mode):
+        return HostCheck(
+            "fuse",
+            "warn",
+            f"{device} is not a character device ({stat.filemode(st.st_mode)}); {scope}",
+            f"ask your administrator to restore {device} (character device 10,229)",
+        )
+    mode = stat.filemode(st.st_mode)
+    owner_text = f"{user_name(st.st_uid)}:{group_name(st.st_gid)}"
+    data = {"device": str(device), "mode": mode, "owner": owner_text}
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        detail = (
+            f"{device} is {mode} {owner_text}; cannot tell for user {user!r}, who does not exist"
+        )
+        return HostCheck("fuse", "warn", detail, "fix the es-user check first", data)
+    problem = _fuse_state(Owner(entry.pw_name, entry.pw_uid, entry.pw_gid), device)
+    if problem is not None:
+        what, fix = problem
+        return HostCheck("fuse", "warn", f"{what}; {scope}", fix, data)
+    return HostCheck(
+        "fuse", "pass", f"{device} is {mode} {owner_text}: usable by {user}", data=data
+    )
+
+
+def check_tools() -> HostCheck:
+    """The gocryptfs mode needs ``gocryptfs`` to mount and ``fusermount3`` to unmount."""
+    found = {name: find_tool(name) for name in ("gocryptfs", "fusermount3")}
+    missing = [name for name, where in found.items() if not where]
+    if missing:
+        return HostCheck(
+            "gocryptfs",
+            "warn",
+            f"{', '.join(missing)} not on PATH; only the gocryptfs encryption mode needs them",
+            "apt-get install gocryptfs fuse3 (or load your site's module)",
+            {"commands": found},
+        )
+    proc = run_as_user([found["gocryptfs"] or "gocryptfs", "-version"])
+    version = (proc.stdout.strip().split(";") or [""])[0] or "version unknown"
+    return HostCheck(
+        "gocryptfs",
+        "pass",
+        f"{version} and fusermount3 on PATH",
+        data={"commands": found, "version": version},
+    )
 
 
 @hookimpl

@@ -1,6 +1,6 @@
 """`esdash run` end to end against real Elasticsearch nodes and real MPI ranks.
 
-One secure 2-node cluster is shared (`esdash run --cluster RUN`); scenarios that hurt a
+The session's secure 2-node cluster is shared (`esdash run --cluster RUN`); scenarios that hurt a
 cluster (node loss) get their own.  Steps are short: the point is behaviour, not numbers.
 """
 
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.cli import ESDASH, esdash, java_pids_under, pids_alive, run_dir_from, write_session
+from support.cli import ESDASH, esdash, java_pids_under, pids_alive, write_session
 from support.distributions import RECORDER, install_distribution, observer_hooks
 from support.records import as_json
 
@@ -26,15 +26,10 @@ pytestmark = [pytest.mark.es, pytest.mark.mpi]
 BENCH = '[benchmark]\nworkers_per_node = 1\nwarmup = "1s"\nduration = "2s"\nbulk_size = 200\n'
 
 
-@pytest.fixture(scope="module")
-def cluster(shared_tmp: Path):
-    """A secure 2-node cluster; every run of this module attaches to it."""
-    runs = shared_tmp / "runs"
-    session = write_session(shared_tmp, "benchc", 2, track='name = "mri"\ndocuments = 1500')
-    run = run_dir_from(esdash("cluster", "up", str(session), env_runs=runs).stdout)
-    yield run, runs
-    esdash("cluster", "down", str(run), env_runs=runs)
-    assert java_pids_under(run) == []
+@pytest.fixture
+def cluster(shared_cluster: tuple[Path, Path]) -> tuple[Path, Path]:
+    """The session's secure 2-node cluster (conftest); every run here attaches to it."""
+    return shared_cluster
 
 
 def bench_session(directory: Path, name: str, *, track: str, bench: str = BENCH) -> Path:

@@ -34,29 +34,54 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
+from esdash_plugins.backends.elasticsearch import security as es_security
+from esdash_plugins.backends.elasticsearch.security import (
+    client_kwargs,
+    disabled_settings,
+    pbkdf2_hash,
+    security_settings,
+    write_file_realm_user,
+)
 from support.prereqs import unavailable
 
 from esdash import paths
-from esdash.cluster import security
-from esdash.cluster.security import (
+from esdash.cluster import pki as cluster_pki
+from esdash.cluster.pki import (
     ClusterPki,
-    Credentials,
-    SecurityFilesError,
     base_url,
     basic_auth_header,
-    client_kwargs,
     create_cluster_pki,
     create_credentials,
-    disabled_settings,
-    install_node_security,
-    install_node_tls,
     load_cluster_pki,
-    pbkdf2_hash,
+    node_security,
     read_credentials,
-    security_settings,
     ssl_context,
-    write_file_realm_user,
 )
+from esdash.plugin.secure_files import SecurityFilesError
+from esdash.plugin.security import Credentials
+
+#: Credentials for tests that only install TLS files (the password is never used).
+NO_CREDENTIALS = Credentials("esdash", "unused", None)
+
+
+def install_node_tls(
+    pki: ClusterPki, index: int, config: Path, *, owner: str | int | None = None
+) -> Path:
+    """Node ``index``'s TLS files where the Elasticsearch settings expect them."""
+    tls = node_security(pki, index, NO_CREDENTIALS)
+    return tls.install_tls(config / es_security.NODE_CERTS_DIR, owner).directory
+
+
+def install_node_security(
+    config: Path,
+    pki: ClusterPki,
+    index: int,
+    creds: Credentials,
+    *,
+    owner: str | int | None = None,
+) -> None:
+    es_security.install_node_security(config, node_security(pki, index, creds), owner=owner)
+
 
 ES_USER = os.environ.get("ESDASH_TEST_ES_USER", "esdash")
 JAVA_HOME = os.environ.get("ES_JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
@@ -117,7 +142,7 @@ def test_node_certs_chain_to_the_ca(pki: ClusterPki) -> None:
         assert key.public_key() == cert.public_key()
         assert cert.not_valid_after_utc == ca.not_valid_after_utc == pki.not_after
         lifetime = cert.not_valid_after_utc - cert.not_valid_before_utc
-        assert security.DEFAULT_VALIDITY < lifetime <= security.DEFAULT_VALIDITY * 2
+        assert cluster_pki.DEFAULT_VALIDITY < lifetime <= cluster_pki.DEFAULT_VALIDITY * 2
 
 
 def test_node_certs_carry_their_addresses(pki: ClusterPki) -> None:
@@ -194,8 +219,8 @@ def test_install_node_files_for_another_user(pki: ClusterPki, tmp_path: Path) ->
     for name in ("certs", "certs/node.key", "certs/node.crt", "certs/ca.crt", "users"):
         info = (config / name).stat()
         assert (info.st_uid, info.st_gid) == (user.pw_uid, user.pw_gid), name
-    options = config / security.SECURITY_JVM_OPTIONS_FILE
-    assert options.read_text().split() == list(security.SECURITY_JVM_OPTIONS)
+    options = config / es_security.SECURITY_JVM_OPTIONS_FILE
+    assert options.read_text().split() == list(es_security.SECURITY_JVM_OPTIONS)
     with pytest.raises(SecurityFilesError, match="no such user"):
         install_node_tls(pki, 0, config, owner="no-such-user-esdash")
 
@@ -205,7 +230,7 @@ def test_install_node_files_for_another_user(pki: ClusterPki, tmp_path: Path) ->
 
 def test_credentials_round_trip_with_mode_0600(tmp_path: Path, pki: ClusterPki) -> None:
     created = create_credentials(tmp_path, ca_certs=pki.ca_cert)
-    path = tmp_path / security.CREDENTIALS_FILE
+    path = tmp_path / cluster_pki.CREDENTIALS_FILE
     assert created.path == path
     assert _mode(path) == 0o600
     assert len(created.password) >= 43
@@ -228,13 +253,13 @@ def test_credentials_are_never_replaced(tmp_path: Path) -> None:
 
 def test_credentials_with_open_permissions_are_refused(tmp_path: Path) -> None:
     create_credentials(tmp_path, ca_certs=None)
-    path = tmp_path / security.CREDENTIALS_FILE
+    path = tmp_path / cluster_pki.CREDENTIALS_FILE
     for mode in (0o640, 0o604, 0o620):
         os.chmod(path, mode)
         with pytest.raises(SecurityFilesError, match=f"mode {mode:04o}.*chmod 600"):
             read_credentials(tmp_path)
     os.chmod(path, 0o400)  # stricter than 0600 is fine
-    assert read_credentials(tmp_path).username == security.DEFAULT_USERNAME
+    assert read_credentials(tmp_path).username == cluster_pki.DEFAULT_USERNAME
 
 
 def test_missing_credentials_are_a_clear_error(tmp_path: Path) -> None:
@@ -246,15 +271,15 @@ def test_credentials_behind_a_symlink_are_refused(tmp_path: Path) -> None:
     (tmp_path / "real").mkdir()
     create_credentials(tmp_path / "real", ca_certs=None)
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / security.CREDENTIALS_FILE).symlink_to(
-        tmp_path / "real" / security.CREDENTIALS_FILE
+    (tmp_path / "run" / cluster_pki.CREDENTIALS_FILE).symlink_to(
+        tmp_path / "real" / cluster_pki.CREDENTIALS_FILE
     )
     with pytest.raises(SecurityFilesError, match="cannot open"):
         read_credentials(tmp_path / "run")
 
 
 def test_malformed_credentials_are_a_clear_error(tmp_path: Path) -> None:
-    path = tmp_path / security.CREDENTIALS_FILE
+    path = tmp_path / cluster_pki.CREDENTIALS_FILE
     path.write_text('{"schema": "esdash.credentials/1", "username": "x"}')
     os.chmod(path, 0o600)
     with pytest.raises(SecurityFilesError, match="not a valid credentials file"):
@@ -268,7 +293,7 @@ def test_credentials_of_another_user_are_refused(tmp_path: Path) -> None:
     except KeyError:
         unavailable(f"no user {ES_USER}: run scripts/provision")
     create_credentials(tmp_path, ca_certs=None)
-    os.chown(tmp_path / security.CREDENTIALS_FILE, user.pw_uid, user.pw_gid)
+    os.chown(tmp_path / cluster_pki.CREDENTIALS_FILE, user.pw_uid, user.pw_gid)
     with pytest.raises(SecurityFilesError, match="belongs to user"):
         read_credentials(tmp_path)
 
@@ -332,7 +357,7 @@ def test_client_helpers(tmp_path: Path) -> None:
 
 def _es_home() -> Path | None:
     explicit = os.environ.get("ESDASH_TEST_ES_HOME")
-    return Path(explicit) if explicit else paths.default_distribution()
+    return Path(explicit) if explicit else paths.default_distribution("elasticsearch")
 
 
 def _skip_reason() -> str | None:
@@ -583,7 +608,7 @@ def test_https_with_credentials_works(secure_cluster: SecureCluster) -> None:
         who = es.security.authenticate()
         assert who["username"] == creds.username
         assert "superuser" in who["roles"]
-        assert who["authentication_realm"] == {"name": security.FILE_REALM_NAME, "type": "file"}
+        assert who["authentication_realm"] == {"name": es_security.FILE_REALM_NAME, "type": "file"}
         es.index(index="secret", document={"patient": "x"}, refresh=True)
         assert es.count(index="secret")["count"] == 1
 

@@ -20,7 +20,7 @@ import pytest
 from support import prereqs
 from support.cli import ESDASH, esdash, java_pids_under, run_dir_from, write_session
 
-from esdash.java import java_version
+from esdash.plugin.java import java_version
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi]
 

@@ -38,7 +38,7 @@ def observer_hooks() -> list[str]:
 
 
 #: A plugin recording every observer call, as JSON lines, in the file ``$ESDASH_OBSERVER_LOG``.
-RECORDER = '''
+RECORDER = """
 import json
 import os
 
@@ -67,4 +67,4 @@ def esdash_interval(session, record):
 @hookimpl
 def esdash_session_finished(session, run_dir, results):
     _log("esdash_session_finished", session, run_dir=str(run_dir), results=results)
-'''
+"""

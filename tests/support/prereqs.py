@@ -67,7 +67,7 @@ def es_home() -> Path | None:
     configured = os.environ.get("ESDASH_TEST_ES_HOME")
     if configured:
         return Path(configured)
-    return paths.default_distribution()
+    return paths.default_distribution("elasticsearch")
 
 
 def es_user() -> str:

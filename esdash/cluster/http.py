@@ -1,4 +1,4 @@
-"""One persistent HTTP(S) connection per target node: the load generator's only I/O.
+"""One persistent HTTP(S) connection per target node: the load generator's hot path.
 
 The authors' scripts opened a new connection for every request, so their latencies included
 TCP and TLS handshakes.  Here each rank keeps one keep-alive connection to its node and
@@ -9,11 +9,12 @@ load generator's CPU is part of what is measured.
 
 from __future__ import annotations
 
-import base64
 import http.client
 import ssl
 from dataclasses import dataclass
-from typing import Any
+
+from esdash.cluster.pki import basic_auth_header
+from esdash.plugin.security import Credentials
 
 
 class RequestFailed(Exception):
@@ -39,7 +40,7 @@ class Connection:
     def __init__(
         self,
         target: Target,
-        credentials: Any | None = None,
+        credentials: Credentials | None = None,
         timeout: float = 60.0,
     ) -> None:
         self.target = target
@@ -52,8 +53,7 @@ class Connection:
             cafile = str(credentials.ca_certs) if credentials and credentials.ca_certs else None
             self._context = ssl.create_default_context(cafile=cafile)
         if credentials is not None:
-            token = f"{credentials.username}:{credentials.password}".encode()
-            self._headers["Authorization"] = "Basic " + base64.b64encode(token).decode()
+            self._headers.update(basic_auth_header(credentials))
         self._conn: http.client.HTTPConnection | None = None
 
     def _open(self) -> http.client.HTTPConnection:

@@ -1,4 +1,4 @@
-"""Secure by default: a per-cluster PKI, TLS on transport and HTTP, and one file-realm user.
+"""Secure by default: a per-cluster PKI and one superuser, whatever the engine.
 
 The clusters esdash starts hold sensitive data on machines shared with other users, so every
 cluster gets, unless a session explicitly turns security off for a comparison run:
@@ -7,52 +7,37 @@ cluster gets, unless a session explicitly turns security off for a comparison ru
   The CA's private key lives only in memory while the node certificates are signed and is
   never written anywhere, so no further certificate chaining to it can ever be issued: holding
   a certificate of this CA *is* being a node of this cluster;
-* **TLS on transport** (mutual: every node presents its certificate and verifies the peer's
-  against the CA) and **TLS on HTTP** (clients verify the node against the CA and its name);
-* **authentication** with one file-realm superuser whose random password sits in the run
-  directory in ``credentials.json``, mode 0600 (:func:`create_credentials`); anonymous
-  requests get 401.
+* **one superuser** whose random password sits in the run directory in ``credentials.json``,
+  mode 0600 (:func:`create_credentials`); anonymous requests get 401.
 
-Everything here works on the integ-test-zip (its x-pack-security module) and needs no licence
-beyond the self-generated basic one (TLS and the file realm are basic features).  Every
-setting in :func:`security_settings` was verified against Elasticsearch 8.19.21 by
-``tests/cluster/test_security.py``; Elasticsearch refuses to start on an unknown setting, so
-add nothing here without such a test.
-
-How the launcher uses this module, in order:
+How an engine uses them (TLS on transport and HTTP, its user database) is the backend's
+business: it receives a :class:`esdash.plugin.security.NodeSecurity` per node.  In order:
 
 1. Rank 0, once the node addresses are known (after the allgather)::
 
        pki = create_cluster_pki(run_dir / "pki", cluster_name, addresses_by_rank)
        credentials = create_credentials(run_dir, ca_certs=pki.ca_cert)
 
-2. For each node (on its rank, or by the orchestrator), after copying the config template
-   into the node's own writable config dir::
+2. Each rank: ``node_security(load_cluster_pki(run_dir / "pki"), rank,
+   read_credentials(run_dir))`` goes to the backend in the node request.
 
-       pki = load_cluster_pki(run_dir / "pki")  # on ranks other than 0
-       install_node_security(config_dir, pki, rank, read_credentials(run_dir), owner=run_as)
-       yml.update(security_settings())          # or disabled_settings() when security is off
-
-   ``owner`` is only needed when the orchestrator is root and the node runs as another user.
-
-3. Clients: ``Elasticsearch(base_url(host, port, secure=True), **client_kwargs(credentials))``.
+3. Clients: the backend's control client, or :func:`ssl_context` and
+   :func:`basic_auth_header` for the load generator's own HTTP loop.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
-import hashlib
 import ipaddress
 import json
 import os
-import pwd
 import re
 import secrets
 import ssl
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
@@ -60,7 +45,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from esdash.errors import ClusterError
+from esdash.plugin.host import user_name
+from esdash.plugin.secure_files import SecurityFilesError, make_private_dir, write_private
+from esdash.plugin.security import Credentials, NodeSecurity
 from esdash.rundir import layout
 
 #: Lifetime of the CA and node certificates.  Long enough for the longest batch job on common
@@ -68,14 +55,6 @@ from esdash.rundir import layout
 #: is worthless soon.  Certificates start one hour in the past to tolerate clock skew.
 DEFAULT_VALIDITY = dt.timedelta(days=14)
 CLOCK_SKEW = dt.timedelta(hours=1)
-
-#: Inside a node's config dir.  The names are the same on every node, so
-#: :func:`security_settings` is too; Elasticsearch resolves relative paths in SSL settings
-#: against the config dir, and only reads files inside it.
-NODE_CERTS_DIR = "certs"
-NODE_KEY = f"{NODE_CERTS_DIR}/node.key"
-NODE_CERT = f"{NODE_CERTS_DIR}/node.crt"
-NODE_CA_CERT = f"{NODE_CERTS_DIR}/ca.crt"
 
 #: The manifest in the PKI directory that :func:`create_cluster_pki` fills, and the
 #: credentials file in the run directory (their names: :mod:`esdash.rundir.layout`).
@@ -85,22 +64,12 @@ CREDENTIALS_FILE = layout.CREDENTIALS
 CREDENTIALS_SCHEMA = "esdash.credentials/1"
 
 DEFAULT_USERNAME = "esdash"
-FILE_REALM_NAME = "esdash_file"
-
-#: Elasticsearch's own PBKDF2 parameters (Hasher.PBKDF2: PBKDF2WithHmacSHA512, 32-byte salt,
-#: 256-bit key, 10000 rounds); cross-checked against a hash from ``elasticsearch-users``.
-#: More rounds would buy nothing: the password is 256 random bits, not a guessable phrase.
-PBKDF2_ROUNDS = 10_000
 
 _USERNAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.@-]{0,63}")
 _DNS_NAME_RE = re.compile(
     r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
 )
-
-
-class SecurityFilesError(ClusterError):
-    """Credentials or certificates are missing, malformed or readable by other users."""
 
 
 # --------------------------------------------------------------------------- the PKI
@@ -150,14 +119,14 @@ def create_cluster_pki(
     they all go into its certificate's subject alternative names.  ``node_names`` default to
     ``node-<i>`` and become the certificates' common names.
 
-    The keys are EC P-256 (instant to generate, unlike RSA, and accepted by Elasticsearch on
-    Java 17), unencrypted PKCS#8 PEM with mode 0600: a passphrase would have to sit next to
+    The keys are EC P-256 (instant to generate, unlike RSA, and accepted by every JVM engine
+    on Java 17), unencrypted PKCS#8 PEM with mode 0600: a passphrase would have to sit next to
     the key in the node's keystore, which protects nothing.  One key and certificate per node
     serve both transport and HTTP, so the certificate carries both the serverAuth and clientAuth
     key usages (on transport every node is both client and server).
 
-    Host names are verified only by HTTP clients, not between nodes: see
-    :func:`security_settings` for why transport uses ``verification_mode: certificate``.
+    Whether host names are verified between nodes is the backend's choice (Elasticsearch
+    verifies only that a peer's certificate chains to this CA; see its security module).
 
     Writes ``ca.crt``, ``node-<i>.crt``/``.key`` and ``pki.json`` (for
     :func:`load_cluster_pki` on other ranks).  Refuses to overwrite an existing PKI, because
@@ -186,7 +155,7 @@ def create_cluster_pki(
             f"{directory} already holds a cluster PKI ({PKI_MANIFEST}); every cluster gets its "
             f"own CA, so start it from a new run directory or delete {directory} first"
         )
-    _make_private_dir(directory)
+    make_private_dir(directory)
 
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     not_before, not_after = now - CLOCK_SKEW, now + validity
@@ -213,7 +182,7 @@ def create_cluster_pki(
         .sign(ca_key, hashes.SHA256())
     )
     ca_path = directory / "ca.crt"
-    _write_file(ca_path, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_private(ca_path, ca_cert.public_bytes(serialization.Encoding.PEM), 0o644)
 
     nodes = []
     for index, (name, general_names) in enumerate(zip(names, sans, strict=True)):
@@ -259,8 +228,8 @@ def create_cluster_pki(
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         )
-        _write_file(key_path, key_pem, 0o600)
-        _write_file(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+        write_private(key_path, key_pem, 0o600)
+        write_private(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
         nodes.append(
             NodeTls(index, name, key_path, cert_path, tuple(str(a) for a in node_addresses[index]))
         )
@@ -281,7 +250,7 @@ def create_cluster_pki(
             for n in nodes
         ],
     }
-    _write_file(manifest_path, (json.dumps(manifest, indent=2) + "\n").encode(), 0o644)
+    write_private(manifest_path, (json.dumps(manifest, indent=2) + "\n").encode(), 0o644)
     return ClusterPki(directory, cluster_name, ca_path, tuple(nodes), not_after)
 
 
@@ -320,38 +289,15 @@ def load_cluster_pki(directory: Path) -> ClusterPki:
     return pki
 
 
-def install_node_tls(
-    pki: ClusterPki, index: int, config_dir: Path, *, owner: str | int | None = None
-) -> Path:
-    """Copy node ``index``'s key and certificate and the CA certificate into ``config_dir``.
-
-    They land in ``<config_dir>/certs/`` under the fixed names :func:`security_settings`
-    refers to: ``node.key`` (0600), ``node.crt`` and ``ca.crt`` (0644), in a 0700 directory.
-    The key must be readable by the user the node runs as: when the orchestrator runs as
-    root and the node as an unprivileged user, pass that user (name or uid) as ``owner`` and
-    the files and directory are chowned to it and its primary group.  Returns the certs dir.
-    """
+def node_security(pki: ClusterPki, index: int, credentials: Credentials) -> NodeSecurity:
+    """What the backend installs for node ``index``: its TLS files and the credentials."""
     node = pki.node(index)
-    ids = _owner_ids(owner)
-    certs = Path(config_dir) / NODE_CERTS_DIR
-    _make_private_dir(certs, ids)
-    _write_file(Path(config_dir) / NODE_KEY, _read(node.key), 0o600, ids)
-    _write_file(Path(config_dir) / NODE_CERT, _read(node.cert), 0o644, ids)
-    _write_file(Path(config_dir) / NODE_CA_CERT, _read(pki.ca_cert), 0o644, ids)
-    return certs
+    return NodeSecurity(
+        ca_cert=pki.ca_cert, node_key=node.key, node_cert=node.cert, credentials=credentials
+    )
 
 
 # --------------------------------------------------------------------------- credentials
-
-
-@dataclass(frozen=True)
-class Credentials:
-    """The cluster's superuser and the CA certificate clients verify the nodes against."""
-
-    username: str
-    password: str = field(repr=False)
-    ca_certs: Path | None
-    path: Path | None = None
 
 
 def credentials_path(run_dir: Path) -> Path:
@@ -391,7 +337,7 @@ def create_credentials(
         "ca_certs": str(ca) if ca is not None else None,
     }
     try:
-        _write_file(path, (json.dumps(document, indent=2) + "\n").encode(), 0o600, exclusive=True)
+        write_private(path, (json.dumps(document, indent=2) + "\n").encode(), 0o600, exclusive=True)
     except FileNotFoundError:
         raise SecurityFilesError(
             f"cannot write {path}: the run directory {Path(run_dir)} does not exist"
@@ -424,7 +370,7 @@ def read_credentials(run_dir: Path) -> Credentials:
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if info.st_uid not in (os.geteuid(), 0):
-            owner = _user_name(info.st_uid)
+            owner = _owner_label(info.st_uid)
             raise SecurityFilesError(
                 f"{path} belongs to {owner}, not to you: refusing to use credentials another "
                 f"user controls"
@@ -451,128 +397,6 @@ def read_credentials(run_dir: Path) -> Credentials:
     return Credentials(username, password, Path(ca) if ca else None, path)
 
 
-# --------------------------------------------------------------------------- the file realm
-
-
-def pbkdf2_hash(password: str, *, rounds: int = PBKDF2_ROUNDS, salt: bytes | None = None) -> str:
-    """A password hash in Elasticsearch's ``{PBKDF2}`` format, as ``elasticsearch-users`` writes.
-
-    ``{PBKDF2}<rounds>$<base64 salt>$<base64 PBKDF2-HMAC-SHA512(password, salt), 32 bytes>``.
-    Elasticsearch picks the verifier from the hash's prefix, whatever
-    ``xpack.security.authc.password_hashing.algorithm`` says, so no setting is needed.
-    Computing it here instead of running ``bin/elasticsearch-users`` (a JVM start, ~1.3 s of
-    wall time and ~2 s of CPU per node) takes milliseconds and needs no Java.
-    """
-    salt = secrets.token_bytes(32) if salt is None else salt
-    digest = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, rounds, 32)
-    encoded_salt = base64.b64encode(salt).decode()
-    encoded_digest = base64.b64encode(digest).decode()
-    return f"{{PBKDF2}}{rounds}${encoded_salt}${encoded_digest}"
-
-
-def write_file_realm_user(
-    config_dir: Path,
-    credentials: Credentials,
-    *,
-    role: str = "superuser",
-    owner: str | int | None = None,
-) -> None:
-    """Make ``credentials.username`` a file-realm user with ``role`` in a node's config dir.
-
-    Replaces the ``users`` and ``users_roles`` files (empty in the distribution) with one
-    user each, mode 0600 and owned by ``owner`` (see :func:`install_node_tls`).  Every node
-    needs them: the file realm is local to a node.
-    """
-    ids = _owner_ids(owner)
-    config_dir = Path(config_dir)
-    line = f"{credentials.username}:{pbkdf2_hash(credentials.password)}\n"
-    _write_file(config_dir / "users", line.encode(), 0o600, ids)
-    _write_file(config_dir / "users_roles", f"{role}:{credentials.username}\n".encode(), 0o600, ids)
-
-
-# --------------------------------------------------------------------------- one call per node
-
-
-#: JVM options for nodes with security on.  With security on, 8.18+ syncs the built-in roles
-#: into the ``.security`` index, whose mapping needs the ``pattern_capture`` token filter of
-#: the analysis-common module; the integ-test-zip lacks that module, so every cluster state
-#: change logs "Failed to sync built-in roles ... Unknown filter type [pattern_capture]".
-#: Elasticsearch's own tests turn the sync off with this property; esdash needs neither the
-#: ``.security`` index nor queryable built-in roles (its user lives in the file realm).
-SECURITY_JVM_OPTIONS = ("-Des.queryable_built_in_roles_enabled=false",)
-SECURITY_JVM_OPTIONS_FILE = "jvm.options.d/esdash-security.options"
-
-
-def install_node_security(
-    config_dir: Path,
-    pki: ClusterPki,
-    index: int,
-    credentials: Credentials,
-    *,
-    owner: str | int | None = None,
-) -> None:
-    """Everything a node's config dir needs for security on, except the yml settings.
-
-    :func:`install_node_tls`, :func:`write_file_realm_user` and the JVM options file
-    ``jvm.options.d/esdash-security.options`` (see :data:`SECURITY_JVM_OPTIONS`).  Call it
-    after copying the distribution's config template into ``config_dir``, and merge
-    :func:`security_settings` into the node's elasticsearch.yml.
-    """
-    install_node_tls(pki, index, config_dir, owner=owner)
-    write_file_realm_user(config_dir, credentials, owner=owner)
-    ids = _owner_ids(owner)
-    options = Path(config_dir) / SECURITY_JVM_OPTIONS_FILE
-    options.parent.mkdir(parents=True, exist_ok=True)
-    _write_file(options, ("\n".join(SECURITY_JVM_OPTIONS) + "\n").encode(), 0o644, ids)
-
-
-# --------------------------------------------------------------------------- settings
-
-
-def security_settings() -> dict[str, object]:
-    """The elasticsearch.yml entries that turn security on (flat dotted keys).
-
-    Paths are relative to the node's config dir, where :func:`install_node_tls` put the files.
-
-    Transport uses ``verification_mode: certificate``: every node must present a certificate
-    that chains to the cluster's CA (client authentication is required on transport by
-    default), but the peer's address is not matched against its certificate.  Host names are
-    not worth verifying between nodes because the CA is private to this cluster and its key
-    was discarded after signing, so a valid certificate already proves "one of our nodes";
-    full verification would only stop one of our nodes from impersonating another, at the
-    price of handshake failures whenever a node is reached at an address its certificate
-    does not list (publish vs bind host, several interconnects, names Slurm knows but DNS
-    does not).  HTTP clients do verify host names (see :func:`client_kwargs`): the address a
-    client uses comes from the topology, which lists it in the certificate.
-
-    HTTP does not ask clients for certificates (the default ``client_authentication: none``),
-    so it needs no CA setting; clients authenticate with the file-realm password.  Setting
-    ``xpack.security.enabled`` explicitly also stops Elasticsearch's own security
-    auto-configuration, which would otherwise rewrite elasticsearch.yml on first start.
-    """
-    return {
-        "xpack.security.enabled": True,
-        "xpack.security.transport.ssl.enabled": True,
-        "xpack.security.transport.ssl.verification_mode": "certificate",
-        "xpack.security.transport.ssl.key": NODE_KEY,
-        "xpack.security.transport.ssl.certificate": NODE_CERT,
-        "xpack.security.transport.ssl.certificate_authorities": [NODE_CA_CERT],
-        "xpack.security.http.ssl.enabled": True,
-        "xpack.security.http.ssl.key": NODE_KEY,
-        "xpack.security.http.ssl.certificate": NODE_CERT,
-        f"xpack.security.authc.realms.file.{FILE_REALM_NAME}.order": 0,
-    }
-
-
-def disabled_settings() -> dict[str, object]:
-    """The elasticsearch.yml entry for a session that turns security off (comparison runs).
-
-    It must be written explicitly: without it, x-pack-security auto-configures TLS and
-    rewrites elasticsearch.yml on first start.
-    """
-    return {"xpack.security.enabled": False}
-
-
 # --------------------------------------------------------------------------- clients
 
 
@@ -581,23 +405,6 @@ def base_url(host: str, port: int, *, secure: bool) -> str:
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
     return f"{'https' if secure else 'http'}://{host}:{port}"
-
-
-def client_kwargs(credentials: Credentials | None) -> dict[str, object]:
-    """Keyword arguments for ``elasticsearch.Elasticsearch(hosts, **kwargs)``.
-
-    With credentials: basic auth, and the node certificate verified against the cluster CA
-    including its host name (the client's default).  ``None`` (security off) gives ``{}``.
-    """
-    if credentials is None:
-        return {}
-    kwargs: dict[str, object] = {
-        "basic_auth": (credentials.username, credentials.password),
-        "verify_certs": True,
-    }
-    if credentials.ca_certs is not None:
-        kwargs["ca_certs"] = str(credentials.ca_certs)
-    return kwargs
 
 
 def ssl_context(credentials: Credentials) -> ssl.SSLContext:
@@ -652,89 +459,6 @@ def _key_usage(*allowed: str) -> x509.KeyUsage:
     return x509.KeyUsage(**{flag: flag in allowed for flag in flags})
 
 
-def _owner_ids(owner: str | int | None) -> tuple[int, int] | None:
-    """(uid, gid of the user's primary group) for ``owner``, or None to keep the caller's."""
-    if owner is None:
-        return None
-    try:
-        entry = pwd.getpwuid(owner) if isinstance(owner, int) else pwd.getpwnam(owner)
-    except KeyError:
-        raise SecurityFilesError(f"no such user {owner!r} to give the node's files to") from None
-    return entry.pw_uid, entry.pw_gid
-
-
-def _user_name(uid: int) -> str:
-    try:
-        return f"user {pwd.getpwuid(uid).pw_name!r}"
-    except KeyError:
-        return f"uid {uid}"
-
-
-def _make_private_dir(path: Path, ids: tuple[int, int] | None = None) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.is_symlink() or not path.is_dir():
-        raise SecurityFilesError(f"{path} must be a directory, not a symlink or a file")
-    if ids is not None:
-        os.chown(path, *ids)
-    os.chmod(path, 0o700)
-
-
-def _write_file(
-    path: Path,
-    data: bytes,
-    mode: int,
-    ids: tuple[int, int] | None = None,
-    *,
-    exclusive: bool = False,
-) -> None:
-    """Write ``data`` with ``mode`` from the first byte on (no window with umask defaults).
-
-    Never follows a symlink at ``path``: in a shared directory somebody could have planted one
-    pointing at a file of theirs.
-    """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_EXCL if exclusive else os.O_TRUNC)
-    fd = os.open(path, flags, mode)
-    try:
-        if ids is not None:
-            os.fchown(fd, *ids)
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb", closefd=False) as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-    finally:
-        os.close(fd)
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise SecurityFilesError(
-            f"{path} is missing from the cluster PKI; recreate it with create_cluster_pki"
-        ) from None
-
-
-__all__ = [
-    "CREDENTIALS_FILE",
-    "DEFAULT_VALIDITY",
-    "ClusterPki",
-    "Credentials",
-    "NodeTls",
-    "SecurityFilesError",
-    "base_url",
-    "basic_auth_header",
-    "client_kwargs",
-    "create_cluster_pki",
-    "create_credentials",
-    "credentials_path",
-    "disabled_settings",
-    "SECURITY_JVM_OPTIONS",
-    "install_node_security",
-    "install_node_tls",
-    "load_cluster_pki",
-    "pbkdf2_hash",
-    "read_credentials",
-    "security_settings",
-    "write_file_realm_user",
-]
+def _owner_label(uid: int) -> str:
+    name = user_name(uid)
+    return f"uid {uid}" if name == str(uid) else f"user {name!r}"

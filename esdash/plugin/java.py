@@ -1,20 +1,20 @@
-"""The Java runtime Elasticsearch runs on: which one, and which version it is.
+"""The Java runtime a JVM search engine runs on: which one, and which version it is.
 
-Elasticsearch's own launcher (``bin/elasticsearch-env``) takes ``ES_JAVA_HOME``, else the JDK
-bundled in the distribution (``jdk/``), and ignores ``JAVA_HOME`` and ``PATH`` (8.x even prints
-"warning: ignoring JAVA_HOME").  The Maven integ-test-zip has no bundled JDK, so on its own it
-cannot start at all.  The Elasticsearch backend therefore starts nodes with a clean
-environment and this runtime:
+Elasticsearch and OpenSearch launchers take their own variable (``ES_JAVA_HOME``,
+``OPENSEARCH_JAVA_HOME``), else the JDK bundled in the distribution (``jdk/``), and ignore
+``JAVA_HOME`` and ``PATH`` (Elasticsearch 8 even prints "warning: ignoring JAVA_HOME").
+Distributions without a bundled JDK (the Maven integ-test-zips) cannot start on their own.
+A backend therefore starts nodes with a clean environment and this runtime:
 
 1. the distribution's bundled ``jdk/`` (the runtime that version was tested with; the node
-   environment then carries no ``ES_JAVA_HOME``),
-2. ``ES_JAVA_HOME``,
+   environment then carries no engine variable),
+2. the engine's variable (``home_variable``),
 3. ``JAVA_HOME``,
 4. ``java`` on ``PATH`` (symlinks resolved, so Debian's ``/usr/bin/java`` gives
    ``/usr/lib/jvm/java-17-openjdk-amd64``),
 
-passing 2-4 to the node as ``ES_JAVA_HOME``.  :func:`find_java` implements that order so that
-``esdash doctor`` reports the runtime the nodes really get.
+passing 2-4 to the node in the engine's variable.  :func:`find_java` implements that order
+so that ``esdash doctor`` reports the runtime the nodes really get.
 """
 
 from __future__ import annotations
@@ -28,11 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from esdash.errors import BadInput, EsdashError
-
-#: Minimum Java major version per Elasticsearch major version.  8.x refuses anything older
-#: than 17 (its java-version-checker), 9.x needs 21.  7.17 itself still starts on Java 8, but
-#: esdash asks for 11, the oldest LTS release it supports.
-MIN_JAVA_MAJOR = {7: 11, 8: 17, 9: 21}
+from esdash.plugin.host import HostCheck
+from esdash.rundir.records import JsonObject
 
 
 @dataclass(frozen=True)
@@ -60,12 +57,15 @@ def _runtime_in(java_home: Path, source: str) -> JavaRuntime | None:
     return None
 
 
-def find_java(home: Path | None, env: Mapping[str, str] | None = None) -> JavaRuntime:
+def find_java(
+    home: Path | None, home_variable: str, env: Mapping[str, str] | None = None
+) -> JavaRuntime:
     """The runtime the nodes of the distribution at ``home`` will run on.
 
-    A bundled ``jdk/``, ``ES_JAVA_HOME`` or ``JAVA_HOME`` that holds no ``bin/java`` is an
-    error, not something to skip silently: the node launch would use it and fail, and the
-    user would otherwise get a different Java than they think.
+    ``home_variable`` is the engine launcher's own variable (``ES_JAVA_HOME``).  A bundled
+    ``jdk/``, that variable or ``JAVA_HOME`` holding no ``bin/java`` is an error, not
+    something to skip silently: the node launch would use it and fail, and the user would
+    otherwise get a different Java than they think.
     """
     env = os.environ if env is None else env
     if home is not None and (Path(home) / "jdk").is_dir():
@@ -76,12 +76,12 @@ def find_java(home: Path | None, env: Mapping[str, str] | None = None) -> JavaRu
                 "unpack the distribution again"
             )
         return found
-    es_java_home = env.get("ES_JAVA_HOME")
-    if es_java_home:
-        found = _runtime_in(Path(es_java_home), "ES_JAVA_HOME")
+    engine_home = env.get(home_variable)
+    if engine_home:
+        found = _runtime_in(Path(engine_home), home_variable)
         if found is None:
             raise BadInput(
-                f"ES_JAVA_HOME={es_java_home} has no executable bin/java; point it at a JDK "
+                f"{home_variable}={engine_home} has no executable bin/java; point it at a JDK "
                 f"(e.g. /usr/lib/jvm/java-17-openjdk-amd64) or unset it"
             )
         return found
@@ -98,8 +98,8 @@ def find_java(home: Path | None, env: Mapping[str, str] | None = None) -> JavaRu
         resolved = Path(on_path).resolve()
         return JavaRuntime(resolved.parent.parent, resolved, "PATH")
     raise BadInput(
-        "no Java found: ES_JAVA_HOME and JAVA_HOME are unset, the distribution has no bundled "
-        "jdk/ and there is no java on PATH"
+        f"no Java found: {home_variable} and JAVA_HOME are unset, the distribution has no "
+        "bundled jdk/ and there is no java on PATH"
     )
 
 
@@ -138,7 +138,41 @@ def java_version(executable: Path, timeout: float = 30.0) -> JavaVersion:
     return parse_java_version(output)
 
 
-def min_java_major(es_version: str) -> int:
-    """The oldest Java major the given Elasticsearch version runs on (newest rule if unknown)."""
-    major = int(es_version.split(".")[0])
-    return MIN_JAVA_MAJOR.get(major, MIN_JAVA_MAJOR[max(MIN_JAVA_MAJOR)])
+def java_check(home: Path | None, home_variable: str, need: int, for_what: str) -> HostCheck:
+    """The doctor's ``java`` check: the runtime the nodes get, and whether it is new enough.
+
+    ``need`` is the oldest Java major the engine version runs on; ``for_what`` names that
+    version in the report (``Elasticsearch 8.19.21``).
+    """
+    install = (
+        "apt-get install openjdk-17-jre-headless, then "
+        f"export {home_variable}=/usr/lib/jvm/java-17-openjdk-amd64"
+        if need <= 17
+        else f"install a JDK >= {need} (e.g. Eclipse Temurin) and export {home_variable}=<its home>"
+    )
+    try:
+        runtime = find_java(home, home_variable)
+    except EsdashError as exc:
+        return HostCheck("java", "fail", f"{exc}; {for_what} needs Java >= {need}", install)
+    data: JsonObject = {
+        "java_home": str(runtime.java_home),
+        "executable": str(runtime.executable),
+        "source": runtime.source,
+        "required_major": need,
+    }
+    try:
+        version = java_version(runtime.executable)
+    except EsdashError as exc:
+        return HostCheck("java", "fail", str(exc), install, data)
+    data.update(version=version.version, major=version.major)
+    detail = (
+        f"{version.vendor} {version.version} from {runtime.source} "
+        f"({runtime.java_home}); {for_what} needs >= {need}"
+    )
+    if version.major < need:
+        return HostCheck("java", "fail", detail, install, data)
+    if runtime.source in ("JAVA_HOME", "PATH"):
+        detail += (
+            f"; the engine's launcher ignores {runtime.source}, esdash passes it as {home_variable}"
+        )
+    return HostCheck("java", "pass", detail, data=data)

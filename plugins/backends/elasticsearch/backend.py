@@ -1,9 +1,4 @@
-"""The Elasticsearch backend: find and understand a distribution directory.
-
-Supports the integ-test-zip that Maven Central publishes (no bundled JDK, only the modules
-apm, transport-netty4, x-pack-core and x-pack-security; no scripting) and the official
-7.17/8.x/9.x tarballs (bundled JDK, full module set).
-"""
+"""The Elasticsearch backend: node configuration, the node command, fetch, doctor, control."""
 
 from __future__ import annotations
 
@@ -11,39 +6,31 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from esdash.java import find_java
 from esdash.plugin_api import (
     Backend,
-    BadInput,
     ClusterError,
+    ControlClient,
+    Credentials,
     Distribution,
+    HostProbe,
     NodeCommand,
     NodeRequest,
     Option,
-    hookimpl,
+    find_java,
 )
 
-#: The module set of the integ-test-zip; a distribution with only these is that flavor.
-INTEG_TEST_MODULES = frozenset({"apm", "transport-netty4", "x-pack-core", "x-pack-security"})
-SUPPORTED_MAJORS = (7, 8, 9)
-
-
-def _version_of(home: Path) -> str | None:
-    """The version from ``lib/elasticsearch-<version>.jar`` (present in every flavor)."""
-    for jar in sorted((home / "lib").glob("elasticsearch-*.jar")):
-        match = re.fullmatch(r"elasticsearch-(\d+\.\d+\.\d+(?:-[A-Za-z0-9]+)?)\.jar", jar.name)
-        if match:
-            return match.group(1)
-    return None
+from . import distribution, doctor, security
+from .control import ElasticsearchControl
 
 
 class ElasticsearchBackend(Backend):
     name = "elasticsearch"
     description = "Elasticsearch 7.17/8.x/9.x from a tarball or the Maven integ-test-zip"
+    default_version = distribution.DEFAULT_VERSION
     options = (
         Option(
             "container",
@@ -60,40 +47,13 @@ class ElasticsearchBackend(Backend):
     )
 
     def inspect(self, home: Path) -> Distribution:
-        home = Path(home).expanduser()
-        launcher = home / "bin" / "elasticsearch"
-        if not launcher.is_file():
-            raise BadInput(
-                f"{home} is not an Elasticsearch distribution (no bin/elasticsearch); run "
-                f"`esdash fetch elasticsearch` or point cluster.home at an unpacked tarball"
-            )
-        version = _version_of(home)
-        if version is None:
-            raise BadInput(
-                f"{home}: cannot tell the Elasticsearch version "
-                "(no lib/elasticsearch-<version>.jar)"
-            )
-        modules_dir = home / "modules"
-        if not modules_dir.is_dir():
-            raise BadInput(f"{home}: no modules/ directory; unpack the distribution again")
-        modules = tuple(sorted(p.name for p in modules_dir.iterdir() if p.is_dir()))
-        problems: list[str] = []
-        major = int(version.split(".")[0])
-        if major not in SUPPORTED_MAJORS:
-            problems.append(f"version {version} is not supported (use 7.17, 8.x or 9.x)")
-        elif major == 7 and not version.startswith("7.17."):
-            problems.append(f"version {version}: of the 7.x line only 7.17 is supported")
-        flavor = "integ-test-zip" if set(modules) <= INTEG_TEST_MODULES else "default"
-        if (home / "jdk").is_dir():
-            flavor += "+bundled-jdk"
-        return Distribution(
-            home=home,
-            version=version,
-            flavor=flavor,
-            modules=modules,
-            scripting="lang-painless" in modules,
-            problems=tuple(problems),
-        )
+        return distribution.inspect(home)
+
+    def fetch(self, version: str, cache: Path, say: Callable[[str], None]) -> Path:
+        return distribution.fetch(version, cache, say)
+
+    def doctor(self, home: Path | None, user: str, cache: Path) -> list[HostProbe]:
+        return doctor.probes(home, user, cache)
 
     # ----------------------------------------------------------------- configuration
 
@@ -122,9 +82,9 @@ class ElasticsearchBackend(Backend):
             settings["cluster.initial_master_nodes"] = [m.name for m in topology.masters]
         if request.security is None:
             # Mandatory: without it Elasticsearch auto-configures security on its own.
-            settings["xpack.security.enabled"] = False
+            settings.update(security.disabled_settings())
         else:
-            settings.update(request.security.settings)
+            settings.update(security.security_settings())
         return settings
 
     def write_node_config(self, request: NodeRequest, settings: Mapping[str, Any]) -> None:
@@ -151,7 +111,7 @@ class ElasticsearchBackend(Backend):
         options_d.mkdir(exist_ok=True)
         (options_d / "heap.options").write_text(f"-Xms{request.heap}\n-Xmx{request.heap}\n")
         if request.security is not None:
-            request.security.install(config, request.owner)
+            security.install_node_security(config, request.security, owner=request.owner.uid)
 
     def node_command(self, request: NodeRequest) -> NodeCommand:
         home = request.distribution.home
@@ -166,7 +126,8 @@ class ElasticsearchBackend(Backend):
             "CLI_JAVA_OPTS": f"-Djava.io.tmpdir={request.dirs.tmp}",
         }
         if "bundled-jdk" not in request.distribution.flavor:
-            env["ES_JAVA_HOME"] = str(find_java(home).java_home)
+            java = find_java(home, distribution.JAVA_HOME_VARIABLE)
+            env[distribution.JAVA_HOME_VARIABLE] = str(java.java_home)
         launcher = str(home / "bin" / "elasticsearch")
         image = request.options.get("container")
         if not image:
@@ -189,16 +150,12 @@ class ElasticsearchBackend(Backend):
         argv += [str(image), launcher]
         return NodeCommand(argv, {"PATH": env["PATH"], "LANG": "C.UTF-8"}, request.dirs.tmp)
 
-    # ------------------------------------------------------------------------ client
+    # ------------------------------------------------------------------------ control
 
-    def client(self, endpoints: list[str], credentials: Any | None) -> Any:
-        from elasticsearch import Elasticsearch
-
-        from esdash.cluster.security import client_kwargs
-
-        scheme = "http" if credentials is None else "https"
-        hosts = [f"{scheme}://{endpoint}" for endpoint in endpoints]
-        return Elasticsearch(hosts, request_timeout=30, **client_kwargs(credentials))
+    def control_client(
+        self, endpoints: Sequence[str], credentials: Credentials | None, timeout: float = 30.0
+    ) -> ControlClient:
+        return ElasticsearchControl(endpoints, credentials, timeout)
 
     def explain_exit(self, code: int, log_tail: str) -> str | None:
         if code == 78:
@@ -229,8 +186,3 @@ def _absolute_jvm_paths(jvm_options: Path, logs: Path) -> None:
     text = re.sub(r"(?<=[=:])logs/", f"{logs}/", text)
     text = re.sub(r"(?m)^(-XX:HeapDumpPath=)data$", rf"\g<1>{logs}", text)
     jvm_options.write_text(text)
-
-
-@hookimpl
-def esdash_register_backends(register) -> None:
-    register(ElasticsearchBackend())

@@ -1,0 +1,261 @@
+"""Processes esdash starts, and the one way it signals and stops them.
+
+A pid alone names a process only while it lives: after it exits, the kernel may give the
+number to anybody's new process, and a stop request read from an old run directory would
+then kill a stranger.  So every process esdash starts is recorded with its identity -- pid,
+host, create time and command line (:class:`esdash.rundir.records.ProcessRecord`) -- and
+:func:`find` returns it only when psutil confirms all of them on this host.  Every signal
+esdash sends to a process it did not just ``wait`` for goes through :func:`send`, and every
+stop through :func:`stop` (TERM, a grace period, KILL); a new way of stopping extends this
+module, it never adds a loop elsewhere.
+
+Processes started here get their own session (``start_new_session``): their process group
+is theirs, so group signals reach the ranks an MPI launcher started and nothing else, and a
+Ctrl-C in esdash's terminal reaches only what esdash forwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal as signals
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import psutil
+
+from esdash.rundir.records import ProcessRecord
+
+#: psutil reads create times with the kernel's clock-tick resolution (1/100 s).
+CREATE_TIME_TOLERANCE = 0.05
+
+
+def start(
+    argv: Sequence[str],
+    *,
+    output: Path | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    restore_signals: bool = True,
+    user: tuple[int, int] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+) -> tuple[subprocess.Popen[bytes], ProcessRecord]:
+    """Start ``argv`` in its own session, stdout and stderr appended to ``output``.
+
+    Returns the process and its identity record (store the record in the run directory).
+    ``restore_signals=False`` keeps Python's ignored SIGPIPE in the child: an MPI launcher
+    (hydra) otherwise dies writing to a lost rank.  ``user`` (uid, gid) runs it as that
+    account with no supplementary groups (set by the kernel, no ``su`` in between, so
+    signals reach it); ``preexec_fn`` runs in the child just before ``exec``.
+    """
+    command = [str(part) for part in argv]
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(output.open("ab")) if output is not None else None
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT if out is not None else None,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+            restore_signals=restore_signals,
+            user=user[0] if user else None,
+            group=user[1] if user else None,
+            extra_groups=[] if user else None,
+            preexec_fn=preexec_fn,
+        )
+    _wait_for_exec(process, command)
+    return process, identify(process.pid, command)
+
+
+def _wait_for_exec(process: subprocess.Popen[bytes], command: Sequence[str]) -> None:
+    """Return once the child runs ``command`` (between fork and exec it still looks like us).
+
+    Takes milliseconds; gives up after a second (the record still holds ``command``).
+    """
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if _same_command(psutil.Process(process.pid).cmdline(), command):
+                return
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return
+        time.sleep(0.005)
+
+
+def identify(pid: int, command: Sequence[str] | None = None) -> ProcessRecord:
+    """The identity of the running process ``pid`` (its command line as psutil reads it).
+
+    ``command`` is what it was started with; when the process is already gone the record
+    keeps that and no create time, so it never matches a later process.
+    """
+    try:
+        found = psutil.Process(pid)
+        with found.oneshot():
+            create_time, cmdline = found.create_time(), found.cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        create_time, cmdline = None, list(command or ())
+    return ProcessRecord(
+        pid=pid,
+        host=socket.gethostname(),
+        command=list(command) if command is not None else cmdline,
+        create_time=create_time,
+    )
+
+
+def _same_command(cmdline: Sequence[str], command: Sequence[str]) -> bool:
+    """Whether a running command line is the recorded one.
+
+    A script started through its ``#!`` line runs as ``[interpreter, /path/script, args]``;
+    its path and arguments must still match.
+    """
+    if list(cmdline) == list(command):
+        return True
+    if not command or len(cmdline) != len(command) + 1:
+        return False
+    script, args = cmdline[1], list(cmdline[2:])
+    return os.path.basename(script) == os.path.basename(command[0]) and args == list(command[1:])
+
+
+def find(record: ProcessRecord | None) -> psutil.Process | None:
+    """The process ``record`` names, if it still runs on this host and is still it.
+
+    Pid, host, create time (when recorded) and command line must all match; a zombie is
+    gone.  Records from before create times were kept match on the command line alone.
+    """
+    if record is None or record.pid <= 1:
+        return None
+    if record.host is not None and record.host != socket.gethostname():
+        return None
+    try:
+        found = psutil.Process(record.pid)
+        with found.oneshot():
+            if found.status() == psutil.STATUS_ZOMBIE:
+                return None
+            created = found.create_time()
+            cmdline = found.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return None
+    except psutil.AccessDenied:
+        return None  # not ours to signal anyway
+    if record.create_time is not None and abs(created - record.create_time) > CREATE_TIME_TOLERANCE:
+        return None
+    if record.command and not _same_command(cmdline, record.command):
+        return None
+    return found
+
+
+def alive(record: ProcessRecord | None) -> bool:
+    """Whether the recorded process still runs here (and is still the one recorded)."""
+    return find(record) is not None
+
+
+def send(record: ProcessRecord | None, sig: int, *, group: bool = False) -> bool:
+    """Signal the recorded process (``group``: its whole process group) if it is still it.
+
+    Returns whether a signal was sent.  A group signal requires the process to lead its
+    group, as everything :func:`start` started does: anything else is refused.
+    """
+    found = find(record)
+    if found is None:
+        return False
+    try:
+        if group:
+            if os.getpgid(found.pid) != found.pid:
+                return False
+            os.killpg(found.pid, sig)
+        else:
+            found.send_signal(sig)
+    except (ProcessLookupError, psutil.NoSuchProcess):
+        return False
+    return True
+
+
+def wait_gone(
+    record: ProcessRecord | None,
+    timeout: float,
+    process: subprocess.Popen[bytes] | subprocess.Popen[str] | None = None,
+) -> bool:
+    """Wait until the recorded process is gone; True when it is (within ``timeout`` s).
+
+    With ``process`` (our own child) it is also reaped, so it leaves no zombie.
+    """
+    if process is not None:
+        try:
+            process.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    deadline = time.monotonic() + timeout
+    while alive(record):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _send_child(
+    child: subprocess.Popen[bytes] | subprocess.Popen[str], sig: int, group: bool
+) -> None:
+    """Signal our own unreaped child: its pid cannot belong to anybody else yet."""
+    if child.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        if group and os.getpgid(child.pid) == child.pid:
+            os.killpg(child.pid, sig)
+        else:
+            child.send_signal(sig)
+
+
+def stop(
+    record: ProcessRecord | None,
+    *,
+    grace: float,
+    first: int = signals.SIGTERM,
+    group: bool = True,
+    kill_after: float = 15.0,
+    process: subprocess.Popen[bytes] | subprocess.Popen[str] | None = None,
+) -> str:
+    """Stop a process: ``first`` (unless 0), ``grace`` seconds, then TERM and KILL.
+
+    Waits ``grace`` seconds for it to end on its own (``first`` is sent at the start when it
+    is not 0), then sends SIGTERM (if ``first`` was not already TERM), waits ``kill_after``
+    seconds, and finally SIGKILL.  ``process`` is our own child when we started it: it is
+    signalled directly (an exec chain, like a launcher script that execs java, changes the
+    command line but not the child) and reaped.  Otherwise ``record`` is signalled only
+    while :func:`find` confirms it.  Returns ``"gone"`` (it had already ended),
+    ``"exited"``, ``"terminated"`` or ``"killed"``.
+    """
+    if process is not None:
+        if process.poll() is not None:
+            return "gone"
+
+        def signal(sig: int) -> None:
+            _send_child(process, sig, group)
+    else:
+        if not alive(record):
+            return "gone"
+
+        def signal(sig: int) -> None:
+            send(record, sig, group=group)
+
+    if first:
+        signal(first)
+    if wait_gone(record, grace, process):
+        return "exited"
+    if first != signals.SIGTERM:
+        signal(signals.SIGTERM)
+        if wait_gone(record, kill_after, process):
+            return "terminated"
+    signal(signals.SIGKILL)
+    wait_gone(record, 10.0, process)
+    return "killed"
+
+
+def here(record: ProcessRecord | None) -> bool:
+    """Whether the recorded process was started on this host (only then can esdash see it)."""
+    return record is not None and record.host == socket.gethostname()
