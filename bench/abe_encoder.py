@@ -24,11 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from _common import throwaway_key
+from esdash_plugins.encryption.abe import keys as keylib
+from esdash_plugins.encryption.abe.codec import AbeCodec, plan_fields
+from esdash_plugins.encryption.abe.native_lines import native_module
 from esdash_plugins.tracks.mri import MriTrack, generate
-
-from esdash.abe import keys as keylib
-from esdash.abe.codec import AbeCodec, plan_fields
-from esdash.abe.native_lines import native_module
 
 
 def per_doc(seconds: float, documents: int) -> float:

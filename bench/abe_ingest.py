@@ -198,8 +198,8 @@ def main() -> int:
     throwaway_key(key)
     sessions = write_sessions(work, args, key)
     env = {**os.environ, "ESDASH_RUNS": str(work / "runs")}
-    from esdash.abe.native_lines import NATIVE_BACKENDS, native_module
-    from esdash.abe.opecore import available
+    from esdash_plugins.encryption.abe.native_lines import NATIVE_BACKENDS, native_module
+    from esdash_plugins.encryption.abe.opecore import available
 
     encoder = (
         "native document encoder"

@@ -1,9 +1,10 @@
-"""What order-preserving encryption costs: pyope 0.2.2 against esdash.ope, side by side.
+"""What order-preserving encryption costs: pyope 0.2.2 against esdash's OPE, side by side.
 
     .venv/bin/python bench/ope.py [--values 300] [--docs 3000] [--pyope-docs 40] [--seed 7]
 
 Part 1, per value with cold caches, on the ranges of the research notes (§2): the same
-uniformly random plaintexts through pyope, then through each esdash backend twice:
+uniformly random plaintexts through pyope, then through each backend of esdash's OPE
+(``esdash_plugins.encryption.abe.ope``) twice:
 
 * ``no memo``: memo_depth=0, lru_size=0, so every value walks the tree from the root;
 * ``cold``: a fresh cipher with the default caches, which start empty; the values are
@@ -41,10 +42,9 @@ from datetime import date
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
+from esdash_plugins.encryption.abe.ope import OpeCipher, available_backends
 from esdash_plugins.tracks import mri
 from pyope.ope import OPE, ValueRange
-
-from esdash.ope import OpeCipher, available_backends
 
 OUT_48 = (0, 2**48 - 1)
 #: (label, in range, out range): the research notes' table (§2), pyope's defaults first.
@@ -255,7 +255,10 @@ def main() -> None:
 
     backends = [b for b in ("native", "python") if b in available_backends()]
     python = sys.version.split()[0]
-    print(f"esdash.ope backends here: {', '.join(available_backends())}; Python {python}\n")
+    print(
+        f"esdash_plugins.encryption.abe.ope backends here: "
+        f"{', '.join(available_backends())}; Python {python}\n"
+    )
     worst_value = per_value(args, backends)
     native_doc = per_document(args, backends)
     print()

@@ -1,30 +1,20 @@
-"""Sessions and runs as the dashboard's home screen lists them, and what it can do with them.
+"""Sessions and runs as the dashboard's home screen lists them.
 
 Textual-free, so it is unit-tested like the rest of the core:
 
 * :func:`list_sessions`: session files of some directories, validated, with key settings;
 * :func:`list_runs` / :func:`run_entry`: run directories under ``runs_dir()`` with their state
   (running, finished, failed, aborted, pending in Slurm, stopped, stalled ...), read from
-  ``run.json``, ``results.json``, the stream's last record and, for a submitted job, ``squeue``;
-* :func:`launch_local`: prepare a run directory and start ``esdash run SESSION --run-dir``
-  in it, detached from the dashboard (its own session: quitting never stops it), output to
-  ``esdash-run.log`` there;
-* :func:`submit`: ``esdash submit SESSION --bench`` (the benchmark as a Slurm job);
-* :func:`stop_run`: stop a running benchmark and its cluster, the way Ctrl-C would.
+  ``run.json``, ``results.json``, the stream's last record and, for a submitted job, ``squeue``.
 
-Nothing here is called per record; the functions touch the file system and may run
-``squeue`` or wait for processes, so a viewer calls them from a worker thread.
+Starting and stopping runs is :mod:`esdash.run`'s.  Nothing here is called per record; the
+functions touch the file system and may run ``squeue``, so a viewer calls them from a worker
+thread.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -32,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from esdash.errors import EsdashError
-from esdash.rundir.files import tail
+from esdash.launch import process
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import Final, Header, Interval, LaunchRecord, RunInfo
+from esdash.rundir.records import Final, Header, Interval, ProcessRecord, RunInfo
 from esdash.rundir.stream import read_header, read_last
 
 #: A stream whose newest record is older than this many intervals (and STALL_MIN s) is stalled.
@@ -146,27 +136,13 @@ class RunEntry:
 
     @property
     def active(self) -> bool:
-        """Something may still be running that :func:`stop_run` can stop."""
+        """Something may still be running that :func:`esdash.run.stop.stop_run` can stop."""
         return self.state in ("running", "starting", "pending", "queued", "stalled")
 
 
-def pid_alive(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _local(info: RunInfo) -> bool:
-    return info.launcher is not None and info.launcher.host == socket.gethostname()
+def _alive_here(record: ProcessRecord | None) -> bool:
+    """The recorded process runs on this host and is still the one recorded."""
+    return process.here(record) and process.alive(record)
 
 
 def _describe_record(record: Interval, header: Header | None) -> str:
@@ -242,10 +218,10 @@ def run_entry(
         age = now - wall if wall else None
         detail = _describe_record(last, header) if isinstance(last, Interval) else ""
         bench = info.bench_launcher
-        bench_alive = bench is not None and _local(info) and pid_alive(bench.pid)
+        bench_alive = _alive_here(bench)
         if bench_alive or (age is not None and age <= max(STALL_INTERVALS * interval, STALL_MIN)):
             return RunEntry(state="running", detail=detail, **base)
-        if _local(info) and bench is not None and info.bench_exit is None:
+        if process.here(bench) and info.bench_exit is None:
             return RunEntry(
                 state="stalled", detail="benchmark writer gone, no final record", **base
             )
@@ -253,7 +229,7 @@ def run_entry(
             return RunEntry(state="stalled", detail=f"no record for {age:.0f} s", **base)
     if state in ("starting", "running", "prepared") and info.launcher is not None:
         launcher = info.launcher
-        if _local(info) and not pid_alive(launcher.pid):
+        if process.here(launcher) and not process.alive(launcher):
             return RunEntry(state="dead", detail="the cluster launcher is gone", **base)
         label = "running" if state == "running" else "starting"
         return RunEntry(state=label, detail="cluster" if state == "running" else "", **base)
@@ -297,189 +273,3 @@ def list_runs(
             break
     entries.sort(key=lambda e: e.created or 0.0, reverse=True)
     return entries
-
-
-# ------------------------------------------------------------------------ launch
-
-
-@dataclass
-class Launch:
-    """An ``esdash run`` the dashboard started, and the run directory it runs in."""
-
-    session: str
-    session_path: Path
-    process: subprocess.Popen[bytes]
-    run: Path
-    started: float
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
-    def output(self) -> Path:
-        return RunDir(self.run).run_log
-
-    def exit_code(self) -> int | None:
-        return self.process.poll()
-
-
-def _prepare(session: Any, root: Path) -> Path:
-    """The run directory, checked and prepared as ``esdash submit`` prepares one."""
-    from esdash.cluster.lifecycle import prepare_run
-
-    run = RunDir.create(root, session.name)
-    try:
-        prepare_run(session, run)
-    except BaseException:
-        shutil.rmtree(run.path, ignore_errors=True)  # nothing was launched in it
-        raise
-    return run.path
-
-
-def launch_local(
-    session_path: Path,
-    root: Path,
-    python: str = sys.executable,
-    prepare: Callable[[Any, Path], Path] = _prepare,
-) -> Launch:
-    """Prepare a run directory, then start ``esdash run SESSION --run-dir RUN`` detached.
-
-    Preparing checks what ``esdash run`` would check before launching anything (plugins,
-    distribution, data root) and raises its error.  The process gets its own session, so
-    quitting the dashboard (or its terminal closing) never stops it; its output goes to
-    ``esdash-run.log`` in the run directory, and ``tui-launch.json`` records its pid.
-    """
-    from esdash.session import load_session
-
-    session = load_session(session_path)
-    run = prepare(session, root)
-    env = {**os.environ, "ESDASH_RUNS": str(root)}
-    command = [python, "-m", "esdash", "run", str(session.path), "--run-dir", str(run)]
-    started = time.time()
-    rundir = RunDir(run)
-    with rundir.run_log.open("ab") as handle:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=env,
-        )
-    rundir.write_launch_record(
-        LaunchRecord(
-            pid=process.pid,
-            host=socket.gethostname(),
-            command=command,
-            started=started,
-            output=str(rundir.run_log),
-        )
-    )
-    return Launch(session.name, session.path, process, run, started)
-
-
-def submit(session_path: Path, root: Path, python: str = sys.executable) -> tuple[str, Path]:
-    """``esdash submit SESSION --bench``: the whole benchmark as a Slurm job.
-
-    Returns the job id and the run directory.
-    """
-    env = {**os.environ, "ESDASH_RUNS": str(root)}
-    result = subprocess.run(
-        [python, "-m", "esdash", "submit", str(session_path), "--bench"],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-    )
-    if result.returncode != 0:
-        raise EsdashError(result.stderr.strip() or result.stdout.strip() or "esdash submit failed")
-    job, run = None, None
-    for line in result.stdout.splitlines():
-        if line.startswith("submitted job "):
-            job = line.split()[2].rstrip(";")
-            run = line.split("run directory:", 1)[1].strip() if "run directory:" in line else run
-    if job is None or run is None:
-        raise EsdashError(f"unexpected output of esdash submit: {result.stdout.strip()}")
-    return job, Path(run)
-
-
-# -------------------------------------------------------------------------- stop
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return int(handle.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return [part.decode(errors="replace") for part in handle.read().split(b"\0") if part]
-    except OSError:
-        return []
-
-
-def _is_esdash_run(pid: int) -> bool:
-    argv = _cmdline(pid)
-    joined = " ".join(argv)
-    return "esdash" in joined and "run" in argv
-
-
-def esdash_run_pid(path: Path, info: RunInfo) -> int | None:
-    """The pid of the ``esdash run`` that drives this run, on this host (None: not found)."""
-    if not _local(info):
-        return None
-    with contextlib.suppress(EsdashError):
-        record = RunDir(path).read_launch_record()
-        if record is not None:
-            here = record.host == socket.gethostname()
-            if here and pid_alive(record.pid) and _is_esdash_run(record.pid):
-                return record.pid
-    for child in (info.bench_launcher, info.launcher):
-        if child is not None and pid_alive(child.pid):
-            parent = _parent(child.pid)
-            if parent and parent > 1 and _is_esdash_run(parent):
-                return parent
-    return None
-
-
-def stop_run(path: Path, grace: float = 120.0) -> str:
-    """Stop what runs in ``path``, as Ctrl-C would; returns what was done.
-
-    * ``esdash run`` found on this host: SIGINT to it.  It aborts the benchmark (results so
-      far are written), then stops the cluster; this waits up to ``grace`` seconds.
-    * otherwise the benchmark ranks (SIGINT to their launcher) and the cluster
-      (:func:`esdash.cluster.lifecycle.stop`: stop file, launcher signals, ``scancel`` for a
-      submitted job).
-
-    May take minutes: call it from a worker thread.
-    """
-    from esdash.cluster import lifecycle
-
-    info = RunDir(path).read_info()
-    pid = esdash_run_pid(path, info)
-    if pid is not None:
-        os.kill(pid, signal.SIGINT)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and pid_alive(pid):
-            time.sleep(0.5)
-        if pid_alive(pid):
-            return f"sent Ctrl-C to esdash run (pid {pid}); it is still stopping"
-        return f"stopped esdash run (pid {pid}) and its cluster"
-    done = []
-    bench = info.bench_launcher
-    if bench is not None and _local(info) and pid_alive(bench.pid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(bench.pid, signal.SIGINT)
-            done.append("interrupted the benchmark ranks")
-    outcome = lifecycle.stop(RunDir(path), grace=min(grace, 90.0))
-    done.append(f"cluster {outcome}")
-    return "; ".join(done)
-
-
-def launch_output_tail(launch: Launch, lines: int = 5) -> str:
-    return tail(launch.output, lines)

@@ -27,9 +27,10 @@ from pathlib import Path
 import msgspec
 
 from esdash.errors import BadInput
+from esdash.launch import process
 from esdash.rundir import files
 from esdash.rundir.layout import CAMPAIGN_SUMMARY, CampaignFiles
-from esdash.rundir.records import CAMPAIGN_SCHEMA, CampaignSummary
+from esdash.rundir.records import CAMPAIGN_SCHEMA, CampaignSummary, ProcessRecord, Runner
 
 #: Point statuses, in the order a viewer lists their counts.
 STATUSES = ("completed", "failed", "running", "pending", "interrupted", "stale")
@@ -102,7 +103,7 @@ class ProgressFollower:
     keep it).  Not thread-safe: one poller.
     """
 
-    def __init__(self, path: str | Path, alive: Callable[[int], bool] | None = None) -> None:
+    def __init__(self, path: str | Path, alive: Callable[[Runner], bool] | None = None) -> None:
         path = Path(path)
         self.path = CampaignFiles.summary_in(path) if path.is_dir() else path
         self.alive = alive or _alive
@@ -196,20 +197,16 @@ def _campaign_name(path: Path) -> str | None:
 
 
 # ---------------------------------------------------------------------- liveness
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _alive(runner: Runner) -> bool:
+    """Whether the runner's sweep process still runs (it runs on this host)."""
+    identity = ProcessRecord(pid=runner.pid or 0, host=runner.host, create_time=runner.create_time)
+    return process.alive(identity)
 
 
 def shown_state(
     progress: CampaignSummary,
     host: str | None = None,
-    alive: Callable[[int], bool] = _alive,
+    alive: Callable[[Runner], bool] = _alive,
 ) -> str:
     """The campaign's state, except ``died`` when it says ``running`` but no sweep is left.
 
@@ -221,6 +218,6 @@ def shown_state(
         return progress.state
     host = socket.gethostname() if host is None else host
     running = [r for r in progress.runners if r.state == "running"]
-    if running and all(r.host == host and r.pid and not alive(r.pid) for r in running):
+    if running and all(r.host == host and r.pid and not alive(r) for r in running):
         return "died"
     return progress.state

@@ -35,6 +35,7 @@ import tomli_w
 from esdash.campaign.plan import ClusterGroup
 from esdash.campaign.spec import Campaign, Point
 from esdash.errors import BadInput, EsdashError
+from esdash.launch import process
 from esdash.paths import runs_dir
 from esdash.rundir import files
 from esdash.rundir.layout import CampaignFiles, RunDir
@@ -45,7 +46,9 @@ from esdash.rundir.records import (
     Counts,
     JobRecord,
     PlannedCluster,
+    PointRunner,
     PointState,
+    ProcessRecord,
     Runner,
 )
 
@@ -58,17 +61,12 @@ def default_directory(campaign: Campaign) -> Path:
     return CampaignFiles.default(runs_dir(), campaign.name).path
 
 
-def _alive_here(host: str | None, pid: int | None) -> bool | None:
-    """Whether a process of this host is alive; None for another host (unknown)."""
-    if host != socket.gethostname() or not pid:
+def _alive_here(runner: Runner | PointRunner) -> bool | None:
+    """Whether a sweep process of this host is alive; None for another host (unknown)."""
+    if runner.host != socket.gethostname() or not runner.pid:
         return None
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    identity = ProcessRecord(pid=runner.pid, host=runner.host, create_time=runner.create_time)
+    return process.alive(identity)
 
 
 def _abandoned(state: PointState) -> bool:
@@ -79,7 +77,7 @@ def _abandoned(state: PointState) -> bool:
     :data:`ABANDONED_AFTER` seconds: a live run appends to its stream every interval.
     """
     runner = state.runner
-    alive = _alive_here(runner.host, runner.pid) if runner is not None else None
+    alive = _alive_here(runner) if runner is not None else None
     if alive is not None:
         return not alive
     newest = state.started or 0.0
@@ -181,9 +179,11 @@ class CampaignDir:
         except EsdashError:
             runner = None
         if runner is None:
+            me = process.identify(os.getpid())
             runner = Runner(
                 host=socket.gethostname(),
-                pid=os.getpid(),
+                pid=me.pid,
+                create_time=me.create_time,
                 started=time.time(),
                 slurm_job=os.environ.get("SLURM_JOB_ID"),
             )
@@ -204,7 +204,7 @@ class CampaignDir:
         for path in self.files.runner_files():
             with contextlib.suppress(EsdashError):
                 runner = files.read(path, Runner)
-                if runner.state == "running" and _alive_here(runner.host, runner.pid) is False:
+                if runner.state == "running" and _alive_here(runner) is False:
                     runner.state = "died"
                 found.append(runner)
         return found

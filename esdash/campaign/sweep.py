@@ -1,7 +1,7 @@
 """``esdash sweep``: run a campaign's points inside one allocation (or on this machine).
 
 For each cluster group of the plan (:mod:`esdash.campaign.plan`) the sweep starts the
-cluster once (:func:`esdash.cluster.lifecycle.up`, in this process, on the group's data root)
+cluster once (:func:`esdash.run.start.up`, in this process, on the group's data root)
 and runs every pending point of the group as ``esdash run POINT --cluster RUN`` in a child
 process, then stops the cluster.  A child process per point, rather than a call, because a
 point that crashes or hangs must not take the campaign down, and because ``esdash run``
@@ -17,11 +17,9 @@ ended.  Progress goes to the terminal as lines (batch logs) and to the campaign 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -42,7 +40,6 @@ from esdash.campaign.plan import (
 from esdash.campaign.plan import plan as make_plan
 from esdash.campaign.spec import Campaign, Point
 from esdash.campaign.state import CampaignDir, default_directory
-from esdash.cluster import lifecycle
 from esdash.errors import (
     EXIT_ABORT,
     EXIT_BAD_INPUT,
@@ -51,8 +48,9 @@ from esdash.errors import (
     EXIT_THRESHOLD,
     EsdashError,
 )
-from esdash.launch import slurm
+from esdash.launch import process, slurm
 from esdash.paths import runs_dir
+from esdash.run import start, stop
 from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import (
@@ -79,7 +77,7 @@ class SweepOptions:
     fresh: bool = False
     only: tuple[str, ...] = ()
     quiet: bool = False
-    timeout: float = lifecycle.DEFAULT_TIMEOUT
+    timeout: float = start.DEFAULT_TIMEOUT
     dry_run: bool = False
 
 
@@ -229,7 +227,7 @@ class Sweep:
         if child is not None and child.poll() is None:
             # `esdash run` aborts its ranks on SIGINT and still writes its results; a second
             # SIGINT makes it kill them.  Ranks that do not react are not waited for forever.
-            os.kill(child.pid, signal.SIGINT)
+            process.signal_child(child, signal.SIGINT)
             if first:
                 self._watchdog(child)
             return
@@ -242,8 +240,7 @@ class Sweep:
             if child.poll() is not None:
                 return
             self.say(f"the interrupted run is still going; sending {signal.Signals(sig).name}")
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child.pid, sig)
+            process.signal_child(child, sig)
             if then is not None:
                 later = threading.Timer(then, escalate, (signal.SIGKILL, None))
                 later.daemon = True
@@ -304,14 +301,14 @@ class Sweep:
                 runner.cluster = RunnerCluster(number=number, label=group.label, run=str(run.path))
             started = time.monotonic()
             try:
-                run, process, _health = lifecycle.up(session, fresh, self.options.timeout, run)
+                run, launcher, _health = start.up(session, fresh, self.options.timeout, run)
             except EsdashError as exc:
                 last = str(exc)
                 self.say(f"cluster {number}: failed to start (attempt {attempt}): {last}")
                 continue
             self.wiped.add(group.root_label)
             self.say(f"cluster {number}: up in {time.monotonic() - started:.0f} s")
-            return _Cluster(run, process)
+            return _Cluster(run, launcher)
         raise EsdashError(last)
 
     def _cluster_failed(
@@ -331,7 +328,7 @@ class Sweep:
         previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             self.say(f"stopping the cluster {cluster.run.path}")
-            lifecycle.stop(cluster.run, cluster.process, reason=reason)
+            stop.stop_cluster(cluster.run, cluster.process, reason=reason)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -362,7 +359,8 @@ class Sweep:
         state.started = started
         state.ended = None
         state.reason = None
-        state.runner = PointRunner(host=socket.gethostname(), pid=os.getpid())
+        me = process.identify(os.getpid())
+        state.runner = PointRunner(host=me.host, pid=me.pid, create_time=me.create_time)
         self.directory.write_point(point, state)
         with self.directory.edit_runner() as runner:
             runner.current = CurrentPoint(

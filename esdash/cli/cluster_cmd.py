@@ -6,7 +6,8 @@ import argparse
 import json
 import time
 
-from esdash.cluster import lifecycle
+from esdash.cluster import health as cluster_health
+from esdash.run import start, stop
 from esdash.rundir import files
 from esdash.rundir.layout import RunDir
 from esdash.session import load_session
@@ -22,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     up.add_argument(
         "--timeout",
         type=float,
-        default=lifecycle.DEFAULT_TIMEOUT,
+        default=start.DEFAULT_TIMEOUT,
         help="seconds to wait for a healthy cluster (default %(default)s)",
     )
     up.add_argument(
@@ -43,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     down.add_argument(
         "--grace",
         type=float,
-        default=90.0,
+        default=stop.STOP_GRACE,
         help="seconds before the launcher is killed (default %(default)s)",
     )
     down.set_defaults(func=run_down)
@@ -52,8 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_up(args: argparse.Namespace) -> int:
     session = load_session(args.session)
     run = RunDir.open(args.run_dir) if args.run_dir else None
-    run, process, health = lifecycle.up(session, args.fresh, args.timeout, run)
-    ends = lifecycle.endpoints(run)
+    run, launcher, health = start.up(session, args.fresh, args.timeout, run)
+    ends = cluster_health.endpoints(run)
     print(f"cluster {health.cluster_name} is {health.status} with {health.number_of_nodes} node(s)")
     print(f"run directory: {run.path}")
     for endpoint in ends.http:
@@ -63,13 +64,13 @@ def run_up(args: argparse.Namespace) -> int:
     else:
         print("security is off (cluster.security = false): no TLS, no authentication")
     if args.foreground:
-        return lifecycle.foreground(run, process)
+        return stop.stay(run, launcher)
     print(f"stop it with: esdash cluster down {run.path}")
     return 0
 
 
 def run_status(args: argparse.Namespace) -> int:
-    info = lifecycle.status(RunDir.open(args.run))
+    info = cluster_health.status(RunDir.open(args.run))
     if args.json:
         print(json.dumps(files.to_builtins(info), indent=2))
         return 0
@@ -108,7 +109,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_down(args: argparse.Namespace) -> int:
     run = RunDir.open(args.run)
-    outcome = lifecycle.stop(run, grace=args.grace)
+    outcome = stop.stop_cluster(run, grace=args.grace)
     statuses = run.node_statuses()
     still = [r for r, s in statuses.items() if s.state in ("starting", "running")]
     print(f"{run.path}: {outcome}; {len(statuses) - len(still)} of {len(statuses)} node(s) down")

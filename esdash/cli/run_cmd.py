@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from esdash.bench.run import RunOptions, run_session
-from esdash.cluster import lifecycle
+from esdash.run.job import RunOptions, run_session
+from esdash.run.start import DEFAULT_TIMEOUT
 from esdash.session import load_session
 
 
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout",
         type=float,
-        default=lifecycle.DEFAULT_TIMEOUT,
+        default=DEFAULT_TIMEOUT,
         help="seconds to wait for a healthy cluster (default %(default)s)",
     )
     parser.add_argument("--run-dir", type=Path, help=argparse.SUPPRESS)  # from esdash submit

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from esdash.cluster import lifecycle
-from esdash.launch import slurm
+from esdash.run import start
 from esdash.session import load_session
 
 
@@ -23,26 +22,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    session = load_session(args.session)
-    run_dir = lifecycle.prepare_run(session)
-    fresh = ["--fresh"] if args.fresh else []
-    session_path = str(session.path.resolve())
-    if args.bench:
-        command = slurm.python_command("run", session_path, "--run-dir", str(run_dir.path), *fresh)
-    else:
-        command = slurm.python_command(
-            "cluster", "up", session_path, "--run-dir", str(run_dir.path), "--foreground", *fresh
-        )
-    script = run_dir.job_script
-    script.write_text(slurm.batch_script(session, run_dir, command))
-    if args.dry_run:
-        with run_dir.edit_info() as info:
-            info.state, info.script = "prepared", str(script)
-        print(f"wrote {script} (not submitted)")
+    submitted = start.submit(
+        load_session(args.session), bench=args.bench, fresh=args.fresh, dry_run=args.dry_run
+    )
+    if submitted.job is None:
+        print(f"wrote {submitted.script} (not submitted)")
         return 0
-    job = slurm.submit(script)
-    with run_dir.edit_info() as info:
-        info.state, info.submitted, info.slurm_job, info.script = "queued", True, job, str(script)
-    print(f"submitted job {job}; run directory: {run_dir.path}")
-    print(f"follow it with: esdash cluster status {run_dir.path}")
+    print(f"submitted job {submitted.job}; run directory: {submitted.run.path}")
+    print(f"follow it with: esdash cluster status {submitted.run.path}")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from esdash.cluster import lifecycle
+from esdash.run.start import DEFAULT_TIMEOUT
 from esdash.rundir.layout import CAMPAIGNS
 
 
@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout",
         type=float,
-        default=lifecycle.DEFAULT_TIMEOUT,
+        default=DEFAULT_TIMEOUT,
         help="seconds to wait for each cluster to become healthy (default %(default)s)",
     )
     parser.set_defaults(func=run)

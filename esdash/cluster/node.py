@@ -12,10 +12,11 @@ import ctypes
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
+from esdash.launch import process
 from esdash.plugin.api import NodeCommand, Owner
+from esdash.rundir.records import ProcessRecord
 
 _PR_SET_PDEATHSIG = 1
 
@@ -34,23 +35,18 @@ class NodeProcess:
         self.owner = owner
         self.output = output
         self.process: subprocess.Popen[bytes] | None = None
+        self.record: ProcessRecord | None = None
 
     def start(self) -> int:
         switch_user = os.geteuid() == 0
-        with self.output.open("ab") as out:
-            self.process = subprocess.Popen(
-                self.command.argv,
-                env=self.command.env,
-                cwd=self.command.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                user=self.owner.uid if switch_user else None,
-                group=self.owner.gid if switch_user else None,
-                extra_groups=[] if switch_user else None,
-                start_new_session=True,  # a terminal's Ctrl-C goes to the rank, which decides
-                preexec_fn=_die_with_parent,
-            )
+        self.process, self.record = process.start(
+            self.command.argv,
+            output=self.output,
+            cwd=self.command.cwd,
+            env=self.command.env,
+            user=(self.owner.uid, self.owner.gid) if switch_user else None,
+            preexec_fn=_die_with_parent,
+        )
         return self.process.pid
 
     @property
@@ -64,37 +60,5 @@ class NodeProcess:
         """SIGTERM, wait up to ``grace`` seconds, then SIGKILL; return the exit code."""
         if self.process is None:
             return None
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        process.stop(self.record, grace=grace, group=False, process=self.process)
         return self.process.returncode
-
-
-def wait_for_exit(pid: int, timeout: float) -> bool:
-    """Wait until a process that is not our child is gone; True when it is."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            pass
-        if _is_zombie(pid):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.2)
-
-
-def _is_zombie(pid: int) -> bool:
-    """A dead process nobody reaped (PID 1 in some containers does not reap) counts as gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True

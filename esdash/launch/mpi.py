@@ -68,24 +68,6 @@ def srun_mpi_option() -> str:
     return "--mpi=pmix" if mpi_flavor() == "openmpi" else "--mpi=pmi2"
 
 
-def start_detached(command: list[str], log: Path, cwd: Path) -> subprocess.Popen[bytes]:
-    """Start a launcher (mpiexec/srun) in its own session, its output appended to ``log``.
-
-    Its own session: a terminal's Ctrl-C reaches esdash, which decides what the ranks get.
-    """
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            # Inherit Python's ignored SIGPIPE: hydra otherwise dies writing to a lost rank.
-            restore_signals=False,
-            cwd=cwd,
-        )
-
-
 def rank_command(
     module_args: list[str], ranks: int, ranks_per_host: int | None, hosts: int | None = None
 ) -> list[str]:

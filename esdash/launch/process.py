@@ -198,10 +198,13 @@ def wait_gone(
     return True
 
 
-def _send_child(
-    child: subprocess.Popen[bytes] | subprocess.Popen[str], sig: int, group: bool
+def signal_child(
+    child: subprocess.Popen[bytes] | subprocess.Popen[str], sig: int, group: bool = False
 ) -> None:
-    """Signal our own unreaped child: its pid cannot belong to anybody else yet."""
+    """Signal our own unreaped child: its pid cannot belong to anybody else yet.
+
+    ``group`` signals its process group when it leads one (it started its own session).
+    """
     if child.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
@@ -235,7 +238,7 @@ def stop(
             return "gone"
 
         def signal(sig: int) -> None:
-            _send_child(process, sig, group)
+            signal_child(process, sig, group)
     else:
         if not alive(record):
             return "gone"

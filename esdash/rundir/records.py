@@ -101,6 +101,8 @@ class RunInfo(Record, kw_only=True):
     stopped: float | None = None
     launcher: ProcessRecord | None = None
     bench_launcher: ProcessRecord | None = None
+    #: The ``esdash run`` driving this run: what a stop request (dashboard) interrupts.
+    driver: ProcessRecord | None = None
     bench_exit: int | None = None
     slurm_job: str | None = None
     submitted: bool = False
@@ -114,13 +116,9 @@ class RunInfo(Record, kw_only=True):
     campaign_point: str | None = None
 
 
-class LaunchRecord(Record, kw_only=True):
+class LaunchRecord(ProcessRecord, kw_only=True):
     """``tui-launch.json``: an ``esdash run`` the dashboard started, detached."""
 
-    pid: int
-    host: str | None = None
-    command: list[str] = []
-    create_time: float | None = None
     started: float | None = None
     output: str | None = None
 
@@ -715,6 +713,8 @@ class PointRunner(Record, kw_only=True):
 
     host: str | None = None
     pid: int | None = None
+    #: psutil's create time of the sweep process: with host and pid, its identity.
+    create_time: float | None = None
 
 
 class PointState(Record, kw_only=True):
@@ -760,6 +760,8 @@ class Runner(Record, kw_only=True):
 
     host: str
     pid: int | None = None
+    #: psutil's create time of the sweep process: with host and pid, its identity.
+    create_time: float | None = None
     state: str = "running"
     slurm_job: str | None = None
     started: float | None = None

@@ -162,7 +162,7 @@ class EsdashApp(App[None]):
 
     @work(thread=True, group="stop")
     def _stop(self, run_path: Path) -> None:
-        from esdash.runs import stop_run
+        from esdash.run.stop import stop_run
 
         try:
             outcome = stop_run(run_path)

@@ -62,6 +62,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from esdash.plugin_api import (
     BadInput,
     ClusterError,
@@ -730,10 +732,9 @@ def _wait_gone(pid: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            with open(f"/proc/{pid}/stat") as handle:
-                if handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                    return  # exited; whoever adopted it has not reaped it yet
-        except (OSError, IndexError):
+            if psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+                return  # exited; whoever adopted it has not reaped it yet
+        except psutil.NoSuchProcess:
             return
         time.sleep(0.1)
 

@@ -10,7 +10,6 @@ up`, because ``mpiexec`` alone cannot put ranks into namespaces.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,13 +17,14 @@ from pathlib import Path
 import pytest
 from support.cli import java_pids_under, write_session
 
-from esdash.cluster import lifecycle
+from esdash.cluster.health import wait_ready
 from esdash.errors import ClusterError
+from esdash.launch import process
 from esdash.launch.mpi import mpiexec
 from esdash.plugin.manager import get_plugins
 from esdash.plugin_api import InterconnectError
+from esdash.run import start, stop
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import ProcessRecord
 from esdash.session import load_session
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi, pytest.mark.netns]
@@ -37,13 +37,10 @@ def launch_in_namespaces(run: RunDir, hosts, fresh: bool = False) -> subprocess.
             command.append(":")
         rank = [sys.executable, "-m", "esdash.cluster.rank", str(run.path)]
         command += ["-n", "1", *host.wrap(rank + (["--fresh"] if fresh else []))]
-    with run.launcher_log.open("ab") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    launcher, record = process.start(command, output=run.launcher_log, cwd=run.path)
     with run.edit_info() as info:
-        info.launcher = ProcessRecord(pid=process.pid, host=socket.gethostname())
-    return process
+        info.launcher = record
+    return launcher
 
 
 def link_rx_bytes(host, link: str) -> int:
@@ -62,11 +59,11 @@ def test_interconnect_without_matching_interface_fails_clearly() -> None:
 def test_cluster_forms_over_the_opa_link(netns_hosts, shared_tmp: Path, monkeypatch) -> None:
     monkeypatch.setenv("ESDASH_RUNS", str(shared_tmp / "runs"))
     session = load_session(write_session(shared_tmp, "opa3", 3, interconnect="opa"))
-    run = lifecycle.prepare_run(session)
+    run = start.prepare(session)
     before = {h.netns: (link_rx_bytes(h, "opa"), link_rx_bytes(h, "eth")) for h in netns_hosts}
-    process = launch_in_namespaces(run, netns_hosts)
+    launcher = launch_in_namespaces(run, netns_hosts)
     try:
-        health = lifecycle.wait_ready(run, 3, process, timeout=300)
+        health = wait_ready(run, 3, launcher, timeout=300)
         assert health.status == "green" and health.number_of_nodes == 3
         topology = json.loads(run.topology_file.read_text())
         assert [n["interface"] for n in topology["nodes"]] == ["opa"] * 3
@@ -91,7 +88,7 @@ def test_cluster_forms_over_the_opa_link(netns_hosts, shared_tmp: Path, monkeypa
         )
         assert on_opa.returncode == 0 and on_eth.returncode != 0
     finally:
-        lifecycle.stop(run, process)
+        stop.stop_cluster(run, launcher)
     assert java_pids_under(run.path) == []
 
 
@@ -100,13 +97,13 @@ def test_host_without_the_interconnect_fails_before_any_node_starts(
 ) -> None:
     monkeypatch.setenv("ESDASH_RUNS", str(shared_tmp / "runs"))
     session = load_session(write_session(shared_tmp, "ib1", 1, interconnect="infiniband"))
-    run = lifecycle.prepare_run(session)
-    process = launch_in_namespaces(run, netns_hosts[:1])
+    run = start.prepare(session)
+    launcher = launch_in_namespaces(run, netns_hosts[:1])
     try:
         with pytest.raises(ClusterError, match=r"no interface on host .* matches ib\*"):
-            lifecycle.wait_ready(run, 1, process, timeout=120)
+            wait_ready(run, 1, launcher, timeout=120)
     finally:
-        lifecycle.stop(run, process)
+        stop.stop_cluster(run, launcher)
     assert java_pids_under(run.path) == []
 
 
@@ -137,18 +134,17 @@ def test_bootstrap_check_failure_is_explained(netns_hosts, shared_tmp: Path, mon
             extra_cluster='interface = "eth9"',
         )
     )
-    run = lifecycle.prepare_run(session)
+    run = start.prepare(session)
     rank = ["prlimit", "--nofile=4096:4096", sys.executable, "-m", "esdash.cluster.rank"]
     command = [mpiexec(), "-n", "2", *host.wrap([*rank, str(run.path)])]
-    with run.launcher_log.open("ab") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    launcher, record = process.start(command, output=run.launcher_log, cwd=run.path)
+    with run.edit_info() as run_info:
+        run_info.launcher = record
     try:
         with pytest.raises(ClusterError) as info:
-            lifecycle.wait_ready(run, 2, process, timeout=180)
+            wait_ready(run, 2, launcher, timeout=180)
     finally:
-        lifecycle.stop(run, process)
+        stop.stop_cluster(run, launcher)
     message = str(info.value)
     assert "exited with code 78" in message
     assert "bootstrap checks failed" in message and "max file descriptors [4096]" in message

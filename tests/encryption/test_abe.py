@@ -17,16 +17,10 @@ from typing import Any
 
 import pytest
 from esdash_plugins.encryption.abe import AbeMode
-from esdash_plugins.tracks.mri import QUERIES, MriTrack, generate
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from pyope.ope import OPE, ValueRange
-from support.abe import older_format
-
-from esdash.abe import keys as keylib
-from esdash.abe.codec import AbeCodec, EncodeError, plan_fields
-from esdash.abe.names import NameCipher
-from esdash.abe.values import (
+from esdash_plugins.encryption.abe import keys as keylib
+from esdash_plugins.encryption.abe.codec import AbeCodec, EncodeError, plan_fields
+from esdash_plugins.encryption.abe.names import NameCipher
+from esdash_plugins.encryption.abe.values import (
     DayGrid,
     ForeignCiphertext,
     NumberGrid,
@@ -34,6 +28,12 @@ from esdash.abe.values import (
     SecondGrid,
     parse_instant,
 )
+from esdash_plugins.tracks.mri import QUERIES, MriTrack, generate
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyope.ope import OPE, ValueRange
+from support.abe import older_format
+
 from esdash.errors import BadInput
 from esdash.plugin_api import FieldSpec, QueryNotSupported
 from esdash.rundir import files

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from esdash_plugins.encryption.abe import keys as keylib
+from esdash_plugins.encryption.abe.codec import AbeCodec, EncodeError, plan_fields
+from esdash_plugins.encryption.abe.native_lines import native_module
 from esdash_plugins.tracks.mri import MriTrack, generate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.prereqs import unavailable
 
-from esdash.abe import keys as keylib
-from esdash.abe.codec import AbeCodec, EncodeError, plan_fields
-from esdash.abe.native_lines import native_module
 from esdash.bench.slices import Slice, read_slice
 from esdash.errors import BadInput
 from esdash.plugin_api import Corpus, FieldSpec

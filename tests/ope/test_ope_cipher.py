@@ -11,11 +11,7 @@ from itertools import pairwise
 
 import pytest
 from conftest import require_backend
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from pyope.ope import OPE, ValueRange
-
-from esdash.ope import (
+from esdash_plugins.encryption.abe.ope import (
     BACKENDS,
     InvalidCiphertextError,
     InvalidRangeError,
@@ -24,6 +20,9 @@ from esdash.ope import (
     OutOfRangeError,
     available_backends,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyope.ope import OPE, ValueRange
 
 KEY = b"esdash-test-key-0123456789abcdef"
 AGES = ((0, 150), (0, 2**48 - 1))
@@ -283,12 +282,12 @@ def test_batches_from_threads_agree():
 
 
 def test_esdash_works_without_the_native_module():
-    """A machine without Rust: esdash.ope imports, auto picks python, native says why."""
+    """A machine without Rust: the OPE package imports, auto picks python, native says why."""
     script = textwrap.dedent(
         """
         import sys
         sys.modules["esdash_ope_native"] = None  # makes `import esdash_ope_native` fail
-        from esdash.ope import OpeCipher, available_backends
+        from esdash_plugins.encryption.abe.ope import OpeCipher, available_backends
         assert "native" not in available_backends(), available_backends()
         cipher = OpeCipher(b"k" * 32, (0, 32767), (0, 2**31 - 1))
         assert cipher.backend == "python"
@@ -311,6 +310,8 @@ def test_esdash_works_without_the_native_module():
 
 
 def test_native_module_is_imported_lazily():
-    script = "import esdash.ope, sys; print('esdash_ope_native' in sys.modules)"
+    script = (
+        "import esdash_plugins.encryption.abe.ope, sys; print('esdash_ope_native' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import pytest
 from conftest import require_backend
+from esdash_plugins.encryption.abe.ope import InvalidCiphertextError, OpeCipher, available_backends
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyope.ope import OPE, ValueRange
-
-from esdash.ope import InvalidCiphertextError, OpeCipher, available_backends
 
 OURS = [name for name in ("native", "python") if name in available_backends()]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from esdash.ope import OpeCipher
+from esdash_plugins.encryption.abe.ope import OpeCipher
 
 
 def _cipher(vector: dict[str, Any], backend: str, **options: Any) -> OpeCipher:

@@ -8,7 +8,7 @@ first query whose hits carried such strings (``age``) failed with ``InvalidTag``
 
 from __future__ import annotations
 
-from esdash.abe.codec import AbeCodec
+from esdash_plugins.encryption.abe.codec import AbeCodec
 
 #: The associated data's first element in that format.
 OLD_VALUE_AD = b"esdash-value"

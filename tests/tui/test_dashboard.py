@@ -281,7 +281,7 @@ async def test_stop_asks_first(live_run, monkeypatch):
     run, pending = live_run
     write_records(run / "stream.jsonl", pending[:5])
     stopped = []
-    monkeypatch.setattr("esdash.runs.stop_run", lambda path: stopped.append(path) or "ok")
+    monkeypatch.setattr("esdash.run.stop.stop_run", lambda path: stopped.append(path) or "ok")
     app = live_app(run, Clock(pending[4]["wall"] + 1))
     async with app.run_test(size=(120, 40)) as pilot:
         await shown(pilot, app)

@@ -21,6 +21,9 @@ from tuihelp import RUN_A, RUN_B, write_records
 
 from esdash import runs
 from esdash.errors import EsdashError
+from esdash.launch import process
+from esdash.run import start
+from esdash.run.stop import stop_run
 from esdash.rundir.layout import RunDir
 from esdash.rundir.stream import read_last
 
@@ -117,22 +120,20 @@ FAKE_RUN = textwrap.dedent(
 @pytest.fixture
 def fake_python(tmp_path: Path) -> str:
     """An interpreter stand-in: ``fake -m esdash run S`` runs FAKE_RUN (named like esdash)."""
-    script = tmp_path / "fake_esdash_run.py"
-    script.write_text(FAKE_RUN)
-    wrapper = tmp_path / "python-esdash"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {script} "$@"\n')
-    wrapper.chmod(0o755)
-    return str(wrapper)
+    script = tmp_path / "python-esdash"
+    script.write_text(f"#!{sys.executable}\n{FAKE_RUN}")
+    script.chmod(0o755)
+    return str(script)
 
 
-def light_prepare(session, root: Path) -> Path:
+def light_prepare(session, root: Path) -> RunDir:
     """A prepared run directory without the distribution checks (no Elasticsearch here)."""
     run = root / f"{session.name}-prepared"
     run.mkdir(parents=True)
     (run / "run.json").write_text(
         json.dumps({"session_name": session.name, "state": "prepared", "created": time.time()})
     )
-    return run
+    return RunDir(run)
 
 
 def test_launch_runs_detached_in_its_run_directory_and_stop_interrupts_it(
@@ -141,7 +142,7 @@ def test_launch_runs_detached_in_its_run_directory_and_stop_interrupts_it(
     root = tmp_path / "runs"
     session = tmp_path / "tiny.toml"
     session.write_text(SESSION)
-    launch = runs.launch_local(session, root, python=fake_python, prepare=light_prepare)
+    launch = start.detach(session, root, python=fake_python, prepare=light_prepare)
     try:
         run = launch.run
         assert run == root / "tiny-prepared"
@@ -154,10 +155,10 @@ def test_launch_runs_detached_in_its_run_directory_and_stop_interrupts_it(
         assert "cluster up:" in RunDir(run).run_log.read_text()
         # its own session: a signal to the dashboard's process group does not reach it
         assert os.getpgid(launch.pid) != os.getpgid(0)
-        info = RunDir(run).read_info()
-        assert runs.esdash_run_pid(run, info) == launch.pid
+        found = process.find(RunDir(run).read_launch_record())
+        assert found is not None and found.pid == launch.pid  # identity confirmed by psutil
         assert runs.run_entry(run).state == "running"
-        outcome = runs.stop_run(run, grace=10)
+        outcome = stop_run(run, grace=10)
         assert f"pid {launch.pid}" in outcome
         assert launch.process.wait(timeout=10) == 130
     finally:
@@ -171,7 +172,7 @@ def test_a_launch_that_cannot_be_prepared_starts_nothing(tmp_path: Path):
     session = tmp_path / "bad.toml"
     session.write_text('name = "bad"\n[cluster]\nhome = "/nonexistent"\n[track]\nname = "mri"\n')
     with pytest.raises(EsdashError, match="run_as|home"):  # whichever check comes first
-        runs.launch_local(session, root)
+        start.detach(session, root)
     assert not any(root.glob("bad-*"))
 
 

@@ -19,7 +19,10 @@ from textual.worker import get_current_worker
 
 from esdash import runs
 from esdash.campaign.progress import CampaignReading, ProgressFollower, campaign_files
+from esdash.run import start
+from esdash.rundir.files import tail
 from esdash.rundir.layout import CAMPAIGNS, RUN_LOG
+from esdash.session import load_session
 from esdash.tui import format as fmt
 from esdash.tui.screens.dialogs import ConfirmScreen
 from esdash.tui.widgets.campaign import STATUS_STYLES as CAMPAIGN_STYLES
@@ -125,7 +128,7 @@ validation.
         self.job_state = job_state
         self.sessions: list[runs.SessionEntry] = []
         self.runs: list[runs.RunEntry] = []
-        self.launches: list[runs.Launch] = []
+        self.launches: list[start.Launch] = []
         self.compare_first: Path | None = None
         self.extra_campaigns = list(campaigns or [])
         self.campaigns: list[CampaignReading] = []
@@ -236,9 +239,9 @@ validation.
         readings.sort(key=lambda r: -(r.progress.updated or 0.0) if r.progress else 0.0)
         return readings
 
-    def _launch_failed(self, launch: runs.Launch, code: int) -> None:
+    def _launch_failed(self, launch: start.Launch, code: int) -> None:
         self.notify(
-            f"exit code {code}: {runs.launch_output_tail(launch, 6)}",
+            f"exit code {code}: {tail(launch.output, 6)}",
             title=f"esdash run {launch.session} ended with an error",
             severity="error",
             timeout=15,
@@ -439,7 +442,7 @@ validation.
     @work(thread=True, group="launch")
     def _launch(self, entry: runs.SessionEntry) -> None:
         try:
-            launch = runs.launch_local(entry.path, self.runs_root)
+            launch = start.detach(entry.path, self.runs_root)
         except Exception as exc:
             self.app.call_from_thread(
                 self.notify, str(exc), title="Cannot launch", severity="error", timeout=15
@@ -449,7 +452,7 @@ validation.
         self._refresh_now = True
         self.app.call_from_thread(self._launched, launch)
 
-    def _launched(self, launch: runs.Launch) -> None:
+    def _launched(self, launch: start.Launch) -> None:
         self.notify(
             f"esdash run {launch.session} (pid {launch.pid}): {launch.run}", title="Launched"
         )
@@ -479,12 +482,14 @@ validation.
     @work(thread=True, group="submit")
     def _submit(self, entry: runs.SessionEntry) -> None:
         try:
-            job, run = runs.submit(entry.path, self.runs_root)
+            session = load_session(entry.path)
+            submitted = start.submit(session, bench=True, root=self.runs_root)
         except Exception as exc:
             self.app.call_from_thread(
                 self.notify, str(exc), title="Submit failed", severity="error", timeout=15
             )
             return
+        job, run = submitted.job, submitted.run.path
         self.app.call_from_thread(self.notify, f"job {job}: {run}", title="Submitted")
         self._refresh_now = True
         self.app.call_from_thread(self.app.watch_run, run, True)  # type: ignore[attr-defined]

@@ -1,7 +1,7 @@
 //! `esdash_abe_native`: the fast path of esdash's ABE document encoder.
 //!
-//! `esdash.abe.codec.AbeCodec.encode_lines` defines what an encrypted document is; this
-//! module writes the same bytes for the common case, about 23 µs per MRI document against
+//! `esdash_plugins.encryption.abe.codec.AbeCodec.encode_lines` defines what an encrypted
+//! document is; this module writes the same bytes for the common case, about 23 µs per MRI document against
 //! Python's 70 µs with its parsing (cold caches, 50,000 documents: `bench/abe_encoder.py`),
 //! so that client-side encryption costs the ingest ranks little.  It takes a batch of corpus lines (raw JSON)
 //! and returns, per line, the encrypted JSON object, or `None` where the line needs
@@ -39,7 +39,8 @@ const CACHE_LIMIT: usize = 65536;
 const CACHE_WINDOW: u32 = 4096;
 /// A text cache stays on while at least 1 in this many lookups hits.
 const CACHE_MIN_SHARE: u32 = 8;
-/// Memo depth of the OPE contexts (what esdash.ope uses; it does not change ciphertexts).
+/// Memo depth of the OPE contexts (what esdash_plugins.encryption.abe.ope uses; it does not
+/// change ciphertexts).
 const MEMO_DEPTH: u32 = 16;
 /// Largest float magnitude taken here: below 2^53 a double's shortest decimal text is
 /// what Python's `repr` gives in positional notation.

@@ -1,14 +1,14 @@
 """The native fast path of ABE ingest: corpus lines in, encrypted JSON objects out.
 
-:meth:`esdash.abe.codec.AbeCodec.encode_lines` defines the encrypted form of a document.
-Doing it in Python costs about 60 µs per MRI document (a dozen new strings through AES-SIV,
-new numbers onto their grid, and the JSON pieces of seventy fields), several times the
-plaintext ingest's whole client cost.  ``esdash_abe_native`` (Rust, built from
-``native/abe`` by ``scripts/provision`` when cargo exists) writes the same bytes from the
-raw corpus line for documents whose keys are the schema's flat fields, and returns ``None``
-for every other line, which Python then encodes or rejects with its own messages.  Without
-the module everything runs in Python, with identical output (the tests compare both on
-the whole MRI corpus and on generated documents).
+:meth:`esdash_plugins.encryption.abe.codec.AbeCodec.encode_lines` defines the encrypted form of
+a document.  Doing it in Python costs about 60 µs per MRI document (a dozen new strings through
+AES-SIV, new numbers onto their grid, and the JSON pieces of seventy fields), several times the
+plaintext ingest's whole client cost.  ``esdash_abe_native`` (Rust, built from ``native/abe``
+by ``scripts/provision`` when cargo exists) writes the same bytes from the raw corpus line for
+documents whose keys are the schema's flat fields, and returns ``None`` for every other line,
+which Python then encodes or rejects with its own messages.  Without the module everything runs
+in Python, with identical output (the tests compare both on the whole MRI corpus and on
+generated documents).
 
 The encoder gets the keys the codec derived (names stay encrypted by Python: it passes the
 finished ``"<name>":`` prefix of each field), and keeps its own bounded caches.
@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from esdash.abe.codec import FieldPlan
-    from esdash.abe.keys import MasterKey
+    from .codec import FieldPlan
+    from .keys import MasterKey
 
 #: OPE backends the fast path stands in for; ``python`` and ``pyope`` keep every number in
 #: the backend the session asked for (``pyope`` reproduces the paper's cost).
@@ -39,8 +39,8 @@ def native_module() -> Any | None:
 def field_spec(plan: FieldPlan, master: MasterKey, key_mode: str) -> tuple | None:
     """The native encoder's description of one top-level field, or ``None`` (Python's).
 
-    The keys come from the same :class:`~esdash.abe.keys.MasterKey` methods as the codec's
-    own ciphers'.
+    The keys come from the same :class:`~esdash_plugins.encryption.abe.keys.MasterKey`
+    methods as the codec's own ciphers'.
     """
     if "." in plan.path:
         return None  # nested objects and dotted keys stay in Python

@@ -2,8 +2,8 @@
 
 Every field of the track's schema gets a :class:`FieldPlan`:
 
-- numbers and dates: an order-preserving cipher over a grid (:mod:`esdash.abe.values`),
-  mapped as ``long``;
+- numbers and dates: an order-preserving cipher over a grid
+  (:mod:`esdash_plugins.encryption.abe.values`), mapped as ``long``;
 - text, keywords and booleans: deterministic AES-SIV, mapped as ``keyword``.
 
 The plans are resolved once by the orchestrator (:func:`plan_fields`) and travel in
@@ -13,7 +13,8 @@ without loading the track, and derives its keys once per process.
 Ingest is batched: :meth:`AbeCodec.encode_documents` walks a bulk request's documents once,
 takes every value it has seen before from per-field caches, and encrypts the new numeric
 values of each field with one ``encrypt_many`` call (deduplicated and sorted, which the OPE
-core turns into shared tree walks).  Query rewriting lives in :mod:`esdash.abe.query`.
+core turns into shared tree walks).  Query rewriting lives in
+:mod:`esdash_plugins.encryption.abe.query`.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from esdash.abe import keys as keylib
-from esdash.abe.names import NameCipher
-from esdash.abe.native_lines import line_encoder
-from esdash.abe.opecore import ope_cipher
-from esdash.abe.values import DayGrid, NumberGrid, OffGrid, SecondGrid, StringCipher
-from esdash.errors import BadInput
-from esdash.plugin.api import ClientCodec, FieldSpec
+from esdash.plugin_api import BadInput, ClientCodec, FieldSpec
+
+from . import keys as keylib
+from .names import NameCipher
+from .native_lines import line_encoder
+from .opecore import ope_cipher
+from .values import DayGrid, NumberGrid, OffGrid, SecondGrid, StringCipher
 
 SCHEME = "esdash-abe/1"
 #: Output range of every OPE field: 2^48 points (pyope's entropy grows with N/M), and 2^53
@@ -329,9 +330,9 @@ class AbeCodec(ClientCodec):
             else:
                 plan.strings = StringCipher(master.string_key(plan.path), plan.path)
             self.plans[plan.path] = plan
-        #: The native fast path (:mod:`esdash.abe.native_lines`), where it is built and the
-        #: OPE backend allows it; ``native=False`` keeps everything in Python (the tests'
-        #: oracle, and the benchmark's comparison).
+        #: The native fast path (:mod:`esdash_plugins.encryption.abe.native_lines`), where it
+        #: is built and the OPE backend allows it; ``native=False`` keeps everything in Python
+        #: (the tests' oracle, and the benchmark's comparison).
         self._native = (
             line_encoder(list(self.plans.values()), master, key_mode, ope_backend)
             if native
@@ -714,7 +715,7 @@ class AbeCodec(ClientCodec):
         records the ciphertext layout (:meth:`layout`), so an index written with another key,
         mode, schema or ciphertext format is never reused for this one.
         """
-        from esdash.abe.query import mapping_problems
+        from .query import mapping_problems
 
         result = {k: v for k, v in body.items() if k != "mappings"}
         mappings = dict(body.get("mappings") or {})
@@ -751,13 +752,13 @@ class AbeCodec(ClientCodec):
     # -------------------------------------------------------------------- queries
 
     def encode_query(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        from esdash.abe.query import Rewriter
+        from .query import Rewriter
 
         return Rewriter(self).search(body)
 
     def decode_response(
         self, body: dict[str, Any], request: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        from esdash.abe.query import decode_search
+        from .query import decode_search
 
         return decode_search(self, body, request or {})

@@ -8,8 +8,8 @@ only in speed:
     0.4 us per tree node (110-130x pyope per value without any cache), and batch calls
     release the GIL.  Optional: installed by ``scripts/provision`` when cargo is available.
 ``python``
-    Pure Python (:mod:`esdash.ope._python`), 4-30x faster than pyope; the fallback when
-    the native module is missing, so esdash never needs a Rust toolchain.
+    Pure Python (:mod:`esdash_plugins.encryption.abe.ope._python`), 4-30x faster than pyope;
+    the fallback when the native module is missing, so esdash never needs a Rust toolchain.
 ``pyope``
     pyope itself, without any cache: the paper's cost, for side-by-side campaigns.
 
@@ -29,7 +29,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any, NamedTuple, Protocol
 
-from esdash.ope.errors import InvalidCiphertextError, InvalidRangeError, OpeError, OutOfRangeError
+from .errors import InvalidCiphertextError, InvalidRangeError, OpeError, OutOfRangeError
 
 #: Backend names, in order of preference for ``backend="auto"`` (pyope is never automatic).
 BACKENDS = ("native", "python", "pyope")
@@ -217,10 +217,10 @@ class OpeCipher:
         if self.backend == "native":
             return _native_module().Engine(key, self.in_range, self.out_range, self.memo_depth)
         if self.backend == "pyope":
-            from esdash.ope._pyope import PyopeEngine
+            from ._pyope import PyopeEngine
 
             return PyopeEngine(key, self.in_range, self.out_range)
-        from esdash.ope._python import PythonEngine
+        from ._python import PythonEngine
 
         return PythonEngine(key, self.in_range, self.out_range, self.memo_depth)
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from esdash.ope.errors import InvalidCiphertextError
+from .errors import InvalidCiphertextError
 
 _ZERO_BLOCK = bytes(16)
 #: Stadlober's HRUA constants (2*sqrt(2/e), 3 - 2*sqrt(3/e)) to the 16 digits pyope uses.
@@ -181,7 +181,7 @@ class PythonEngine:
     shallower than ``memo_depth`` are remembered: the top levels are shared by almost every
     value, the deep ones rarely, and a depth limit bounds the memory (2**depth nodes at most).
 
-    Arguments are not checked here; :class:`esdash.ope.OpeCipher` does that.
+    Arguments are not checked here; :class:`esdash_plugins.encryption.abe.ope.OpeCipher` does that.
     """
 
     def __init__(
@@ -198,7 +198,7 @@ class PythonEngine:
         self._memo: dict[int, int] = {}
 
     def __repr__(self) -> str:
-        return "<esdash.ope PythonEngine>"  # never the key
+        return "<esdash_plugins.encryption.abe.ope PythonEngine>"  # never the key
 
     def memo_len(self) -> int:
         return len(self._memo)

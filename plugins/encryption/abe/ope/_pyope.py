@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from esdash.ope.errors import InvalidCiphertextError
+from .errors import InvalidCiphertextError
 
 
 class PyopeEngine:
-    """pyope's ``OPE`` with the engine methods :class:`esdash.ope.OpeCipher` calls."""
+    """pyope's ``OPE`` with the engine methods :class:`~.ope.OpeCipher` calls."""
 
     def __init__(self, key: bytes, in_range: tuple[int, int], out_range: tuple[int, int]) -> None:
         from pyope import errors
@@ -25,7 +25,7 @@ class PyopeEngine:
         self._invalid = (errors.InvalidCiphertextError, errors.InvalidRangeLimitsError)
 
     def __repr__(self) -> str:
-        return "<esdash.ope PyopeEngine>"  # never the key
+        return "<esdash_plugins.encryption.abe.ope PyopeEngine>"  # never the key
 
     def encrypt(self, plaintext: int) -> int:
         return self._ope.encrypt(plaintext)

@@ -1,4 +1,4 @@
-"""Errors of :mod:`esdash.ope`.
+"""Errors of :mod:`esdash_plugins.encryption.abe.ope`.
 
 All are :class:`ValueError`, as pyope's are, so code written against pyope's ``OPE`` catches
 them unchanged.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 class OpeError(ValueError):
-    """Base class of every error :mod:`esdash.ope` raises for bad input."""
+    """Base class of every error :mod:`esdash_plugins.encryption.abe.ope` raises for bad input."""
 
 
 class InvalidRangeError(OpeError):

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esdash.errors import BadInput
+from esdash.plugin_api import BadInput
 
 #: Fewest bytes of key material a key file must hold (AES-256 and HMAC-SHA256 strength).
 MIN_KEY_BYTES = 32

@@ -1,4 +1,4 @@
-"""``esdash run``: the whole job, headless — cluster, ingest, query steps, results, summary.
+"""``esdash run``: the whole job, headless -- cluster, ingest, query steps, results, summary.
 
 Everything that can be checked is checked before anything is launched: the session, the
 plugins, the distribution, the corpus (generated once and cached) and the query steps.
@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from esdash.bench.plan import make_plan
 from esdash.bench.sink import results_from_stream
 from esdash.bench.slices import plan_slices
-from esdash.cluster import lifecycle
+from esdash.cluster import preflight
 from esdash.errors import (
     EXIT_ABORT,
     EXIT_FAILURE,
@@ -31,10 +31,11 @@ from esdash.errors import (
     BadInput,
     EsdashError,
 )
-from esdash.launch import mpi
+from esdash.launch import mpi, process
 from esdash.paths import cache_dir
 from esdash.plugin.corpus import check_corpus
 from esdash.plugin.manager import get_plugins
+from esdash.run import start, stop
 from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import Interval, ProcessRecord, Results, StreamRecord
@@ -51,7 +52,7 @@ class RunOptions:
     fresh: bool = False
     reingest: bool = False
     thresholds: tuple[str, ...] = ()
-    timeout: float = lifecycle.DEFAULT_TIMEOUT
+    timeout: float = start.DEFAULT_TIMEOUT
     #: a run directory prepared in advance (``esdash submit --bench`` creates it)
     run_dir: Path | None = None
 
@@ -76,7 +77,6 @@ def client_codec_for(session: Session, track: Any) -> Any:
     Built before any cluster starts: a missing or unsafe key stops the run right here, with
     the message ``esdash session check`` gives for it.
     """
-    from esdash.cluster import preflight
     from esdash.cluster.dataroot import data_root
 
     preflight.require(session, "session")
@@ -113,18 +113,26 @@ def _bench_run_dir(session: Session, cluster_run: RunDir, run: RunDir | None = N
     return run
 
 
-def launch_bench(run: RunDir, session: Session) -> subprocess.Popen[bytes]:
+def launch_bench(run: RunDir, session: Session) -> tuple[subprocess.Popen[bytes], ProcessRecord]:
+    """Start the benchmark step: rank 0 coordinates and records, one rank per worker."""
     workers = session.benchmark.workers_per_node * session.cluster.nodes
     hosts = -(-session.cluster.nodes // session.cluster.nodes_per_host)
-    # one more rank than workers: rank 0 coordinates and records
     command = mpi.rank_command(["esdash.bench.rank", str(run.path)], workers + 1, None, hosts)
-    process = mpi.start_detached(command, run.bench_log, run.path)
+    launcher, record = process.start(
+        command, output=run.bench_log, cwd=run.path, restore_signals=False
+    )
     with run.edit_info() as info:
-        info.bench_launcher = ProcessRecord(pid=process.pid, command=command)
-    return process
+        info.bench_launcher = record
+    return launcher, record
 
 
-def follow(run: RunDir, process: subprocess.Popen[bytes], out: TextIO, session: Session) -> bool:
+def follow(
+    run: RunDir,
+    launcher: subprocess.Popen[bytes],
+    record: ProcessRecord,
+    out: TextIO,
+    session: Session,
+) -> bool:
     """Print the stream while the bench runs; forward Ctrl-C/SIGTERM to the ranks.
 
     Each interval record goes to the observer hooks once, as it is read.  Returns True
@@ -135,8 +143,8 @@ def follow(run: RunDir, process: subprocess.Popen[bytes], out: TextIO, session: 
     interrupted: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
-        if not interrupted and process.poll() is None:
-            os.killpg(process.pid, signal.SIGINT)  # ranks abort and still report
+        if not interrupted:
+            process.send(record, signal.SIGINT, group=True)  # ranks abort and still report
         interrupted.append(signum)
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -144,26 +152,26 @@ def follow(run: RunDir, process: subprocess.Popen[bytes], out: TextIO, session: 
     printer = LivePrinter(run.stream_file, out, tty=out.isatty())
 
     def observe(records: list[StreamRecord]) -> None:
-        for record in records:
-            if isinstance(record, Interval):
-                plugins.interval(session, record)
+        for item in records:
+            if isinstance(item, Interval):
+                plugins.interval(session, item)
 
     finished_at = None
     try:
-        while process.poll() is None:
+        while launcher.poll() is None:
             observe(printer.poll())
             time.sleep(0.2)
             if len(interrupted) > 1:  # a second Ctrl-C: stop waiting for the ranks
-                os.killpg(process.pid, signal.SIGKILL)
+                process.send(record, signal.SIGKILL, group=True)
             if printer.reader.finished and finished_at is None:
                 finished_at = time.monotonic()
             if finished_at is not None:
                 # the results are written; a hung rank must not keep the job alive
                 lingering = time.monotonic() - finished_at
                 if lingering > LINGER_SECONDS + 15:
-                    os.killpg(process.pid, signal.SIGKILL)
+                    process.send(record, signal.SIGKILL, group=True)
                 elif lingering > LINGER_SECONDS:
-                    os.killpg(process.pid, signal.SIGTERM)
+                    process.send(record, signal.SIGTERM, group=True)
         observe(printer.close())
     finally:
         for sig, handler in previous.items():
@@ -183,12 +191,14 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
     prepared = RunDir.open(options.run_dir) if options.run_dir else None
     if options.cluster is not None:
         run = _bench_run_dir(session, RunDir.open(options.cluster), prepared)
-        plugins.session_started(session, run.path)
     else:
-        run = lifecycle.prepare_run(session, prepared, options.fresh)
-        plugins.session_started(session, run.path)
+        run = start.prepare(session, prepared, options.fresh)
+    with run.edit_info() as info:
+        info.driver = process.identify(os.getpid())  # what a stop request signals
+    plugins.session_started(session, run.path)
+    if options.cluster is None:
         try:
-            cluster_process, _ = lifecycle.start(run, session, options.fresh, options.timeout)
+            cluster_process, _ = start.start_cluster(run, session, options.fresh, options.timeout)
         except BaseException:
             plugins.session_finished(session, run.path, None)
             raise
@@ -206,14 +216,14 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
             session, track, corpus, steps, distribution, ranks, seed, options.reingest, codec
         )
         run.write_bench_plan(plan)
-        process = launch_bench(run, session)
-        interrupted = follow(run, process, out, session)
+        launcher, record = launch_bench(run, session)
+        interrupted = follow(run, launcher, record, out, session)
         results_file = run.results_file
         if not results_file.exists():
             # The MPI step ended before rank 0 wrote the results (with MPICH a lost rank
             # takes the step down): keep what the stream recorded.
             reason = (
-                f"the benchmark step ended early (exit code {process.returncode}); "
+                f"the benchmark step ended early (exit code {launcher.returncode}); "
                 f"see {run.bench_log}: {tail(run.bench_log, 3)}"
             )
             if not run.stream_file.exists():
@@ -241,5 +251,5 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
             if options.keep:
                 print(f"cluster kept running: esdash cluster down {run.path}", file=out)
             else:
-                lifecycle.stop(run, cluster_process)
+                stop.stop_cluster(run, cluster_process)
     return status

@@ -1,10 +1,10 @@
-"""The order-preserving cipher the ABE mode uses: ``esdash.ope`` when present, else pyope.
+"""The order-preserving cipher the ABE mode uses: the ``ope`` subpackage when present, else pyope.
 
-``esdash.ope.OpeCipher`` is esdash's fast, pyope-0.2.2-compatible core (native with a
-pure-Python fallback, node memo and LRU caches).  Where it is not installed this adapter
-wraps ``pyope.ope.OPE`` behind the same interface (``encrypt``, ``decrypt``,
-``encrypt_many``, ``decrypt_many``), so the codec never cares which one runs.  The codec
-keeps per-field value caches of its own, so the contexts are made without an LRU.
+``esdash_plugins.encryption.abe.ope.OpeCipher`` is esdash's fast, pyope-0.2.2-compatible core
+(native with a pure-Python fallback, node memo and LRU caches).  Where it is not installed this
+adapter wraps ``pyope.ope.OPE`` behind the same interface (``encrypt``, ``decrypt``,
+``encrypt_many``, ``decrypt_many``), so the codec never cares which one runs.  The codec keeps
+per-field value caches of its own, so the contexts are made without an LRU.
 
 ``backend = "pyope"`` reproduces the paper's cost: every value goes through pyope's
 recursion, with no cache in front of it.
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from esdash.errors import BadInput
+from esdash.plugin_api import BadInput
 
 try:  # the fast core, when the OPE package has landed
-    from esdash.ope import OpeCipher as _OpeCipher
+    from .ope import OpeCipher as _OpeCipher
 except ImportError:  # pragma: no cover - depends on the installation
     _OpeCipher = None
 
@@ -28,7 +28,9 @@ LRU_SIZE = 65536
 
 def available() -> str:
     """Which implementation ``backend = "auto"`` uses here (for messages and benchmarks)."""
-    return "esdash.ope" if _OpeCipher is not None else "pyope (esdash.ope not installed)"
+    if _OpeCipher is not None:
+        return "esdash_plugins.encryption.abe.ope"
+    return "pyope (esdash_plugins.encryption.abe.ope not installed)"
 
 
 def ope_cipher(
@@ -46,8 +48,8 @@ def ope_cipher(
             raise BadInput(f"ope_backend = {backend!r}: {exc}") from None
     if backend in ("native", "python"):
         raise BadInput(
-            f"ope_backend = {backend!r} needs esdash.ope, which is not installed here; "
-            'use ope_backend = "auto" or "pyope"'
+            f"ope_backend = {backend!r} needs esdash_plugins.encryption.abe.ope, which is not "
+            'installed here; use ope_backend = "auto" or "pyope"'
         )
     return PyopeCipher(key, in_range, out_range, lru_size=0)
 

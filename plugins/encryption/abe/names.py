@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 
-from esdash.abe.values import foreign
+from .values import foreign
 
 PREFIX = "f"
 
@@ -61,7 +61,7 @@ class NameCipher:
         return self.key(path, "")
 
     def decrypt_segment(self, token: str, parent: str = "") -> str:
-        """One segment's plaintext; :class:`~esdash.abe.values.ForeignCiphertext` if foreign."""
+        """One segment's plaintext; :class:`~.values.ForeignCiphertext` if foreign."""
         found = self._dec.get((parent, token))
         if found is None:
             found = self._decrypt_segment(token, parent)

@@ -7,7 +7,7 @@ in range, out range, value), from a native Rust core or a pure-Python fallback, 
 memo and LRU caches on top.  The research notes (``ope.md``) describe the algorithm and the
 porting pitfalls; ``bench/ope.py`` measures the speed-up on the machine at hand::
 
-    from esdash.ope import OpeCipher
+    from esdash_plugins.encryption.abe.ope import OpeCipher
 
     cipher = OpeCipher(key, (0, 30_000_000), (0, 2**48 - 1))
     c = cipher.encrypt(20190228)
@@ -21,8 +21,8 @@ depend on the field, so a shared key leaks equality across fields with equal ran
 
 from __future__ import annotations
 
-from esdash.ope.cipher import BACKENDS, CacheInfo, OpeCipher, available_backends
-from esdash.ope.errors import (
+from .cipher import BACKENDS, CacheInfo, OpeCipher, available_backends
+from .errors import (
     InvalidCiphertextError,
     InvalidRangeError,
     OpeError,

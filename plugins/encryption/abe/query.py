@@ -34,8 +34,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from esdash.abe.values import DayGrid, OffGrid, SecondGrid, parse_instant
-from esdash.plugin.api import QueryNotSupported
+from esdash.plugin_api import QueryNotSupported
+
+from .values import DayGrid, OffGrid, SecondGrid, parse_instant
 
 MATCH_NONE: dict[str, Any] = {"match_none": {}}
 

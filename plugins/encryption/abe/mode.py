@@ -3,7 +3,7 @@
 Field names, text and keywords are encrypted with deterministic AES-SIV, numbers and dates
 with order-preserving encryption bit-identical to pyope 0.2.2; the mapping, every document
 at ingest and every query are rewritten on the client, and responses decoded.  Details in
-:mod:`esdash.abe` and ``docs/plugins.md``.
+:mod:`esdash_plugins.encryption.abe` and ``docs/plugins.md``.
 
 :meth:`AbeMode.check_options` refuses what ``esdash run`` would refuse about the key source
 (exactly one source; a key or passphrase file that is missing, others may read, or too short;
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from esdash.plugin_api import BadInput, ClientCodec, EncryptionMode, Option, Owner, Track, hookimpl
+from esdash.plugin_api import BadInput, ClientCodec, EncryptionMode, Option, Owner, Track
 
 OPE_BACKENDS = ("auto", "native", "python", "pyope")
 KEY_SOURCES = ("key_file", "passphrase_file", "passphrase_command")
@@ -75,11 +75,12 @@ class AbeMode(EncryptionMode):
         """Exactly one key source, and a usable one; nothing is created and nothing run.
 
         The key and passphrase files go through the checks that load them at run time
-        (:func:`esdash.abe.keys.read_key_file`: mode 0600, owned by you or root, long enough);
-        a passphrase command is checked to exist, not run (it may ask someone); an existing
-        ``salt_file`` must be an esdash salt file (a missing one is created by the run).
+        (:func:`esdash_plugins.encryption.abe.keys.read_key_file`: mode 0600, owned by you or
+        root, long enough); a passphrase command is checked to exist, not run (it may ask
+        someone); an existing ``salt_file`` must be an esdash salt file (a missing one is
+        created by the run).
         """
-        from esdash.abe import keys
+        from . import keys
 
         chosen = [k for k in KEY_SOURCES if options.get(k)]
         if len(chosen) != 1:
@@ -114,8 +115,8 @@ class AbeMode(EncryptionMode):
         track_options: Mapping[str, Any] | None = None,
         data_root: Path | None = None,
     ) -> ClientCodec:
-        from esdash.abe.codec import AbeCodec, plan_fields
-        from esdash.abe.keys import key_source
+        from .codec import AbeCodec, plan_fields
+        from .keys import key_source
 
         values = {o.name: options.get(o.name, o.default) for o in self.options}
         track_options = track_options or {}
@@ -130,7 +131,7 @@ class AbeMode(EncryptionMode):
         )
 
     def codec_from_spec(self, spec: Mapping[str, Any]) -> ClientCodec:
-        from esdash.abe.codec import AbeCodec
+        from .codec import AbeCodec
 
         return AbeCodec.from_spec(spec)
 
@@ -148,8 +149,3 @@ def _check_command(command: str) -> None:
             f"{argv[0]!r} is not an executable program here (the command runs without a "
             f"shell; for pipes write `sh -c '...'`)"
         )
-
-
-@hookimpl
-def esdash_register_encryption_modes(register) -> None:
-    register(AbeMode())
