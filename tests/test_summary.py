@@ -11,9 +11,10 @@ from support.records import interval as interval_record
 
 from esdash.bench.merge import merge_payloads
 from esdash.bench.recorder import Recorder
-from esdash.report.summary import fmt_ms, fmt_rate, render_live, render_record_line, render_summary
+from esdash.report.summary import render_live, render_record_line, render_summary
 from esdash.rundir import files
 from esdash.rundir.records import Results
+from esdash.view import format as fmt
 
 
 def results(document) -> Results:
@@ -152,25 +153,30 @@ def test_summary_of_an_aborted_run_without_ingest():
     assert render_summary(results(aborted)) == (
         "esdash run nyc-20261121-031000: aborted (received SIGTERM), 3 bench ranks\n"
         "\n"
-        "step         query      requests  req/s (mean +- std)   docs/s  gmean ms  gstd"
+        "step         query      requests  req/s (mean +- std)  docs/s  gmean ms  gstd"
         "  p50 ms  p99 ms  max ms  errors\n"
-        "-----------  ---------  --------  -------------------  -------  --------  ----"
-        "  ------  ------  ------  ------\n"
-        "0 match_all  match_all   221,051        736.8 +- 12.1  7,368.4      3.80  1.16"
+        "------------ ---------- --------- -------------------- ------- --------- -----"
+        " ------- ------- ------- ------\n"
+        "0 match_all  match_all   221,051        736.8 +- 12.1   7,368      3.80  1.16"
         "    3.80    4.70   551.0       0\n"
     )
 
 
 def test_number_formats():
-    assert [fmt_ms(v) for v in (None, 0.4123, 3.8, 78.14, 419.94, 8671.2)] == [
+    """One formatter for every viewer; latencies in seconds (results' ms convert first)."""
+    seconds = [None, 0.0004123, 0.0038, 0.07814, 0.41994, 8.6712, 123.4]
+    assert [fmt.ms(v) for v in seconds] == ["-", "0.412", "3.80", "78.1", "419.9", "8,671", "123s"]
+    assert fmt.ms(fmt.from_ms(419.94)) == "419.9"
+    rates = [None, 0.25, 736.84, 118767.0, 2_345_678.0]
+    assert [fmt.rate(v) for v in rates] == ["-", "0.2", "736.8", "118,767", "2.3M"]
+    assert [fmt.count(v) for v in (None, 0, 12_345_678, 2_000_000_000)] == [
         "-",
-        "0.412",
-        "3.80",
-        "78.1",
-        "419.9",
-        "8,671",
+        "0",
+        "12,345,678",
+        "2.0G",
     ]
-    assert [fmt_rate(v) for v in (None, 0.25, 736.84, 118767.0)] == ["-", "0.2", "736.8", "118,767"]
+    assert fmt.errors(0, 10) == "0" and fmt.errors(3, 1000) == "3 (0.30%)"
+    assert fmt.duration(185) == "3m05s" and fmt.change(0.123) == "+12.3%"
 
 
 def _interval():
@@ -215,10 +221,10 @@ def test_live_table():
     """p99 of 'range' is hidden: 20 samples in the interval cannot support it."""
     assert render_live(_interval(), HEADER) == (
         "t=12.0s  measure step 2/3 sizes  missing ranks: 1\n"
-        "op     req/s    docs/s  p50 ms  p99 ms     errors\n"
-        "-----  -----  --------  ------  ------  ---------\n"
-        "age    100.0   1,000.0    5.00    10.0          0\n"
-        "range   10.0  10,000.0    50.0       -  1 (4.76%)\n"
+        "op     req/s  docs/s  p50 ms  p99 ms     errors\n"
+        "------ ------ ------- ------- ------- ---------\n"
+        "age    100.0   1,000    5.00    10.0          0\n"
+        "range   10.0  10,000    50.0       -  1 (4.76%)\n"
     )
 
 

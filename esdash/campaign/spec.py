@@ -33,7 +33,6 @@ when the campaign set that key, and the base session otherwise.
 from __future__ import annotations
 
 import copy
-import hashlib
 import itertools
 import json
 import os
@@ -46,6 +45,7 @@ from typing import Any
 from esdash.errors import BadInput
 from esdash.plugin.api import REQUIRED, Option
 from esdash.plugin.options import Problem, describe, suggest, validate
+from esdash.rundir.keys import digest, value_key
 from esdash.session import (
     BENCHMARK,
     CLUSTER,
@@ -88,26 +88,6 @@ class CampaignError(BadInput):
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         super().__init__("invalid campaign\n  " + "\n  ".join(lines))
-
-
-def digest(value: Any, length: int = 6) -> str:
-    """A short, stable fingerprint of JSON-like data (labels, ids, equality keys)."""
-    text = json.dumps(value, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:length]
-
-
-def value_key(value: Any) -> str:
-    """How an axis value is written as a key of ``[per_value."<axis>"]`` (and in labels)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, Mapping):
-        name = value.get("mode") or value.get("name")
-        return f"{name}-{digest(value)}" if isinstance(name, str) else f"table-{digest(value)}"
-    return json.dumps(value, sort_keys=True)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from esdash.report.compare import compare, load_side, render
+    from esdash.view.compare import compare, load_side, render
 
     baseline = load_side(args.baseline)
     contenders = [load_side(spec) for spec in args.contenders]

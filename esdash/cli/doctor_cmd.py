@@ -10,16 +10,22 @@ warnings (e.g. production-mode limits on a laptop) do not fail.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
 import sys
-import textwrap
 from pathlib import Path
 
-from esdash.errors import EXIT_FAILURE, EXIT_OK
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
-_COLOURS = {"pass": "32", "warn": "33", "fail": "31"}
+from esdash.errors import EXIT_FAILURE, EXIT_OK
+from esdash.plugin.host import HostCheck
+
+#: How a status looks on a colour terminal.
+_STYLES = {"pass": "green", "warn": "yellow", "fail": "red"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -83,42 +89,38 @@ def _use_colour() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
-def format_table(checks: list, width: int | None = None, colour: bool = False) -> str:
-    """``STATUS  CHECK  DETAIL`` rows, each warn/fail followed by its fix, then a summary.
+def format_table(checks: list[HostCheck], width: int | None = None, colour: bool = False) -> str:
+    """``STATUS  CHECK  DETAIL`` rows, each warn/fail's fix under its detail, then a summary.
 
-    ``width`` wraps details and fixes under the DETAIL column (for terminals); ``None``
-    keeps one line each, which suits logs and grep.
+    ``width`` wraps details and fixes in the DETAIL column (for terminals); ``None`` keeps
+    one line each, which suits logs and grep.  ``colour`` marks the statuses (rich styles).
     """
-    name_width = max([len("CHECK")] + [len(check.name) for check in checks])
-    indent = " " * (len("STATUS") + 2 + name_width + 2)
-
-    def wrap(text: str, first: str) -> list[str]:
-        if width is None:
-            return [first + text]
-        return textwrap.wrap(
-            text,
-            width=max(width, len(indent) + 30),
-            initial_indent=first,
-            subsequent_indent=indent,
-            break_on_hyphens=False,
-            break_long_words=False,
-        )
-
-    lines = [f"{'STATUS':<6}  {'CHECK':<{name_width}}  DETAIL"]
+    grid = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="")
+    grid.add_column("STATUS", no_wrap=True)
+    grid.add_column("CHECK", no_wrap=True)
+    grid.add_column("DETAIL", overflow="fold" if width else "ignore", no_wrap=width is None)
     for check in checks:
-        label = f"{check.status.upper():<6}"
-        rows = wrap(check.detail, f"{label}  {check.name:<{name_width}}  ")
-        if colour:  # after wrapping, so escape codes do not count towards the width
-            rows[0] = f"\033[{_COLOURS[check.status]}m{label}\033[0m" + rows[0][len(label) :]
-        lines += rows
+        detail = Text(check.detail)
         if check.status != "pass" and check.fix:
-            lines += wrap(check.fix, f"{indent}fix: ")
-    counts = {status: sum(c.status == status for c in checks) for status in _COLOURS}
+            detail.append(f"\nfix: {check.fix}")
+        style = _STYLES[check.status] if colour else ""
+        grid.add_row(Text(check.status.upper(), style=style), Text(check.name), detail)
+    counts = {status: sum(c.status == status for c in checks) for status in _STYLES}
     verdict = (
         "not ready: fix the failures above"
         if counts["fail"]
         else "ready" + (" (warnings only)" if counts["warn"] else "")
     )
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width or 10_000,
+        color_system="standard" if colour else None,
+        force_terminal=colour,
+        highlight=False,
+    )
+    console.print(grid)
+    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
     lines.append("")
     lines.append(
         f"{len(checks)} checks: {counts['pass']} pass, {counts['warn']} warn, "

@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from esdash.errors import BadInput
     from esdash.report.document import REPORT_FORMATS, build_report, write_report
-    from esdash.report.inputs import load_inputs
+    from esdash.view.inputs import load_inputs
 
     formats = [f.strip() for spec in (args.format or ["md"]) for f in spec.split(",") if f.strip()]
     unknown = [f for f in formats if f not in REPORT_FORMATS]

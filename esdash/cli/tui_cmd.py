@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
             )
         campaigns.append(summary)
     require_terminal("tui")
-    from esdash.runs import session_dirs
     from esdash.tui import run_home
+    from esdash.view.runs import session_dirs
 
     run_home(session_dirs(args.sessions), runs_root, fps=check_fps(args.fps), campaigns=campaigns)
     return 0

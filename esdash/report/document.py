@@ -10,12 +10,20 @@
 
 Figures (PNG and SVG) are drawn for Markdown and HTML; ``--no-figures`` skips them (and
 matplotlib).  The tables' definitions are in :mod:`esdash.report.tables`.
+
+The Markdown and HTML documents are Jinja2 templates (``templates/report.md.j2``,
+``templates/report.html.j2`` and their table macros) so their layout can be read and changed
+without Python: this module only gathers what they show (:func:`document_context`).  HTML is
+autoescaped, so nothing in a run (names, sessions, notes) can add markup; Markdown cells go
+through the ``md_cell`` filter; a variable missing from the context is an error
+(``StrictUndefined``), never a silently empty string.
 """
 
 from __future__ import annotations
 
 import base64
 import csv
+import functools
 import html
 import json
 import math
@@ -24,7 +32,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esdash.report.inputs import BASELINE, Inputs
+import jinja2
+from jinja2 import pass_eval_context
+from jinja2.nodes import EvalContext
+from markupsafe import Markup
+
 from esdash.report.tables import (
     RUN_FIELDS,
     Table,
@@ -41,6 +53,7 @@ from esdash.report.tables import (
     wide_tables,
 )
 from esdash.rundir import files
+from esdash.view.inputs import BASELINE, Inputs
 
 SCHEMA = "esdash.report/1"
 REPORT_FORMATS = ("md", "html", "csv", "json")
@@ -160,142 +173,92 @@ def write_csv(report: Report, out: Path) -> list[Path]:
     return written
 
 
-def _md_cell(text: str) -> str:
+# Markdown and HTML: templates/*.j2 (see the module docstring); here only their context.
+
+
+def md_cell(text: Any) -> str:
+    """A Markdown table cell: ``|`` escaped and newlines made spaces, so no value breaks a row."""
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _md_table(table: Table) -> list[str]:
-    lines = [f"## {table.title}", "", table.note, ""]
-    if not table.rows:
-        return [*lines, "(no data)", ""]
-    lines.append("| " + " | ".join(_md_cell(h) for h in table.headers) + " |")
-    lines.append("|" + "|".join("---" for _ in table.headers) + "|")
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows]
-    return [*lines, ""]
+@pass_eval_context
+def _finalize(eval_ctx: EvalContext, value: Any) -> Any:
+    """Escape HTML output with :func:`html.escape`, as the pages always were.
+
+    Autoescaping is on for ``*.html.j2`` (its escape would give ``&#39;``/``&#34;`` where
+    :func:`html.escape` gives ``&#x27;``/``&quot;``); escaping here first keeps the pages
+    byte for byte what they were.  Markup (macro output) is left alone; Markdown untouched.
+    """
+    if eval_ctx.autoescape and not hasattr(value, "__html__"):
+        return Markup(html.escape(str(value)))
+    return value
+
+
+@functools.cache
+def templates() -> jinja2.Environment:
+    """The report templates: HTML autoescaped, a missing variable an error, not ``""``."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("esdash.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "html.j2"]),
+        undefined=jinja2.StrictUndefined,
+        finalize=_finalize,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["md_cell"] = md_cell
+    return env
+
+
+def _figure_context(figure: Any, out: Path, embed: bool) -> dict[str, Any]:
+    main = figure.files.get("png") or next(iter(figure.files.values()))
+    src = main
+    if embed:
+        data = base64.b64encode((out / main).read_bytes()).decode("ascii")
+        kind = "png" if main.endswith(".png") else "svg+xml"
+        src = f"data:image/{kind};base64,{data}"
+    return {
+        "title": figure.title,
+        "caption": figure.caption,
+        "main": main,  # the file shown: the PNG if there is one
+        "src": src,  # what HTML's <img> loads: ``main``, or its data: URI when embedded
+        "files": [{"format": fmt, "path": path} for fmt, path in figure.files.items()],
+    }
+
+
+def document_context(report: Report, out: Path, self_contained: bool = False) -> dict[str, Any]:
+    """What report.md.j2 and report.html.j2 show; figures are read from ``out`` if embedded."""
+    entries = report.inputs.entries
+    return {
+        "title": report.title,
+        "inputs": {
+            "runs": len(entries),
+            "campaigns": sorted({e.campaign for e in entries if e.campaign}),
+            "imported": [e.id for e in entries if e.source != "esdash"],
+        },
+        "notes": report.notes,
+        "tables": [t for t in report.tables if t.id != "environment"],
+        "figures": [_figure_context(f, out, self_contained) for f in report.figures],
+        "environment_table": report.table("environment"),
+        "sessions": [
+            {"id": run["id"], "session": run["session"]}
+            for run in report.environment["runs"]
+            if run.get("session")
+        ],
+        "self_contained": self_contained,
+    }
 
 
 def write_markdown(report: Report, out: Path) -> Path:
-    lines = [f"# esdash report: {report.title}", ""]
-    lines.append(_inputs_line(report))
-    lines.append("")
-    if report.notes:
-        lines += ["## Notes", ""] + [f"- {_md_cell(n)}" for n in report.notes] + [""]
-    for table in report.tables:
-        if table.id == "environment":
-            continue
-        lines += _md_table(table)
-    if report.figures:
-        lines += ["## Figures", ""]
-        for figure in report.figures:
-            main = figure.files.get("png") or next(iter(figure.files.values()))
-            others = ", ".join(
-                f"[{fmt.upper()}]({path})" for fmt, path in figure.files.items() if path != main
-            )
-            lines += [f"### {figure.title}", "", figure.caption, "", f"![{figure.title}]({main})"]
-            lines += (["", others] if others else []) + [""]
-    environment_table_ = report.table("environment")
-    if environment_table_ is not None:
-        lines += _md_table(environment_table_)
-    lines += ["## Sessions", "", "The exact session file of every run.", ""]
-    for run in report.environment["runs"]:
-        if run.get("session"):
-            lines += [f"### {run['id']}", "", "```toml", run["session"].rstrip(), "```", ""]
     path = out / "report.md"
-    path.write_text("\n".join(lines).rstrip() + "\n")
+    path.write_text(templates().get_template("report.md.j2").render(document_context(report, out)))
     return path
 
 
-def _inputs_line(report: Report) -> str:
-    entries = report.inputs.entries
-    campaigns = sorted({e.campaign for e in entries if e.campaign})
-    parts = [f"{len(entries)} run(s)"]
-    if campaigns:
-        parts.append("campaign(s) " + ", ".join(campaigns))
-    imported = [e.id for e in entries if e.source != "esdash"]
-    if imported:
-        parts.append("imported: " + ", ".join(imported))
-    return "Inputs: " + "; ".join(parts) + "."
-
-
-_CSS = """
-body { font-family: sans-serif; margin: 2em; max-width: 110em; }
-table { border-collapse: collapse; font-size: 0.85em; margin-bottom: 1em; }
-th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: right; }
-th { background: #f0f0f0; }
-td:first-child, th:first-child { text-align: left; }
-p.note { color: #444; font-size: 0.9em; max-width: 60em; }
-figure { margin: 1em 0; } img { max-width: 100%; }
-pre { background: #f7f7f7; padding: 0.5em; font-size: 0.85em; }
-"""
-
-
-def _html_table(table: Table) -> list[str]:
-    parts = [
-        f"<h2>{html.escape(table.title)}</h2>",
-        f'<p class="note">{html.escape(table.note)}</p>',
-    ]
-    if not table.rows:
-        return [*parts, "<p>(no data)</p>"]
-    parts.append("<table><thead><tr>")
-    parts += [f"<th>{html.escape(h)}</th>" for h in table.headers]
-    parts.append("</tr></thead><tbody>")
-    for row in table.rows:
-        parts.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>")
-    parts.append("</tbody></table>")
-    return parts
-
-
 def write_html(report: Report, out: Path, self_contained: bool = False) -> Path:
-    title = f"esdash report: {report.title}"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        f"<p>{html.escape(_inputs_line(report))}</p>",
-    ]
-    if report.notes:
-        parts.append("<h2>Notes</h2><ul>")
-        parts += [f"<li>{html.escape(n)}</li>" for n in report.notes]
-        parts.append("</ul>")
-    for table in report.tables:
-        if table.id != "environment":
-            parts += _html_table(table)
-    if report.figures:
-        parts.append("<h2>Figures</h2>")
-        for figure in report.figures:
-            png = figure.files.get("png")
-            source = png or next(iter(figure.files.values()))
-            if self_contained:
-                data = base64.b64encode((out / source).read_bytes()).decode("ascii")
-                kind = "png" if source.endswith(".png") else "svg+xml"
-                source = f"data:image/{kind};base64,{data}"
-            links = (
-                ""
-                if self_contained
-                else " ".join(
-                    f'<a href="{html.escape(p)}">{fmt.upper()}</a>'
-                    for fmt, p in figure.files.items()
-                )
-            )
-            parts.append(
-                f'<figure><img src="{html.escape(source)}" alt="{html.escape(figure.title)}">'
-                f"<figcaption><b>{html.escape(figure.title)}</b>: {html.escape(figure.caption)} "
-                f"{links}</figcaption></figure>"
-            )
-    environment_table_ = report.table("environment")
-    if environment_table_ is not None:
-        parts += _html_table(environment_table_)
-    parts.append("<h2>Sessions</h2>")
-    for run in report.environment["runs"]:
-        if run.get("session"):
-            parts.append(
-                f"<details><summary>{html.escape(run['id'])}</summary>"
-                f"<pre>{html.escape(run['session'])}</pre></details>"
-            )
-    parts.append("</body></html>")
     path = out / "report.html"
-    path.write_text("\n".join(parts) + "\n")
+    context = document_context(report, out, self_contained)
+    path.write_text(templates().get_template("report.html.j2").render(context))
     return path
 
 

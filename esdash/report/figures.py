@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esdash.report.inputs import Entry, config_label
 from esdash.report.tables import group_configs, merged_histogram, op_of, queries_of, query_label
 from esdash.rundir import hdr
+from esdash.view.inputs import Entry, config_label
 
 FORMATS = ("png", "svg")
 #: Panels per scaling figure; more queries than this get a second look in the tables.
@@ -132,8 +132,8 @@ def timeline(drawer: Drawer, entry: Entry, bins: int = 60) -> None:
     """The density view of one run's latency over time (see the module docstring)."""
     from matplotlib.colors import LogNorm
 
-    from esdash.report.intervals import read_intervals
     from esdash.stats import bucket_counts
+    from esdash.view.intervals import read_intervals
 
     _header, ops = read_intervals(entry.stream)
     ops = [o for o in ops if o.phase in ("warmup", "measure") and o.counts.size]

@@ -14,7 +14,6 @@ systems are read with ``less`` and ``grep`` in whatever locale the job had.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from esdash.bench.merge import Merged, OpData
@@ -24,7 +23,8 @@ from esdash.report.thresholds import (  # re-exported: the summary's callers che
     parse_thresholds,
 )
 from esdash.rundir.records import Event, Header, Interval, OpResult, Results, StreamRecord
-from esdash.stats import error_rate, summarize
+from esdash.stats import summarize
+from esdash.view import format as fmt
 
 __all__ = [
     "check_thresholds",
@@ -35,70 +35,14 @@ __all__ = [
     "render_summary",
 ]
 
-NA = "-"
-
-
-# ------------------------------------------------------------------------- formatting
-
-
-def fmt_ms(value: float | None) -> str:
-    """Milliseconds with about three significant digits (``0.412``, ``3.80``, ``78.1``)."""
-    if value is None:
-        return NA
-    if value < 1:
-        return f"{value:.3f}"
-    if value < 10:
-        return f"{value:.2f}"
-    if value < 1000:
-        return f"{value:.1f}"
-    return f"{value:,.0f}"
-
-
-def fmt_rate(value: float | None) -> str:
-    if value is None:
-        return NA
-    return f"{value:,.1f}" if value < 1e5 else f"{value:,.0f}"
-
-
-def fmt_factor(value: float | None) -> str:
-    return NA if value is None else f"{value:.2f}"
-
-
-def fmt_errors(failed: int, requests: int) -> str:
-    rate = error_rate(failed, requests)
-    if not failed or rate is None:
-        return "0"
-    return f"{failed:,} ({rate * 100:.2f}%)"
-
-
-def fmt_count(value: int | None) -> str:
-    return NA if value is None else f"{value:,}"
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
-    """Rows aligned under ``headers``: the first ``left`` columns left-aligned, the rest right."""
-    widths = [len(h) for h in headers]
-    for row in rows:
-        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
-
-    def line(cells: Sequence[str]) -> str:
-        parts = [
-            cell.ljust(width) if k < left else cell.rjust(width)
-            for k, (cell, width) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "  ".join(parts).rstrip()
-
-    return [line(headers), line(["-" * w for w in widths])] + [line(row) for row in rows]
-
-
 # ------------------------------------------------------------------------ end of run
 
 
 def _throughput_cell(op: OpResult) -> str:
     intervals = op.throughput.intervals
     if intervals.n:
-        return f"{fmt_rate(intervals.mean)} +- {fmt_rate(intervals.std)}"
-    return f"{fmt_rate(op.throughput.requests_per_s)} +- {NA}"
+        return f"{fmt.rate(intervals.mean)} +- {fmt.rate(intervals.std)}"
+    return f"{fmt.rate(op.throughput.requests_per_s)} +- {fmt.NA}"
 
 
 def _op_row(step: str, name: str, op: OpResult) -> list[str]:
@@ -106,15 +50,15 @@ def _op_row(step: str, name: str, op: OpResult) -> list[str]:
     return [
         step,
         name,
-        fmt_count(op.requests),
+        fmt.count(op.requests),
         _throughput_cell(op),
-        fmt_rate(op.throughput.docs_per_s),
-        fmt_ms(latency.gmean),
-        fmt_factor(latency.gstd),
-        fmt_ms(latency.p50),
-        fmt_ms(latency.p99),
-        fmt_ms(latency.max),
-        fmt_errors(op.failed, op.requests),
+        fmt.rate(op.throughput.docs_per_s),
+        fmt.ms(fmt.from_ms(latency.gmean)),
+        fmt.factor(latency.gstd),
+        fmt.ms(fmt.from_ms(latency.p50)),
+        fmt.ms(fmt.from_ms(latency.p99)),
+        fmt.ms(fmt.from_ms(latency.max)),
+        fmt.errors(op.failed, op.requests),
     ]
 
 
@@ -149,8 +93,8 @@ def render_summary(results: Results) -> str:
     if ingest:
         rejected = sum(ingest.rejected_docs.values())
         lines.append(
-            f"ingest: {fmt_count(ingest.docs)} docs in {ingest.duration_s or 0.0:.1f} s = "
-            f"{fmt_rate(ingest.docs_per_s)} docs/s, {fmt_count(rejected)} rejected"
+            f"ingest: {fmt.count(ingest.docs)} docs in {ingest.duration_s or 0.0:.1f} s = "
+            f"{fmt.rate(ingest.docs_per_s)} docs/s, {fmt.count(rejected)} rejected"
             + (
                 " ("
                 + ", ".join(f"{k} {v:,}" for k, v in sorted(ingest.rejected_docs.items()))
@@ -172,7 +116,7 @@ def render_summary(results: Results) -> str:
         for name, op in step.queries.items():
             rows.append(_op_row(label, name, op))
     lines.append("")
-    lines.extend(table(SUMMARY_HEADERS, rows, left=2))
+    lines.extend(fmt.table(SUMMARY_HEADERS, rows, left=2))
     notes = _step_notes(results)
     if notes:
         lines.append("")
@@ -210,10 +154,6 @@ def _op_live(data: OpData, elapsed: float) -> dict[str, Any]:
         "failed": data.failed,
         "requests": data.requests,
     }
-
-
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else seconds * 1000.0
 
 
 def _where(record: Interval, header: Header | None) -> str:
@@ -256,15 +196,15 @@ def render_live(record: Interval, header: Header | None = None) -> str:
         rows.append(
             [
                 name,
-                fmt_rate(live["rate"]),
-                fmt_rate(live["docs"]),
-                fmt_ms(_ms(live["p50"])),
-                fmt_ms(_ms(live["p99"])),
-                fmt_errors(live["failed"], live["requests"]),
+                fmt.rate(live["rate"]),
+                fmt.rate(live["docs"]),
+                fmt.ms(live["p50"]),
+                fmt.ms(live["p99"]),
+                fmt.errors(live["failed"], live["requests"]),
             ]
         )
     headers = ("op", "req/s", "docs/s", "p50 ms", "p99 ms", "errors")
-    return "\n".join([title] + table(headers, rows)) + "\n"
+    return "\n".join([title] + fmt.table(headers, rows)) + "\n"
 
 
 def _interval_line(record: Interval, header: Header | None) -> str:
@@ -276,11 +216,11 @@ def _interval_line(record: Interval, header: Header | None) -> str:
         parts.append(progress)
     for name, data in sorted(merged.ops.items()):
         live = _op_live(data, elapsed)
-        text = f"{name} {fmt_rate(live['rate'])} req/s"
+        text = f"{name} {fmt.rate(live['rate'])} req/s"
         if record.phase == "ingest":
-            text += f" {fmt_rate(live['docs'])} docs/s"
-        text += f" p50 {fmt_ms(_ms(live['p50']))} p99 {fmt_ms(_ms(live['p99']))} ms"
-        text += f" err {fmt_errors(live['failed'], live['requests'])}"
+            text += f" {fmt.rate(live['docs'])} docs/s"
+        text += f" p50 {fmt.ms(live['p50'])} p99 {fmt.ms(live['p99'])} ms"
+        text += f" err {fmt.errors(live['failed'], live['requests'])}"
         parts.append(text)
     if not merged.ops and not progress:
         parts.append("no requests")

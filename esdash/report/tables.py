@@ -31,13 +31,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from esdash.report.inputs import BASELINE, CONFIG_FIELDS, Entry, config_label
-from esdash.report.summary import fmt_count, fmt_factor, fmt_ms, fmt_rate
 from esdash.rundir import hdr
 from esdash.rundir.records import IngestResult, LatencyStats, OpResult, Spread
 from esdash.stats import geometric, supported_percentiles
+from esdash.view import format as fmt
+from esdash.view.inputs import BASELINE, CONFIG_FIELDS, Entry, config_label
 
-NA = "-"
+NA = fmt.NA
 
 
 @dataclass
@@ -302,13 +302,13 @@ def query_table(records: Sequence[Mapping[str, Any]]) -> Table:
                 *config_cells(r, r["source"]),
                 query_label(r["step"], r["query"]),
                 str(r["runs"]),
-                fmt_count(r["requests"]),
-                pm(r["throughput_mean"], r["throughput_std"], fmt_rate),
-                fmt_rate(r["docs_per_s"]),
-                fmt_ms(r["latency_gmean_ms"]),
-                fmt_factor(r["latency_gstd"]),
-                fmt_ms(r["latency_p1_ms"]),
-                fmt_ms(r["latency_p99_ms"]),
+                fmt.count(r["requests"]),
+                pm(r["throughput_mean"], r["throughput_std"], fmt.rate),
+                fmt.rate(r["docs_per_s"]),
+                fmt.ms(fmt.from_ms(r["latency_gmean_ms"])),
+                fmt.factor(r["latency_gstd"]),
+                fmt.ms(fmt.from_ms(r["latency_p1_ms"])),
+                fmt.ms(fmt.from_ms(r["latency_p99_ms"])),
                 _errors_cell(r["failed"], r["requests"]),
             ]
         )
@@ -346,12 +346,12 @@ def wide_tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
                 t_row.append(NA)
                 l_row.append(NA)
                 continue
-            t_row.append(pm(r["throughput_mean"], r["throughput_std"], fmt_rate))
-            gmean = fmt_ms(r["latency_gmean_ms"])
+            t_row.append(pm(r["throughput_mean"], r["throughput_std"], fmt.rate))
+            gmean = fmt.ms(fmt.from_ms(r["latency_gmean_ms"]))
             l_row.append(
                 gmean
                 if r["latency_gstd"] is None
-                else f"{gmean} x/ {fmt_factor(r['latency_gstd'])}"
+                else f"{gmean} x/ {fmt.factor(r['latency_gstd'])}"
             )
         throughput.rows.append(t_row)
         latency.rows.append(l_row)
@@ -422,11 +422,11 @@ def ingest_table(records: Sequence[Mapping[str, Any]]) -> Table:
             [
                 *config_cells(r, r["source"]),
                 str(r["runs"]),
-                fmt_count(r["docs"]),
+                fmt.count(r["docs"]),
                 pm(r["duration_s_mean"], r["duration_s_std"], seconds),
-                pm(r["docs_per_s_mean"], r["docs_per_s_std"], fmt_rate),
-                fmt_ms(r["bulk_gmean_ms"]),
-                fmt_count(r["rejected_docs"]),
+                pm(r["docs_per_s_mean"], r["docs_per_s_std"], fmt.rate),
+                fmt.ms(fmt.from_ms(r["bulk_gmean_ms"])),
+                fmt.count(r["rejected_docs"]),
                 seconds(r["encode_seconds_mean"]),
             ]
         )
@@ -529,7 +529,7 @@ def _pct(value: float | None) -> str:
 def _num(value: float | None) -> str:
     if value is None:
         return NA
-    return fmt_ms(value) if abs(value) < 1000 else f"{value:,.0f}"
+    return fmt.ms(fmt.from_ms(value)) if abs(value) < 1000 else f"{value:,.0f}"
 
 
 def overhead_table(records: Sequence[Mapping[str, Any]]) -> Table:

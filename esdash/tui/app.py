@@ -13,13 +13,13 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 
-from esdash.live_source import RunSource
 from esdash.rundir.layout import RESULTS
 from esdash.tui.screens.campaign import CampaignScreen
 from esdash.tui.screens.compare import CompareScreen
 from esdash.tui.screens.dialogs import ConfirmScreen, HelpScreen
 from esdash.tui.screens.home import HomeScreen
 from esdash.tui.screens.live import LiveScreen
+from esdash.view.source import RunSource
 
 ESDASH_THEME = Theme(
     name="esdash",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from esdash.campaign.progress import CampaignReading
-from esdash.live_model import Snapshot, ViewParams
+from esdash.view.model import Snapshot, ViewParams
 
 
 class SnapshotReady(Message):

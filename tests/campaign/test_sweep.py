@@ -20,7 +20,7 @@ import pytest
 from support.cli import ESDASH, esdash, java_pids_under, write_session
 
 from esdash.campaign.progress import read_progress
-from esdash.report.summary import fmt_ms
+from esdash.view import format as fmt
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi]
 
@@ -178,7 +178,7 @@ def test_tiny_campaign_is_resumable_and_its_report_matches_the_runs(shared_tmp: 
         assert row["latency_gstd"] == op["latency"]["gstd"]
         assert row["latency_p1_ms"] == op["latency"].get("p1")
         assert row["latency_p99_ms"] == op["latency"].get("p99")
-        assert f"| {fmt_ms(op['latency']['gmean'])} |" in markdown
+        assert f"| {fmt.ms(fmt.from_ms(op['latency']['gmean']))} |" in markdown
     ingest = report["tables"]["ingest"]["records"]
     assert [r["workers_per_node"] for r in ingest] == [1]  # the second point reused the index
     assert ingest[0]["docs"] == 500

@@ -12,9 +12,9 @@ from support.cli import esdash
 from support.records import as_json
 
 from esdash.errors import BadInput
-from esdash.report.authors import load_ingest, load_queries, sniff
 from esdash.report.document import build_report
-from esdash.report.inputs import load_inputs
+from esdash.view.authors import load_ingest, load_queries, sniff
+from esdash.view.inputs import load_inputs
 
 AUTHORS = Path(__file__).parent.parent / "fixtures" / "authors"
 QUERIES = AUTHORS / "query-3n-1ppn.json"

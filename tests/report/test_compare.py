@@ -10,7 +10,7 @@ from support import synthetic
 from support.cli import esdash
 
 from esdash.errors import BadInput
-from esdash.report.compare import compare, judge, load_side
+from esdash.view.compare import compare, judge, load_side
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "runs"
 LAT = [2.0, 2.5, 3.0, 4.0]

@@ -14,8 +14,8 @@ from support import synthetic
 from support.cli import esdash
 
 from esdash.report.document import build_report, write_report
-from esdash.report.inputs import load_inputs
-from esdash.report.summary import fmt_ms, fmt_rate
+from esdash.view import format as fmt
+from esdash.view.inputs import load_inputs
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "runs"
 A = [1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 8.0]
@@ -44,7 +44,7 @@ def test_a_single_runs_numbers_are_its_own(tmp_path: Path) -> None:
     cells = report.table("queries").rows[0]
     assert cells[:5] == ["none", "loopback", "1", "1", "age"]
     assert cells[7] == "12.0 +- 2.0"
-    assert cells[9] == fmt_ms(op["latency"]["gmean"])
+    assert cells[9] == fmt.ms(fmt.from_ms(op["latency"]["gmean"]))
     (ingest,) = report.table("ingest").records
     assert ingest["duration_s_mean"] == 4.0 and ingest["docs_per_s_mean"] == 250.0
 
@@ -167,7 +167,7 @@ def test_markdown_html_and_figures(tmp_path: Path) -> None:
     age = dev["steps"][2]["queries"]["age"]
     intervals = age["throughput"]["intervals"]
     row = f"| none | loopback | 1 | 1 | age | 1 | {age['requests']:,} | "
-    row += f"{fmt_rate(intervals['mean'])} +- {fmt_rate(intervals['std'])} |"
+    row += f"{fmt.rate(intervals['mean'])} +- {fmt.rate(intervals['std'])} |"
     assert row in markdown
     assert "![Latency distribution of age](figures/latency-age.png)" in markdown
     assert "```toml\n# Short run for dashboard fixtures." in markdown

@@ -20,18 +20,18 @@ from tuihelp import FIXTURES, RUN_A, RUN_B, records, typed
 
 from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
-from esdash.live_model import (
+from esdash.rundir import files, hdr
+from esdash.rundir.records import ClusterSample, Results, RunInfo
+from esdash.stats import bucket_counts, summarize
+from esdash.view.compare import relative_change
+from esdash.view.model import (
     OpAcc,
     RunModel,
     Update,
     ViewParams,
-    relative_change,
     step_counts,
     step_queries,
 )
-from esdash.rundir import files, hdr
-from esdash.rundir.records import ClusterSample, Results, RunInfo
-from esdash.stats import bucket_counts, summarize
 
 NOW = 2_000_000_000.0
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from support.records import as_json
 from tuihelp import typed, write_records
 
-from esdash.live_model import RunModel, ViewParams
-from esdash.live_source import RunSource, node_log_file
 from esdash.rundir.records import ClusterSample
 from esdash.rundir.stream import JsonlFollower
+from esdash.view.model import RunModel, ViewParams
+from esdash.view.source import RunSource, node_log_file
 
 
 def test_a_run_that_has_not_started_yet(tmp_path: Path):

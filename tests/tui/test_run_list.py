@@ -19,13 +19,13 @@ import pytest
 from support.records import as_json, final, header
 from tuihelp import RUN_A, RUN_B, write_records
 
-from esdash import runs
 from esdash.errors import EsdashError
 from esdash.launch import process
 from esdash.run import start
 from esdash.run.stop import stop_run
 from esdash.rundir.layout import RunDir
 from esdash.rundir.stream import read_last
+from esdash.view import runs
 
 SESSION = textwrap.dedent(
     """\

@@ -37,10 +37,10 @@ from textual.worker import get_current_worker
 from esdash.campaign.progress import CampaignReading, ProgressFollower
 from esdash.rundir.layout import CAMPAIGN_SUMMARY
 from esdash.rundir.records import CampaignPoint, CampaignSummary
-from esdash.tui import format as fmt
 from esdash.tui.messages import CampaignRead
 from esdash.tui.widgets.campaign import STATUS_STYLES, CampaignHeader, utc_time
 from esdash.tui.widgets.tables import Cell, SyncedTable
+from esdash.view import format as fmt
 
 POINT_COLUMNS = ("#", "point", "status", "tries", "time", "reason", "cluster", "run")
 CURRENT_COLUMNS = ("point", "attempt", "running for", "cluster run", "run")

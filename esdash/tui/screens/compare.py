@@ -23,25 +23,22 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
-from esdash.live_model import (
+from esdash.rundir import hdr
+from esdash.rundir.layout import RESULTS
+from esdash.stats import Bucket, bucket_counts
+from esdash.tui.widgets.charts import LatencyHistogram
+from esdash.tui.widgets.panels import Panel
+from esdash.view import compare
+from esdash.view import format as fmt
+from esdash.view.model import (
     RunModel,
     Snapshot,
     StepQuery,
     ViewParams,
-    relative_change,
     step_counts,
     step_queries,
 )
-from esdash.live_source import RunSource
-from esdash.rundir import hdr
-from esdash.rundir.layout import RESULTS
-from esdash.stats import Bucket, bucket_counts
-from esdash.tui import format as fmt
-from esdash.tui.widgets.charts import LatencyHistogram
-from esdash.tui.widgets.panels import Panel
-
-#: For each compared metric: is a higher value better?
-HIGHER_IS_BETTER = {"rate": True, "p50": False, "p99": False, "gmean": False}
+from esdash.view.source import RunSource
 
 
 @dataclass(frozen=True)
@@ -60,12 +57,12 @@ class CompareReady(Message):
         return isinstance(message, CompareReady)
 
 
-def _change_cell(a: float | None, b: float | None, higher_is_better: bool) -> Text:
-    change = relative_change(a, b)
+def _change_cell(metric: str, a: float | None, b: float | None) -> Text:
+    change = compare.relative_change(a, b)
     if change is None:
         return Text(" -", justify="right", style="dim")
-    better = change > 0 if higher_is_better else change < 0
-    style = "" if abs(change) < 0.02 else ("green" if better else "red")
+    verdict = compare.better(metric, a, b)
+    style = "" if verdict is None else ("green" if verdict else "red")
     return Text(" " + fmt.change(change), justify="right", style=style)
 
 
@@ -192,7 +189,7 @@ that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the
                 cells += [
                     Text(" " + convert(va), justify="right"),
                     Text(" " + convert(vb), justify="right"),
-                    _change_cell(va, vb, HIGHER_IS_BETTER[metric]),
+                    _change_cell(metric, va, vb),
                 ]
             cells += [
                 Text(" " + fmt.count(a.errors if a else None), justify="right"),

@@ -17,17 +17,17 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
-from esdash import runs
 from esdash.campaign.progress import CampaignReading, ProgressFollower, campaign_files
 from esdash.run import start
 from esdash.rundir.files import tail
 from esdash.rundir.layout import CAMPAIGNS, RUN_LOG
 from esdash.session import load_session
-from esdash.tui import format as fmt
 from esdash.tui.screens.dialogs import ConfirmScreen
 from esdash.tui.widgets.campaign import STATUS_STYLES as CAMPAIGN_STYLES
 from esdash.tui.widgets.campaign import bar_widths
 from esdash.tui.widgets.tables import fill_table
+from esdash.view import format as fmt
+from esdash.view import runs
 
 STATE_STYLES = {
     "running": "bold green",

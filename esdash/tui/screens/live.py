@@ -2,8 +2,8 @@
 
 Data path (memray's live view): a thread worker wakes on every tick of a fixed timer
 (``fps``, 4 Hz by default) — and at once after a key press — polls the run directory
-(:class:`esdash.live_source.RunSource`), folds what it found into the
-:class:`esdash.live_model.RunModel` and posts a :class:`SnapshotReady`.  The screen applies
+(:class:`esdash.view.source.RunSource`), folds what it found into the
+:class:`esdash.view.model.RunModel` and posts a :class:`SnapshotReady`.  The screen applies
 the newest snapshot to its widgets; the widgets redraw only when the data or the view changed.
 Nothing here reads a file on the UI thread, and a burst of records costs one redraw.
 
@@ -28,13 +28,13 @@ from textual.timer import Timer
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
-from esdash.live_model import SPANS, WINDOWS, RunModel, Snapshot, ViewParams
-from esdash.live_source import RunSource
 from esdash.tui.messages import SnapshotReady, SourceFailed
 from esdash.tui.widgets.charts import LatencyHistogram, SeriesPlot
 from esdash.tui.widgets.header import RunHeader, Timeline
 from esdash.tui.widgets.panels import ClusterPanel, LogPanel, Panel, ProgressPanel
 from esdash.tui.widgets.queries import QueryTable
+from esdash.view.model import SPANS, WINDOWS, RunModel, Snapshot, ViewParams
+from esdash.view.source import RunSource
 
 _UNSET = object()
 #: Panels that redraw at most this often (seconds): the plots are the costliest widgets,

@@ -1,1 +1,1 @@
-"""Widgets of the dashboard; each shows one part of a :class:`esdash.live_model.Snapshot`."""
+"""Widgets of the dashboard; each shows one part of a :class:`esdash.view.model.Snapshot`."""

@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from esdash.campaign.progress import STATUSES
 from esdash.rundir.records import CampaignSummary, Counts
-from esdash.tui import format as fmt
+from esdash.view import format as fmt
 
 #: Point statuses and campaign states, as the screens colour them.
 STATUS_STYLES = {

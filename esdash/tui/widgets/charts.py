@@ -9,9 +9,9 @@ from textual.message import Message
 from textual.widget import Widget
 from textual_plotext import PlotextPlot
 
-from esdash.live_model import Point, Snapshot
 from esdash.stats import Bucket
-from esdash.tui import format as fmt
+from esdash.view import format as fmt
+from esdash.view.model import Point, Snapshot
 
 BAR = "█"
 PARTS = " ▏▎▍▌▋▊▉"

@@ -10,8 +10,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
-from esdash.live_model import Snapshot
-from esdash.tui import format as fmt
+from esdash.view import format as fmt
+from esdash.view.model import Snapshot
 
 PHASE_STYLES = {
     "queued": "bold black on yellow",

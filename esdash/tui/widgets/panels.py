@@ -8,8 +8,8 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from esdash.live_model import Snapshot
-from esdash.tui import format as fmt
+from esdash.view import format as fmt
+from esdash.view.model import Snapshot
 
 HEALTH_STYLES = {"green": "bold green", "yellow": "bold yellow", "red": "bold red"}
 STATE_STYLES = {"running": "green", "starting": "yellow", "stopped": "dim", "failed": "bold red"}

@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
-from esdash.live_model import Latency, OpRow, Snapshot
-from esdash.tui import format as fmt
+from esdash.view import format as fmt
+from esdash.view.model import Latency, OpRow, Snapshot
 
 #: (label, width); the query column takes what is left.  Right-aligned in fixed widths, so
 #: the spare cell on the left separates the columns.

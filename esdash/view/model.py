@@ -1,7 +1,7 @@
 """What a live view shows, folded from a run directory: pure Python, no Textual.
 
 The dashboard (``esdash.tui``) and any other viewer feed :class:`RunModel` with what
-:class:`esdash.live_source.RunSource` polled (stream records, cluster samples, run state)
+:class:`esdash.view.source.RunSource` polled (stream records, cluster samples, run state)
 and ask it for an immutable :class:`Snapshot` of one moment of the run: the newest one when
 following a live run, or any earlier one when replaying (``ViewParams.upto``).
 
@@ -329,7 +329,7 @@ class _Fold:
 
 @dataclass
 class Update:
-    """What one poll of a run directory found (see :class:`esdash.live_source.RunSource`)."""
+    """What one poll of a run directory found (see :class:`esdash.view.source.RunSource`)."""
 
     records: list[StreamRecord] = field(default_factory=list)
     cluster: list[ClusterSample] = field(default_factory=list)
@@ -1013,13 +1013,6 @@ def _from_results(results: Results) -> list[StepQuery]:
                 )
             )
     return rows
-
-
-def relative_change(a: float | None, b: float | None) -> float | None:
-    """``(b - a) / a`` (None when either is missing or ``a`` is zero)."""
-    if a is None or b is None or a == 0:
-        return None
-    return (b - a) / a
 
 
 def step_counts(model: RunModel, step: int, query: str) -> hdr.Counts:

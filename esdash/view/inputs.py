@@ -11,7 +11,7 @@ Accepted inputs (``esdash report`` / ``compare`` arguments):
 * a run directory (``results.json`` in it);
 * a campaign directory (``campaign.json``) or a campaign file (its default directory): its
   completed points;
-* a file in the authors' query or ingest format (:mod:`esdash.report.authors`).
+* a file in the authors' query or ingest format (:mod:`esdash.view.authors`).
 
 ``INPUT#key=value,...`` selects points of a campaign (``#mode=abe,nodes=3``; axis short
 names, key paths, or the configuration names ``setup``, ``nodes``, ``workers_per_node``,
@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from esdash.errors import BadInput, EsdashError
+from esdash.paths import runs_dir
+from esdash.rundir.keys import value_key
 from esdash.rundir.layout import CampaignFiles, RunDir
 from esdash.rundir.records import CampaignPoint, CampaignSummary, Header, Results
 from esdash.rundir.stream import read_header
@@ -208,8 +210,6 @@ def _selected(
     entry_config: Mapping[str, Any],
     meta: Mapping[str, str],
 ) -> bool:
-    from esdash.campaign.spec import value_key
-
     for key, wanted in meta.items():
         if key in ("repetition", "r"):
             if str(point.repetition) != wanted:
@@ -231,8 +231,6 @@ def _selected(
 def load_campaign_dir(path: Path, meta: Mapping[str, str], inputs: Inputs) -> None:
     """The completed points of a campaign directory (filtered by ``meta``)."""
     summary = CampaignFiles(path).read_summary()
-    from esdash.campaign.spec import value_key
-
     shorts = summary.short_names
     inputs.campaigns.append(summary)
     found = 0
@@ -267,7 +265,7 @@ def load_campaign_dir(path: Path, meta: Mapping[str, str], inputs: Inputs) -> No
 
 
 def load_authors(path: Path, meta: Mapping[str, str]) -> Entry:
-    from esdash.report import authors
+    from esdash.view import authors
 
     kind = authors.sniff(path)
     label = meta.get("label") or path.stem
@@ -314,6 +312,18 @@ def load_authors(path: Path, meta: Mapping[str, str]) -> Entry:
     )
 
 
+def _campaign_name(path: Path) -> str:
+    """The ``name`` of a campaign file (its runs are under the campaign's default directory)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"{path}: not a readable campaign file: {exc}") from None
+    name = data.get("name")
+    if "axes" not in data or not isinstance(name, str) or not name:
+        raise BadInput(f"{path}: not a campaign file (a campaign has a name and [axes])")
+    return name
+
+
 def load_inputs(specs: Sequence[str]) -> Inputs:
     """Every input of a report, in the order given; the same run is used once."""
     inputs = Inputs([])
@@ -325,10 +335,7 @@ def load_inputs(specs: Sequence[str]) -> Inputs:
             entry = load_run(path, {k: _number(v) for k, v in meta.items()})
             inputs.entries.append(entry)
         elif path.is_file() and path.suffix == ".toml":
-            from esdash.campaign.spec import load_campaign
-            from esdash.campaign.state import default_directory
-
-            directory = default_directory(load_campaign(path))
+            directory = CampaignFiles.default(runs_dir(), _campaign_name(path)).path
             if not CampaignFiles(directory).summary_file.is_file():
                 raise BadInput(f"{path}: the campaign has not run yet ({directory} is empty)")
             load_campaign_dir(directory, meta, inputs)

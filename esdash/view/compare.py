@@ -3,7 +3,7 @@
 Each argument is one *side*: a run, a set of repetitions (a campaign directory narrowed to
 one configuration with ``#key=value``), or a result file of the authors.  Queries are matched
 by step and query name (the authors' unnamed queries by their request bodies, see
-:func:`esdash.report.inputs.align_queries`).  For every contender, query and metric the
+:func:`esdash.view.inputs.align_queries`).  For every contender, query and metric the
 output has the baseline's and the contender's value, the difference and the difference in
 percent of the baseline.
 
@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esdash.errors import BadInput
-from esdash.report.inputs import Entry, align_queries, config_label, load_inputs
-from esdash.report.intervals import latency_spread, measured, read_intervals
-from esdash.report.summary import fmt_ms, fmt_rate, table
 from esdash.report.tables import op_of, queries_of, query_label
 from esdash.rundir.records import OpResult
+from esdash.view import format as fmt
+from esdash.view.inputs import Entry, align_queries, config_label, load_inputs
+from esdash.view.intervals import latency_spread, measured, read_intervals
 
 
 @dataclass
@@ -85,9 +85,9 @@ class Metric:
 
 
 METRICS = (
-    Metric("req/s", lambda op: op.throughput.requests_per_s, "throughput", fmt_rate),
-    Metric("gmean ms", lambda op: op.latency.gmean, "gmean", fmt_ms),
-    Metric("p99 ms", lambda op: op.latency.p99, "p99", fmt_ms),
+    Metric("req/s", lambda op: op.throughput.requests_per_s, "throughput", fmt.rate),
+    Metric("gmean ms", lambda op: op.latency.gmean, "gmean", lambda ms: fmt.ms(fmt.from_ms(ms))),
+    Metric("p99 ms", lambda op: op.latency.p99, "p99", lambda ms: fmt.ms(fmt.from_ms(ms))),
 )
 
 
@@ -98,6 +98,29 @@ def _single_spread(side: Side, entry: Entry, metric: Metric, step: str, query: s
     if metric.spread == "throughput":
         return op.throughput.intervals.std
     return latency_spread(measured(side.intervals(entry), step, query), metric.spread)
+
+
+#: For each metric a viewer compares: is a higher value better?
+HIGHER_IS_BETTER = {"rate": True, "req/s": True, "p50": False, "p99": False, "gmean": False}
+HIGHER_IS_BETTER.update({"gmean ms": False, "p99 ms": False})
+
+#: Changes smaller than this share of the baseline are shown as unchanged (no colour).
+NEGLIGIBLE = 0.02
+
+
+def relative_change(a: float | None, b: float | None) -> float | None:
+    """``(b - a) / a`` (None when either is missing or ``a`` is zero)."""
+    if a is None or b is None or a == 0:
+        return None
+    return (b - a) / a
+
+
+def better(metric: str, a: float | None, b: float | None) -> bool | None:
+    """Whether ``b`` is better than ``a`` for ``metric`` (None: no change worth a verdict)."""
+    change = relative_change(a, b)
+    if change is None or abs(change) < NEGLIGIBLE:
+        return None
+    return change > 0 if HIGHER_IS_BETTER[metric] else change < 0
 
 
 def judge(
@@ -183,32 +206,33 @@ HEADERS = ("contender", "query", "metric", "baseline", "contender", "diff", "dif
 
 
 def _cells(record: Mapping[str, Any]) -> list[str]:
-    fmt = next(m.fmt for m in METRICS if m.name == record["metric"])
+    shown = next(m.fmt for m in METRICS if m.name == record["metric"])
     diff = record["diff"]
     return [
         record["contender"],
         query_label(record["step"], record["query"]),
         record["metric"],
-        fmt(record["baseline"]),
-        fmt(record["value"]),
-        "-" if diff is None else ("+" if diff >= 0 else "-") + fmt(abs(diff)),
+        shown(record["baseline"]),
+        shown(record["value"]),
+        "-" if diff is None else ("+" if diff >= 0 else "-") + shown(abs(diff)),
         "-" if record["pct"] is None else f"{record['pct']:+.1f}%",
         record["note"],
     ]
 
 
-def render(baseline: Side, records: Sequence[Mapping[str, Any]], fmt: str) -> str:
-    if fmt == "json":
+def render(baseline: Side, records: Sequence[Mapping[str, Any]], output: str) -> str:
+    """The comparison as ``text`` (aligned columns), ``md`` (a Markdown table) or ``json``."""
+    if output == "json":
         return (
             json.dumps({"baseline": baseline.label, "comparisons": list(records)}, indent=2) + "\n"
         )
     rows = [_cells(r) for r in records]
-    if fmt == "md":
+    if output == "md":
         lines = [f"Baseline: {baseline.label}", ""]
         lines.append("| " + " | ".join(HEADERS) + " |")
         lines.append("|" + "|".join("---" for _ in HEADERS) + "|")
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
         return "\n".join(lines) + "\n"
-    lines = [f"baseline: {baseline.label}", ""] + table(HEADERS, rows, left=3)
+    lines = [f"baseline: {baseline.label}", ""] + fmt.table(HEADERS, rows, left=3)
     lines += ["", "~ : the difference is inside the spread (see `esdash compare --help`)"]
     return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ One :meth:`RunSource.poll` reads, without ever blocking on a missing or half-wri
 * the Slurm job's state for a submitted run (``squeue``, every ``slurm_every`` seconds);
 * the tail of one node's log (every ``log_every`` seconds, only when asked for).
 
-It returns an :class:`esdash.live_model.Update` for :class:`esdash.live_model.RunModel`.
+It returns an :class:`esdash.view.model.Update` for :class:`esdash.view.model.RunModel`.
 Run it in a thread: a poll may take as long as the file system (or ``squeue``) does.
 """
 
@@ -20,12 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from esdash.errors import EsdashError
-from esdash.live_model import Update
 from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import ClusterSample, NodeStatus, RunInfo
 from esdash.rundir.stream import JsonlFollower, StreamReader
 from esdash.session import tomllib
+from esdash.view.model import Update
 
 #: Lines of a node's log that a view shows.
 LOG_LINES = 60
