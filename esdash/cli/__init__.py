@@ -1,6 +1,7 @@
 """The ``esdash`` command line.
 
-Each sub-command lives in its own module in this package and exposes
+Each sub-command lives in its own module in this package (``<name>_cmd.py``; modules whose
+name starts with ``_`` are shared helpers) and exposes
 ``register(subparsers)``, which adds its parser and sets ``func`` to the function that runs
 it.  Modules keep heavy imports inside their functions so that ``esdash --help`` and the
 headless commands stay fast on compute nodes; nothing here imports Textual.
@@ -21,7 +22,7 @@ from esdash.errors import EXIT_ABORT, EsdashError
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="esdash",
-        description="Secure Elasticsearch clusters in job allocations, benchmarked and shown live.",
+        description="Secure search clusters in job allocations, benchmarked and shown live.",
     )
     parser.add_argument("--version", action="version", version=f"esdash {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -4,7 +4,7 @@ Either a track name with ``--option key=value`` (values are TOML, as in a sessio
 ``--option documents=5000``, ``--option 'track_params=["a=1"]'``; a bare word is a string),
 or a session file, whose ``[track]`` table and ``[benchmark]`` values (warm-up, duration,
 bulk size, bench ranks as Rally clients, target throughput) are used; ``--option`` then
-overrides single track options.  The conversion itself is :mod:`esdash.rally_export`.
+overrides single track options.  The conversion itself is :mod:`esdash.report.rally_export`.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def resolve(source: str, raw_options: list[str]) -> tuple[Any, dict[str, Any], A
 
 def run(args: argparse.Namespace) -> int:
     from esdash.paths import cache_dir
-    from esdash.rally_export import ExportSettings, export_track
+    from esdash.report.rally_export import ExportSettings, export_track
 
     track, options, session = resolve(args.source, args.option)
     if session is not None:

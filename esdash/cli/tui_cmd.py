@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from esdash.cli._dashboard import check_fps, require_terminal, resolve_campaign
 from esdash.errors import BadInput
 from esdash.rundir.layout import CAMPAIGN_SUMMARY, CAMPAIGNS
 
@@ -46,22 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def require_terminal(command: str) -> None:
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise BadInput(
-            f"esdash {command} needs a terminal; in a batch job use `esdash run` (headless "
-            f"progress) and read the run directory later with `esdash watch`"
-        )
-
-
-def check_fps(fps: float) -> float:
-    if not 0.5 <= fps <= 30:
-        raise BadInput(f"--fps {fps:g}: use 0.5 to 30 redraws per second")
-    return fps
-
-
 def run(args: argparse.Namespace) -> int:
-    from esdash.cli.watch_cmd import resolve_campaign
     from esdash.paths import runs_dir
 
     runs_root = args.runs.resolve() if args.runs else runs_dir()

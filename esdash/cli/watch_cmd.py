@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from esdash.cli._dashboard import check_fps, require_terminal, resolve_campaign
 from esdash.errors import BadInput
 from esdash.rundir.layout import CAMPAIGN_SUMMARY, CAMPAIGNS
 
@@ -47,26 +48,7 @@ def resolve_run(value: str) -> Path:
     )
 
 
-def resolve_campaign(value: str, runs_root: Path | None = None) -> Path | None:
-    """The ``campaign.json`` ``value`` names, or None if it names no campaign.
-
-    A campaign file that has not run yet is an error: there is nothing to show.
-    """
-    from esdash.campaign.progress import summary_of
-    from esdash.paths import runs_dir
-
-    summary = summary_of(value, runs_root or runs_dir())
-    if summary is not None and not summary.is_file():
-        raise BadInput(
-            f"{value}: the campaign has not run yet ({summary.parent} has no {summary.name}); "
-            f"start it with `esdash sweep {value}`, or pass the directory of `sweep --dir`"
-        )
-    return summary
-
-
 def run(args: argparse.Namespace) -> int:
-    from esdash.cli.tui_cmd import check_fps, require_terminal
-
     campaign = resolve_campaign(args.run)
     if campaign is not None:
         if args.compare:

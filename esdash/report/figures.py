@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from esdash.report.tables import group_configs, merged_histogram, op_of, queries_of, query_label
+from esdash.report.tables import group_configs, merged_histogram
 from esdash.rundir import hdr
-from esdash.view.inputs import Entry, config_label
+from esdash.view.inputs import Entry, config_label, op_of, queries_of, query_label
 
 FORMATS = ("png", "svg")
 #: Panels per scaling figure; more queries than this get a second look in the tables.

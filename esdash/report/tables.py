@@ -35,7 +35,15 @@ from esdash.rundir import hdr
 from esdash.rundir.records import IngestResult, LatencyStats, OpResult, Spread
 from esdash.stats import geometric, supported_percentiles
 from esdash.view import format as fmt
-from esdash.view.inputs import BASELINE, CONFIG_FIELDS, Entry, config_label
+from esdash.view.inputs import (
+    BASELINE,
+    CONFIG_FIELDS,
+    Entry,
+    config_label,
+    op_of,
+    queries_of,
+    query_label,
+)
 
 NA = fmt.NA
 
@@ -84,27 +92,6 @@ def group_configs(entries: Sequence[Entry], baseline: str = BASELINE) -> list[li
         )
 
     return sorted(groups.values(), key=key)
-
-
-def queries_of(entries: Iterable[Entry]) -> list[tuple[str, str]]:
-    """Every (step name, query name), in step order of first appearance."""
-    found: dict[tuple[str, str], tuple[int, int, int]] = {}
-    for number, entry in enumerate(entries):
-        for step in entry.results.steps:
-            for position, name in enumerate(step.queries):
-                found.setdefault((step.name, name), (step.index, number, position))
-    return sorted(found, key=lambda k: found[k])
-
-
-def op_of(entry: Entry, step: str, query: str) -> OpResult | None:
-    for candidate in entry.results.steps:
-        if candidate.name == step and query in candidate.queries:
-            return candidate.queries[query]
-    return None
-
-
-def query_label(step: str, query: str) -> str:
-    return query if step == query else f"{step}/{query}"
 
 
 def config_cells(config: Mapping[str, Any], source: str) -> list[str]:

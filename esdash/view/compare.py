@@ -35,10 +35,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from esdash.errors import BadInput
-from esdash.report.tables import op_of, queries_of, query_label
 from esdash.rundir.records import OpResult
 from esdash.view import format as fmt
-from esdash.view.inputs import Entry, align_queries, config_label, load_inputs
+from esdash.view.inputs import (
+    Entry,
+    align_queries,
+    config_label,
+    load_inputs,
+    op_of,
+    queries_of,
+    query_label,
+)
 from esdash.view.intervals import latency_spread, measured, read_intervals
 
 

@@ -32,7 +32,7 @@ from esdash.errors import BadInput, EsdashError
 from esdash.paths import runs_dir
 from esdash.rundir.keys import value_key
 from esdash.rundir.layout import CampaignFiles, RunDir
-from esdash.rundir.records import CampaignPoint, CampaignSummary, Header, Results
+from esdash.rundir.records import CampaignPoint, CampaignSummary, Header, OpResult, Results
 from esdash.rundir.stream import read_header
 from esdash.session import tomllib
 
@@ -400,3 +400,24 @@ def align_queries(entries: Iterable[Entry]) -> None:
                 names.get(_body(op.body), name): op for name, op in step.queries.items()
             }
             step.planned.queries = list(step.queries)
+
+
+def queries_of(entries: Iterable[Entry]) -> list[tuple[str, str]]:
+    """Every (step name, query name), in step order of first appearance."""
+    found: dict[tuple[str, str], tuple[int, int, int]] = {}
+    for number, entry in enumerate(entries):
+        for step in entry.results.steps:
+            for position, name in enumerate(step.queries):
+                found.setdefault((step.name, name), (step.index, number, position))
+    return sorted(found, key=lambda k: found[k])
+
+
+def op_of(entry: Entry, step: str, query: str) -> OpResult | None:
+    for candidate in entry.results.steps:
+        if candidate.name == step and query in candidate.queries:
+            return candidate.queries[query]
+    return None
+
+
+def query_label(step: str, query: str) -> str:
+    return query if step == query else f"{step}/{query}"

@@ -20,7 +20,7 @@ from esdash_plugins.tracks.rally import RallyTrack
 from esdash.cli import main
 from esdash.errors import EXIT_BAD_INPUT, EXIT_PLUGIN, BadInput
 from esdash.plugin_api import Corpus, Query, QueryStep, Track
-from esdash.rally_export import ExportSettings, export_track, jinja_safe_json
+from esdash.report.rally_export import ExportSettings, export_track, jinja_safe_json
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rally"
 

@@ -1,0 +1,39 @@
+"""What ``esdash tui`` and ``esdash watch`` share: a terminal, the fps limit, campaigns."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from esdash.errors import BadInput
+
+
+def require_terminal(command: str) -> None:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise BadInput(
+            f"esdash {command} needs a terminal; in a batch job use `esdash run` (headless "
+            f"progress) and read the run directory later with `esdash watch`"
+        )
+
+
+def check_fps(fps: float) -> float:
+    if not 0.5 <= fps <= 30:
+        raise BadInput(f"--fps {fps:g}: use 0.5 to 30 redraws per second")
+    return fps
+
+
+def resolve_campaign(value: str, runs_root: Path | None = None) -> Path | None:
+    """The ``campaign.json`` ``value`` names, or None if it names no campaign.
+
+    A campaign file that has not run yet is an error: there is nothing to show.
+    """
+    from esdash.campaign.progress import summary_of
+    from esdash.paths import runs_dir
+
+    summary = summary_of(value, runs_root or runs_dir())
+    if summary is not None and not summary.is_file():
+        raise BadInput(
+            f"{value}: the campaign has not run yet ({summary.parent} has no {summary.name}); "
+            f"start it with `esdash sweep {value}`, or pass the directory of `sweep --dir`"
+        )
+    return summary
