@@ -12,8 +12,11 @@ export here.)
 
 Contents, by what a plugin provides:
 
-* every plugin: :data:`hookimpl`, :class:`Option` and :data:`REQUIRED` (session keys),
-  the errors (:class:`BadInput` for bad options, :class:`ClusterError`, :class:`EsdashError`);
+* every plugin: :data:`hookimpl`, :class:`Option` and :data:`REQUIRED` (session keys, whose
+  values a plugin receives as :data:`OptionValues`), the errors (:class:`BadInput` for bad
+  options, :class:`ClusterError`, :class:`EsdashError`);
+* JSON as parsed (documents, mappings, query bodies, track files): :data:`JsonObject`,
+  :data:`JsonMapping` (read-only) and :data:`JsonValue` (any one value);
 * a **track**: :class:`Track`, :class:`Corpus`, :class:`FieldSpec`, :class:`Query`,
   :class:`QueryStep`; corpus helpers (:func:`generated_corpus`, :func:`write_atomically`,
   :func:`check_corpus`) and the query-file format (:func:`load_steps`, :func:`parse_steps`);
@@ -59,6 +62,8 @@ from esdash.plugin.api import (
     NodeDirs,
     NodeRequest,
     Option,
+    OptionValue,
+    OptionValues,
     Owner,
     PluginInfo,
     Query,
@@ -108,7 +113,14 @@ from esdash.plugin.secure_files import (
 from esdash.plugin.security import Credentials, NodeSecurity, TlsFiles
 from esdash.plugin.spec import Register, hookimpl
 from esdash.plugin.steps import load_steps, parse_steps
-from esdash.rundir.records import Health, JsonObject, NodePlan, Topology
+from esdash.rundir.records import (
+    Health,
+    JsonMapping,
+    JsonObject,
+    JsonValue,
+    NodePlan,
+    Topology,
+)
 
 __all__ = [
     "Backend",
@@ -137,7 +149,9 @@ __all__ = [
     "InterconnectError",
     "JavaRuntime",
     "JavaVersion",
+    "JsonMapping",
     "JsonObject",
+    "JsonValue",
     "MavenMissing",
     "NodeCommand",
     "NodeDirs",
@@ -146,6 +160,8 @@ __all__ = [
     "NodeSecurity",
     "OPENSEARCH",
     "Option",
+    "OptionValue",
+    "OptionValues",
     "Owner",
     "PluginInfo",
     "PluginSet",

@@ -21,18 +21,18 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
 
 from esdash.errors import BadInput
-from esdash.plugin.api import REQUIRED, Option, QueryStep, Track
+from esdash.plugin.api import REQUIRED, Option, OptionValues, QueryStep, Track
+from esdash.plugin.checks import PreflightCheck
 from esdash.plugin.manager import PluginSet, get_plugins
 from esdash.plugin.options import Problem, describe, suggest, validate
 from esdash.plugin.steps import load_steps
 from esdash.rundir.layout import RunDir
+from esdash.rundir.records import JsonMapping, JsonObject
 
 #: The backend a session without ``cluster.backend`` uses.
 DEFAULT_BACKEND = "elasticsearch"
@@ -110,7 +110,7 @@ class PluginChoice:
     """The plugin a section chose and its validated options."""
 
     name: str
-    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    options: OptionValues = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,7 @@ class Session:
     track: PluginChoice
     benchmark: BenchmarkSpec
     slurm: SlurmSpec
-    source: Mapping[str, Any]
+    source: JsonMapping
 
     def query_steps(self, track: Track) -> tuple[QueryStep, ...]:
         """The steps the session runs: its ``benchmark.queries`` file if set, else the track's."""
@@ -176,7 +176,7 @@ class Session:
         return tuple(track.query_steps(self.track.options))
 
 
-def _table(data: Mapping[str, Any], key: str, problems: list[Problem]) -> dict[str, Any]:
+def _table(data: JsonMapping, key: str, problems: list[Problem]) -> JsonObject:
     value = data.get(key, {})
     if not isinstance(value, dict):
         problems.append(Problem(key, f"expected a table [{key}], found {describe(value)}"))
@@ -186,14 +186,14 @@ def _table(data: Mapping[str, Any], key: str, problems: list[Problem]) -> dict[s
 
 def _plugin_choice(
     section: str,
-    table: Mapping[str, Any],
+    table: JsonMapping,
     selector: str,
     default: str | None,
     kind: str,
     plugins: PluginSet,
     problems: list[Problem],
     base_dir: Path,
-    options_table: Mapping[str, Any] | None = None,
+    options_table: JsonMapping | None = None,
     options_prefix: str | None = None,
 ) -> PluginChoice:
     """Resolve ``table[selector]`` to a registered plugin and validate that plugin's options."""
@@ -215,7 +215,9 @@ def _plugin_choice(
             message += f" (broken plugins, see `esdash plugins`: {', '.join(broken)})"
         problems.append(Problem(key, message))
         return PluginChoice(name)
-    declared = registry[name].obj.options
+    chosen = registry[name].obj
+    # Sessions choose backends, interconnects, modes and tracks: each declares its options.
+    declared = () if isinstance(chosen, PreflightCheck) else chosen.options
     if options_table is None:
         values, found = validate(declared, table, section, base_dir, ignore=(selector,))
     else:
@@ -224,7 +226,7 @@ def _plugin_choice(
     return PluginChoice(name, MappingProxyType(values))
 
 
-def parse_session(data: Mapping[str, Any], path: Path, plugins: PluginSet | None = None) -> Session:
+def parse_session(data: JsonMapping, path: Path, plugins: PluginSet | None = None) -> Session:
     """Validate already-parsed TOML ``data`` that came from ``path``."""
     if plugins is None:
         plugins = get_plugins()

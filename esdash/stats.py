@@ -25,11 +25,12 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from esdash.rundir import hdr, records
+from esdash.rundir.records import JsonObject
 
 #: The percentiles esdash reports (where the sample count supports them).
 PERCENTILES: tuple[float, ...] = (1.0, 50.0, 90.0, 99.0, 99.9)
@@ -111,13 +112,13 @@ class Summary:
             return getattr(self, name)
         raise KeyError(name)
 
-    def to_dict(self, scale: float = 1.0, digits: int = 6) -> dict[str, Any]:
+    def to_dict(self, scale: float = 1.0, digits: int = 6) -> JsonObject:
         """JSON form; times multiplied by ``scale`` (1000 for milliseconds)."""
 
         def scaled(value: float | None) -> float | None:
             return None if value is None else round(value * scale, digits)
 
-        out: dict[str, Any] = {
+        out: JsonObject = {
             "count": self.count,
             "min": scaled(self.min),
             "mean": scaled(self.mean),
@@ -196,7 +197,7 @@ class Spread:
     median: float | None = None
     max: float | None = None
 
-    def to_dict(self, digits: int = 3) -> dict[str, Any]:
+    def to_dict(self, digits: int = 3) -> JsonObject:
         def rounded(value: float | None) -> float | None:
             return None if value is None else round(value, digits)
 

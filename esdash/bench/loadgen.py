@@ -18,9 +18,14 @@ import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from esdash.cluster.http import Connection, RequestFailed, error_class_of
+from esdash.rundir.records import JsonMapping
+
+if TYPE_CHECKING:
+    from esdash.bench.recorder import Recorder
+    from esdash.bench.slices import Batch
 
 #: Bulk responses start with this when no item failed (checked without parsing the JSON).
 _NO_BULK_ERRORS = b'"errors":false'
@@ -37,7 +42,7 @@ class PreparedQuery:
     body: bytes
 
     @classmethod
-    def of(cls, name: str, index: str, body: Any) -> PreparedQuery:
+    def of(cls, name: str, index: str, body: JsonMapping | None) -> PreparedQuery:
         # request_cache=false: every request is answered by the shards, not the cache,
         # so repeated queries measure search and not a lookup.
         return cls(name, f"/{index}/_search?request_cache=false", json.dumps(body).encode())
@@ -98,8 +103,8 @@ def bulk_rejections(body: bytes) -> dict[str, int]:
 
 def ingest(
     connection: Connection,
-    batches: Iterable[Any],
-    recorder: Any,
+    batches: Iterable[Batch],
+    recorder: Recorder,
     tick: Callable[[], None],
     on_progress: Callable[[int], None] | None = None,
 ) -> IngestOutcome:
@@ -156,9 +161,9 @@ def warm_up(
     connection: Connection,
     order: Sequence[PreparedQuery],
     until: float,
-    recorder: Any,
+    recorder: Recorder,
     tick: Callable[[], None],
-    decode: Callable[[PreparedQuery, bytes], Any] | None = None,
+    decode: Callable[[PreparedQuery, bytes], object] | None = None,
 ) -> int:
     """Send queries until ``until`` (wall clock); every query at least once.
 
@@ -198,11 +203,11 @@ def measure(
     connection: Connection,
     order: Sequence[PreparedQuery],
     until: float,
-    recorder: Any,
+    recorder: Recorder,
     tick: Callable[[], None],
     rate: float | None = None,
     think_time: float = 0.0,
-    decode: Callable[[PreparedQuery, bytes], Any] | None = None,
+    decode: Callable[[PreparedQuery, bytes], object] | None = None,
 ) -> int:
     """Send queries until ``until`` (wall clock): closed loop, or paced at ``rate`` req/s.
 

@@ -13,10 +13,23 @@ every bench rank rebuilds the codec to encrypt documents and decode responses.
 
 from __future__ import annotations
 
-from typing import Any
-
-from esdash.plugin.api import ClientCodec, Corpus, Distribution, QueryNotSupported, QueryStep, Track
-from esdash.rundir.records import BenchPlan, PlannedQuery, PlannedStep
+from esdash.plugin.api import (
+    ClientCodec,
+    Corpus,
+    Distribution,
+    Query,
+    QueryNotSupported,
+    QueryStep,
+    Track,
+)
+from esdash.rundir.records import (
+    BenchPlan,
+    JsonMapping,
+    JsonObject,
+    JsonValue,
+    PlannedQuery,
+    PlannedStep,
+)
 from esdash.session import Session
 
 __all__ = ["BenchPlan", "PlannedQuery", "PlannedStep", "make_plan", "missing_capability"]
@@ -31,7 +44,7 @@ MODULE_PARTS = {
 }
 
 
-def _parts(body: Any) -> set[str]:
+def _parts(body: JsonValue) -> set[str]:
     """Every key in a request body (query and aggregation types among them)."""
     if isinstance(body, dict):
         return set(body) | {k for v in body.values() for k in _parts(v)}
@@ -41,7 +54,7 @@ def _parts(body: Any) -> set[str]:
 
 
 def missing_capability(
-    requires: tuple[str, ...], distribution: Distribution, body: Any = None
+    requires: tuple[str, ...], distribution: Distribution, body: JsonMapping | None = None
 ) -> str | None:
     """Why a distribution cannot run a query that needs ``requires`` (None: it can).
 
@@ -66,7 +79,7 @@ def missing_capability(
 
 
 def planned_query(
-    query: Any, index: str, distribution: Distribution, codec: ClientCodec | None = None
+    query: Query, index: str, distribution: Distribution, codec: ClientCodec | None = None
 ) -> PlannedQuery:
     """A query as it is sent: encoded by the codec, or kept with why it cannot run.
 
@@ -91,7 +104,7 @@ def planned_query(
 MODULE_TYPES = {"scaled_float": ("mapper-extras", "double")}
 
 
-def adapt_index_body(body: dict[str, Any], distribution: Distribution) -> tuple[dict, list[str]]:
+def adapt_index_body(body: JsonObject, distribution: Distribution) -> tuple[JsonObject, list[str]]:
     """Replace field types the distribution cannot map; say what was replaced.
 
     ``scaled_float`` (NYC taxis) lives in the mapper-extras module, which the integ-test-zip
@@ -100,7 +113,7 @@ def adapt_index_body(body: dict[str, Any], distribution: Distribution) -> tuple[
     notes: list[str] = []
     modules = set(distribution.modules)
 
-    def visit(node: Any, path: str) -> Any:
+    def visit(node: JsonValue, path: str) -> JsonValue:
         if isinstance(node, list):
             return [visit(item, path) for item in node]
         if not isinstance(node, dict):
@@ -117,7 +130,9 @@ def adapt_index_body(body: dict[str, Any], distribution: Distribution) -> tuple[
                 node["type"] = replacement
         return {k: visit(v, f"{path}.{k}" if path else k) for k, v in node.items()}
 
-    return visit(body, ""), notes
+    adapted = visit(body, "")
+    assert isinstance(adapted, dict)  # an object is rebuilt as an object
+    return adapted, notes
 
 
 def plan_steps(

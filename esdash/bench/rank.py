@@ -32,9 +32,10 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esdash.bench import loadgen
 from esdash.bench.plan import BenchPlan
@@ -42,10 +43,21 @@ from esdash.cluster import pki
 from esdash.cluster.control import control_client
 from esdash.cluster.http import Connection, Target
 from esdash.paths import cache_dir
+from esdash.plugin.api import ClientCodec
 from esdash.plugin.control import ControlClient
 from esdash.plugin.security import Credentials
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import NodePlan
+from esdash.rundir.records import JsonObject, NodePlan, PlannedQuery
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+    from esdash.bench.recorder import Recorder
+    from esdash.bench.sink import StreamSink
+    from esdash.bench.slices import Batch
+
+#: What a worker calls between requests (reports intervals, notices an abort).
+Tick = Callable[[], None]
 
 TAG_INTERVAL = 11
 TAG_FINAL = 12
@@ -95,7 +107,7 @@ def _watch_signals(state: RankState) -> None:
         signal.signal(sig, on_signal)
 
 
-def _sleep_until(moment: float, state: RankState, tick: Any = None) -> None:
+def _sleep_until(moment: float, state: RankState, tick: Tick | None = None) -> None:
     while not state.aborted:
         left = moment - time.time()
         if left <= 0:
@@ -112,12 +124,14 @@ def _sleep_until(moment: float, state: RankState, tick: Any = None) -> None:
 class Reporter:
     """Sends interval payloads to rank 0: on interval boundaries and at phase changes."""
 
-    def __init__(self, comm: Any, rank: int, recorder: Any, schedule: Schedule, state: RankState):
+    def __init__(
+        self, comm: MPI.Comm, rank: int, recorder: Recorder, schedule: Schedule, state: RankState
+    ):
         self.comm, self.rank, self.recorder = comm, rank, recorder
         self.schedule, self.state = schedule, state
         self.sent_through = -1
         self.next_boundary = schedule.boundary(schedule.seq(time.time()))
-        self.pending: list[Any] = []
+        self.pending: list[MPI.Request] = []
         self.progress = 0
 
     def tick(self) -> None:
@@ -148,7 +162,7 @@ class Reporter:
         self.next_boundary = self.schedule.boundary(seq)
         self.send(message, TAG_INTERVAL)
 
-    def send(self, message: Any, tag: int) -> None:
+    def send(self, message: JsonObject, tag: int) -> None:
         self.pending.append(self.comm.isend(message, dest=0, tag=tag))
         self.pending = [r for r in self.pending if not r.test()[0]]
 
@@ -173,7 +187,7 @@ class Worker:
     credentials: Credentials | None
     state: RankState = field(default_factory=RankState)
     #: The client-side encryption codec (None: documents and queries go out unchanged).
-    codec: Any = None
+    codec: ClientCodec | None = None
 
     def connection(self, node: NodePlan, timeout: float = 120.0) -> Connection:
         target = Target(node.name, node.http_address, self.credentials is not None)
@@ -183,7 +197,7 @@ class Worker:
     def ingest_node(self) -> NodePlan:
         return self.nodes[self.index % len(self.nodes)]
 
-    def ingest(self, recorder: Any, reporter: Reporter) -> dict:
+    def ingest(self, recorder: Recorder, reporter: Reporter) -> JsonObject:
         from esdash.bench.slices import plan_slices, read_slice
         from esdash.plugin.api import Corpus
 
@@ -191,10 +205,15 @@ class Worker:
         corpus = Corpus(Path(plan.corpus_path), plan.corpus_documents, plan.corpus_has_actions)
         part = plan_slices(corpus, self.workers, cache_dir() / "offsets")[self.index]
         connection = self.connection(self.ingest_node)
-        encode, encode_raw, encoding = None, None, [0.0]
+        encode: Callable[[list[JsonObject]], list[bytes]] | None = None
+        encode_raw: Callable[[list[bytes]], list[bytes | None]] | None = None
+        encoding = [0.0]
         if self.codec is not None:
             # Encryption runs here, between reading and sending: part of the ingest time.
-            def encode(docs: list[dict], lines: Any = self.codec.encode_lines) -> list[bytes]:
+            def encode(
+                docs: list[JsonObject],
+                lines: Callable[[list[JsonObject]], list[bytes]] = self.codec.encode_lines,
+            ) -> list[bytes]:
                 started = time.perf_counter()
                 try:
                     return lines(docs)
@@ -205,7 +224,10 @@ class Worker:
             if raw_path is not None:
                 # A codec's fast path takes the raw lines (it parses them itself): its time
                 # counts as encryption, parsing included.
-                def encode_raw(lines: list[bytes], fast: Any = raw_path) -> list[bytes | None]:
+                def encode_raw(
+                    lines: list[bytes],
+                    fast: Callable[[list[bytes]], list[bytes | None]] = raw_path,
+                ) -> list[bytes | None]:
                     started = time.perf_counter()
                     try:
                         return fast(lines)
@@ -213,7 +235,7 @@ class Worker:
                         encoding[0] += time.perf_counter() - started
 
         began, cpu = time.time(), time.process_time()
-        batches = read_slice(
+        batches: Iterator[Batch] = read_slice(
             corpus, part, plan.bulk_size, plan.index, encode=encode, encode_raw=encode_raw
         )
         if encode is not None:
@@ -227,7 +249,7 @@ class Worker:
             if close is not None:
                 close()
         connection.close()
-        result = {
+        result: JsonObject = {
             "node": self.ingest_node.name,
             "docs_sent": outcome.docs_sent,
             "docs_indexed": outcome.docs_indexed,
@@ -240,7 +262,9 @@ class Worker:
             result["encode_seconds"] = encoding[0]
         return result
 
-    def decoder(self, queries: Any) -> Any:
+    def decoder(
+        self, queries: Sequence[PlannedQuery]
+    ) -> Callable[[loadgen.PreparedQuery, bytes], None] | None:
         """The per-response decode of a client-side codec, or None (not decoding)."""
         codec = self.codec
         if codec is None or not codec.decode_responses:
@@ -255,9 +279,9 @@ class Worker:
 
         return decode
 
-    def query_steps(self, recorder: Any, reporter: Reporter, start: float) -> list[dict]:
+    def query_steps(self, recorder: Recorder, reporter: Reporter, start: float) -> list[JsonObject]:
         """Run every step on the shared schedule; return what happened per step."""
-        outcomes = []
+        outcomes: list[JsonObject] = []
         moment = start
         for k, step in enumerate(self.plan.steps):
             runnable = step.runnable
@@ -273,7 +297,7 @@ class Worker:
             prepared = [loadgen.PreparedQuery.of(q.name, q.index, q.body) for q in runnable]
             decode = self.decoder(runnable)
             order = loadgen.query_order(prepared, rng)
-            outcome: dict[str, Any] = {
+            outcome: JsonObject = {
                 "step": step.name,
                 "node": node.name,
                 "order": [q.name for q in order],
@@ -306,7 +330,9 @@ class Worker:
         return outcomes
 
 
-def _read_ahead(batches: Any, tick: Any = None, depth: int = 2) -> Any:
+def _read_ahead(
+    batches: Iterable[Batch], tick: Tick | None = None, depth: int = 2
+) -> Iterator[Batch]:
     """Yield ``batches``, produced up to ``depth`` ahead by a background thread.
 
     With client-side encryption the next bulk bodies are encrypted while the cluster indexes
@@ -319,10 +345,11 @@ def _read_ahead(batches: Any, tick: Any = None, depth: int = 2) -> Any:
     import queue
     import threading
 
-    ready: queue.Queue = queue.Queue(maxsize=depth)
+    #: ("batch", a batch), ("end", None) or ("error", the exception)
+    ready: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
-    def put(item: tuple) -> bool:
+    def put(item: tuple[str, Any]) -> bool:
         while not stop.is_set():
             try:
                 ready.put(item, timeout=0.1)
@@ -361,27 +388,28 @@ def _read_ahead(batches: Any, tick: Any = None, depth: int = 2) -> Any:
         thread.join(timeout=5.0)
 
 
-def _wait_for_start(comm: Any, state: RankState, reporter: Reporter) -> float:
+def _wait_for_start(comm: MPI.Comm, state: RankState, reporter: Reporter) -> float:
     request = comm.irecv(source=0, tag=TAG_START)
     deadline = time.time() + SYNC_TIMEOUT
     while time.time() < deadline:
         done, moment = request.test()
         if done:
-            return moment
+            assert moment is not None  # rank 0 sends the moment the steps start
+            return float(moment)
         reporter.tick()
         time.sleep(0.01)
     raise RuntimeError("rank 0 never released the query steps (lost?)")
 
 
 def run_worker(
-    comm: Any,
+    comm: MPI.Comm,
     rank: int,
     size: int,
     plan: BenchPlan,
     nodes: tuple[NodePlan, ...],
     credentials: Credentials | None,
-    start: dict[str, Any],
-    codec: Any = None,
+    start: JsonObject,
+    codec: ClientCodec | None = None,
     codec_error: str | None = None,
 ) -> int:
     from esdash.bench.recorder import Recorder
@@ -391,7 +419,7 @@ def run_worker(
     schedule = Schedule(start["t0"], plan.interval)
     recorder = Recorder(rank)
     reporter = Reporter(comm, rank, recorder, schedule, worker.state)
-    final: dict[str, Any] = {"rank": rank, "status": "ok"}
+    final: JsonObject = {"rank": rank, "status": "ok"}
     try:
         if codec_error:
             raise RuntimeError(f"client-side encryption: {codec_error}")
@@ -426,13 +454,13 @@ def run_worker(
 class Coordinator:
     """Rank 0: receives payloads, writes one stream record per interval, keeps totals."""
 
-    def __init__(self, comm: Any, workers: int, schedule: Schedule, sink: Any) -> None:
+    def __init__(self, comm: MPI.Comm, workers: int, schedule: Schedule, sink: StreamSink) -> None:
         self.comm, self.workers, self.schedule, self.sink = comm, workers, schedule, sink
         self.reported: dict[int, set[int]] = {}
-        self.buckets: dict[int, list[dict]] = {}
-        self.late: list[dict] = []
+        self.buckets: dict[int, list[JsonObject]] = {}
+        self.late: list[JsonObject] = []
         self.written_through = max(-1, schedule.seq(time.time()) - 1)  # nothing before T0
-        self.finals: dict[int, dict] = {}
+        self.finals: dict[int, JsonObject] = {}
         self.ingest_done: set[int] = set()
         self.heard: dict[int, float] = {r: time.time() for r in range(1, workers + 1)}
         self.errors: list[str] = []
@@ -464,7 +492,7 @@ class Coordinator:
                 self._add(message)
         return busy
 
-    def _add(self, message: dict) -> None:
+    def _add(self, message: JsonObject) -> None:
         self.sink.accumulate(message)
         seq = message["seq"]
         if seq <= self.written_through:
@@ -495,7 +523,13 @@ class Coordinator:
             if now == float("inf") and not self.buckets:
                 return
 
-    def serve(self, state: RankState, start: dict[str, Any], release: Any, end_by: Any) -> None:
+    def serve(
+        self,
+        state: RankState,
+        start: JsonObject,
+        release: Callable[[], None],
+        end_by: Callable[[], float | None],
+    ) -> None:
         """The main loop: receive, emit, release the query steps, until all finals are in."""
         released = False
         while True:
@@ -519,7 +553,7 @@ class Coordinator:
         self.emit_due(float("inf"))
 
 
-def _prepare_index(plan: BenchPlan, control: ControlClient) -> dict[str, Any]:
+def _prepare_index(plan: BenchPlan, control: ControlClient) -> JsonObject:
     """Create the index, or keep a reused one whose document count is complete.
 
     A reused index must also carry the planned mapping ``_meta``: a client-side encryption
@@ -540,13 +574,13 @@ def _prepare_index(plan: BenchPlan, control: ControlClient) -> dict[str, Any]:
 
 
 def run_coordinator(
-    comm: Any,
+    comm: MPI.Comm,
     size: int,
     run: RunDir,
     plan: BenchPlan,
     control: ControlClient | None,
-    start: dict[str, Any],
-    everyone: list[dict],
+    start: JsonObject,
+    everyone: list[JsonObject],
 ) -> int:
     from esdash.bench.sink import StreamSink
 
@@ -587,7 +621,7 @@ def run_coordinator(
     return 0
 
 
-def _worker_codec(plan: BenchPlan) -> tuple[Any, str | None]:
+def _worker_codec(plan: BenchPlan) -> tuple[ClientCodec | None, str | None]:
     """This worker's client codec, built (keys derived) once, before the clock starts."""
     if not plan.client_codec:
         return None, None

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from esdash.bench.merge import Merged, NodeData, OpData
 from esdash.rundir import hdr
@@ -57,6 +56,8 @@ from esdash.rundir.records import (
     Header,
     Histograms,
     IngestResult,
+    JsonMapping,
+    JsonObject,
     LatencyStats,
     NodeLatency,
     NodeOpResult,
@@ -408,9 +409,9 @@ def _authors_responses(rank: RankOpResult) -> list[dict[str, float | int]]:
 
 def export_authors_format(
     results: Results,
-    bodies: Mapping[int, Mapping[str, Any]] | None = None,
+    bodies: Mapping[int, JsonMapping] | None = None,
     think_time: Sequence[float] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """The query results in the reference implementation's output layout (its §2b).
 
     One element per step: ``{"search_results": [{"query", "responses"}], "warmup_time_secs",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
-from typing import Any
 
 import msgspec
 
@@ -62,7 +61,7 @@ class StreamSink:
     def _t(self) -> float:
         return max(0.0, round(time.time() - self.t0, 3))
 
-    def start(self, start: dict[str, Any], bench_ranks: list[dict[str, Any]]) -> None:
+    def start(self, start: JsonObject, bench_ranks: list[JsonObject]) -> None:
         self.t0 = start["t0"]
         plugins = get_plugins()
         self.header = Header(
@@ -128,7 +127,7 @@ class StreamSink:
             )
         )
 
-    def accumulate(self, message: dict[str, Any]) -> None:
+    def accumulate(self, message: JsonObject) -> None:
         """Every payload, once: decoded into the run's totals."""
         message["decoded"] = self.acc.add_interval(
             message["phase"],
@@ -139,7 +138,7 @@ class StreamSink:
         )
         self.docs_done += int(message.get("docs_done") or 0)
 
-    def interval(self, seq: int, messages: list[dict[str, Any]], missing: list[int]) -> None:
+    def interval(self, seq: int, messages: list[JsonObject], missing: list[int]) -> None:
         """One record per phase part of interval ``seq`` (one empty record when idle)."""
         parts: dict[tuple[Phase, int | None], Merged] = defaultdict(Merged)
         for message in messages:
@@ -177,7 +176,7 @@ class StreamSink:
             )
 
     def finish(
-        self, finals: dict[int, dict[str, Any]], errors: list[str], aborted: str = ""
+        self, finals: dict[int, JsonObject], errors: list[str], aborted: str = ""
     ) -> Results:
         """Write the final record, ``results.json`` and the authors' export.
 
@@ -270,7 +269,7 @@ class StreamSink:
         self.writer.close()
         return results
 
-    def _step_events(self, finals: dict[int, dict[str, Any]]) -> None:
+    def _step_events(self, finals: dict[int, JsonObject]) -> None:
         for rank, final in sorted(finals.items()):
             for k, step in enumerate(final.get("steps", [])):
                 if step.get("status") == "warmup_failed":
@@ -279,7 +278,7 @@ class StreamSink:
                     )
 
 
-def _rank_summary(final: dict[str, Any]) -> RankSummary:
+def _rank_summary(final: JsonObject) -> RankSummary:
     return RankSummary(
         host=final.get("host"),
         status=final.get("status"),

@@ -21,7 +21,6 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from esdash.errors import BadInput
 from esdash.plugin.api import Corpus
@@ -43,6 +42,7 @@ from esdash.plugin.corpus import (
     read_line,
     write_atomically,
 )
+from esdash.rundir.records import JsonObject
 
 #: Suffix of the offset cache written next to a corpus.
 OFFSETS_SUFFIX = ".esdash-offsets.json"
@@ -173,7 +173,7 @@ def offsets_path(corpus_path: Path, cache_dir: Path | None = None) -> Path:
     return Path(cache_dir) / f"{corpus_path.name}-{digest}{OFFSETS_SUFFIX}"
 
 
-def _load_cache(candidates: Iterable[Path], stat: os.stat_result) -> dict[str, Any] | None:
+def _load_cache(candidates: Iterable[Path], stat: os.stat_result) -> JsonObject | None:
     """The first cache among ``candidates`` that is well-formed and matches the corpus."""
     for candidate in candidates:
         try:
@@ -192,7 +192,7 @@ def _load_cache(candidates: Iterable[Path], stat: os.stat_result) -> dict[str, A
     return None
 
 
-def _write_cache(candidates: list[Path], data: dict[str, Any]) -> None:
+def _write_cache(candidates: list[Path], data: JsonObject) -> None:
     text = json.dumps(data, separators=(",", ":"))
     for candidate in candidates:
         try:
@@ -202,7 +202,7 @@ def _write_cache(candidates: list[Path], data: dict[str, Any]) -> None:
             continue  # read-only directory: try the next place, else compute again next time
 
 
-def _index_from(data: dict[str, Any]) -> _Index:
+def _index_from(data: JsonObject) -> _Index:
     index = _Index(
         int(data["size"]),
         int(data["mtime_ns"]),
@@ -216,7 +216,7 @@ def _index_from(data: dict[str, Any]) -> _Index:
     return index
 
 
-def _cached_slices(data: dict[str, Any], ranks: int) -> list[Slice] | None:
+def _cached_slices(data: JsonObject, ranks: int) -> list[Slice] | None:
     try:
         slices = [Slice(*map(int, entry)) for entry in data["slices"][str(ranks)]]
     except (KeyError, TypeError, ValueError):
@@ -299,7 +299,7 @@ def read_slice(
     batch_size: int,
     index: str | None = None,
     max_line_bytes: int = MAX_LINE_BYTES,
-    encode: Callable[[list[dict[str, Any]]], list[bytes]] | None = None,
+    encode: Callable[[list[JsonObject]], list[bytes]] | None = None,
     encode_raw: Callable[[list[bytes]], list[bytes | None]] | None = None,
 ) -> Iterator[Batch]:
     """Yield the ``_bulk`` bodies of one slice, ``batch_size`` documents each (the last fewer).
@@ -337,7 +337,7 @@ def read_slice(
                 raise _stale(path, part)
         offset, number = part.start_byte, part.first_line - 1
         body: list[bytes] = []
-        values: list[dict[str, Any]] = []  # parsed documents, when they are encoded
+        values: list[JsonObject] = []  # parsed documents, when they are encoded
         numbered: list[tuple[int, bytes]] = []  # (line number, raw line) for encode_raw
         fast = encode is not None and encode_raw is not None and not paired
         docs = total = first = 0
@@ -372,14 +372,14 @@ def read_slice(
                 continue
             if paired and is_action(value):
                 raise dangling_action(path, action_line)
-            check_document(path, number, value)
+            document = check_document(path, number, value)
             if not body:
                 first = action_line if paired else number
             body.append(action if paired else default_action)  # type: ignore[arg-type]
             if encode is None:
                 body.append(raw + b"\n")
             else:
-                values.append(value)
+                values.append(document)
             action = None
             docs += 1
             if docs == batch_size:
@@ -403,19 +403,17 @@ def _encoded_raw(
     actions: list[bytes],
     numbered: list[tuple[int, bytes]],
     encode_raw: Callable[[list[bytes]], list[bytes | None]] | None,
-    encode: Callable[[list[dict[str, Any]]], list[bytes]] | None,
+    encode: Callable[[list[JsonObject]], list[bytes]] | None,
 ) -> bytes:
     """A batch's body through the fast path; the lines it leaves go through Python."""
     assert encode_raw is not None and encode is not None
     encoded = encode_raw([raw for _, raw in numbered])
     left = [position for position, line in enumerate(encoded) if line is None]
     if left:
-        docs = []
+        docs: list[JsonObject] = []
         for position in left:  # in line order: the first bad line is the one reported
             number, raw = numbered[position]
-            value = decode_line(path, number, raw)
-            check_document(path, number, value)
-            docs.append(value)
+            docs.append(check_document(path, number, decode_line(path, number, raw)))
         for position, line in zip(left, encode(docs), strict=True):
             encoded[position] = line
     return _interleaved(actions, encoded)  # type: ignore[arg-type]
@@ -423,8 +421,8 @@ def _encoded_raw(
 
 def _joined(
     body: list[bytes],
-    values: list[dict[str, Any]],
-    encode: Callable[[list[dict[str, Any]]], list[bytes]] | None,
+    values: list[JsonObject],
+    encode: Callable[[list[JsonObject]], list[bytes]] | None,
 ) -> bytes:
     """A batch's body: the collected lines, or action lines interleaved with encoded docs."""
     if encode is None:
@@ -455,7 +453,7 @@ def _stale(path: Path, part: Slice) -> BadInput:
     )
 
 
-def _with_index(meta: dict[str, Any], index: str | None, raw: bytes) -> bytes:
+def _with_index(meta: JsonObject, index: str | None, raw: bytes) -> bytes:
     ((key, fields),) = meta.items()
     if index is None or "_index" in fields:
         return raw + b"\n"

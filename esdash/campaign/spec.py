@@ -40,12 +40,13 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esdash.errors import BadInput
 from esdash.plugin.api import REQUIRED, Option
 from esdash.plugin.options import Problem, describe, suggest, validate
 from esdash.rundir.keys import digest, value_key
+from esdash.rundir.records import JsonMapping, JsonObject, JsonValue
 from esdash.session import (
     BENCHMARK,
     CLUSTER,
@@ -56,6 +57,12 @@ from esdash.session import (
     parse_session,
     tomllib,
 )
+
+if TYPE_CHECKING:
+    from esdash.plugin.manager import PluginSet
+
+#: A session key a campaign sets (its path of keys) and the value it sets, as TOML parsed it.
+Override = tuple[tuple[str, ...], JsonValue]
 
 #: Keys of the campaign's top level (tables are handled separately).
 TOP_LEVEL = (
@@ -93,7 +100,7 @@ class CampaignError(BadInput):
 @dataclass(frozen=True)
 class Axis:
     path: tuple[str, ...]
-    values: tuple[Any, ...]
+    values: tuple[JsonValue, ...]
     #: the name used in labels, point ids and ``--only``: the last key, unless ambiguous
     short: str
 
@@ -109,10 +116,10 @@ class Point:
     id: str
     label: str
     #: axis (dotted path) -> value
-    values: Mapping[str, Any]
+    values: JsonMapping
     repetition: int
     #: the complete session as TOML data (paths absolute)
-    session: Mapping[str, Any]
+    session: JsonMapping
     #: names the data root: cluster size, encryption mode and its options
     root_label: str
 
@@ -122,7 +129,8 @@ class Point:
         return digest(self.session, 16)
 
     def get(self, dotted: str, default: Any = None) -> Any:
-        node: Any = self.session
+        """The session's value at a dotted key path (``cluster.nodes``), else ``default``."""
+        node: JsonValue = self.session
         for part in dotted.split("."):
             if not isinstance(node, Mapping) or part not in node:
                 return default
@@ -140,15 +148,15 @@ class Campaign:
     description: str
     path: Path
     base_path: Path
-    base: Mapping[str, Any]
+    base: JsonMapping
     axes: tuple[Axis, ...]
-    overrides: tuple[tuple[tuple[str, ...], Any], ...]
+    overrides: tuple[Override, ...]
     #: axis dotted path -> value key -> ((path, value), ...)
-    per_value: Mapping[str, Mapping[str, tuple[tuple[tuple[str, ...], Any], ...]]]
+    per_value: Mapping[str, Mapping[str, tuple[Override, ...]]]
     repetitions: int
     ingest: str
-    slurm: Mapping[str, Any] = field(default_factory=dict)
-    source: Mapping[str, Any] = field(default_factory=dict)
+    slurm: JsonMapping = field(default_factory=dict)
+    source: JsonMapping = field(default_factory=dict)
 
     def axis(self, name: str) -> Axis | None:
         """An axis by its dotted path or its short name."""
@@ -157,7 +165,7 @@ class Campaign:
                 return axis
         return None
 
-    def points(self, directory: Path, plugins: Any = None) -> list[Point]:
+    def points(self, directory: Path, plugins: PluginSet | None = None) -> list[Point]:
         """Every point, validated; ``directory`` is the campaign directory (for data roots)."""
         if plugins is None:
             from esdash.plugin.manager import get_plugins
@@ -190,7 +198,7 @@ class Campaign:
         repetition: int,
         slugs: list[list[str]],
         directory: Path,
-        plugins: Any,
+        plugins: PluginSet,
     ) -> tuple[Point, list[tuple[str, str, str]]]:
         values = {a.dotted: a.values[k] for a, k in zip(self.axes, combination, strict=True)}
         overrides = list(self.overrides)
@@ -241,13 +249,13 @@ class Campaign:
 # ------------------------------------------------------------------------ building points
 
 
-def _drop_replaced_plugins(data: dict[str, Any], overrides: list) -> None:
+def _drop_replaced_plugins(data: JsonObject, overrides: list[Override]) -> None:
     """A point that picks another plugin than the base must not inherit the base's options.
 
     ``encryption.mode = ["none", "gocryptfs"]`` over a base with ``mode = "gocryptfs"`` and a
     ``password_file``: the ``none`` point gets an ``[encryption]`` table with only its mode.
     """
-    chosen: dict[tuple[str, ...], Any] = {}
+    chosen: dict[tuple[str, ...], JsonValue] = {}
     for path, value in overrides:
         for selector in SELECTORS:
             if path == selector:
@@ -266,7 +274,7 @@ def _drop_replaced_plugins(data: dict[str, Any], overrides: list) -> None:
             data[section] = {key: table[key]} if key in table else {}
 
 
-def _assign(data: dict[str, Any], path: tuple[str, ...], value: Any) -> str | None:
+def _assign(data: JsonObject, path: tuple[str, ...], value: JsonValue) -> str | None:
     """Set ``path`` to ``value`` (tables replace tables); say why not, if it cannot be."""
     node = data
     for depth, part in enumerate(path[:-1]):
@@ -278,7 +286,7 @@ def _assign(data: dict[str, Any], path: tuple[str, ...], value: Any) -> str | No
     return None
 
 
-def _overridden(key: str, overrides: list) -> bool:
+def _overridden(key: str, overrides: list[Override]) -> bool:
     for path, value in overrides:
         dotted = ".".join(path)
         if key == dotted or key.startswith(dotted + ".") or dotted.startswith(key + "."):
@@ -288,17 +296,17 @@ def _overridden(key: str, overrides: list) -> bool:
     return False
 
 
-def _path_keys(data: Mapping[str, Any], plugins: Any) -> list[tuple[str, ...]]:
+def _path_keys(data: JsonMapping, plugins: PluginSet) -> list[tuple[str, ...]]:
     """Key paths of every option of kind ``path`` the session's plugins and sections declare."""
-    found = [("cluster", o.name) for o in CLUSTER if o.kind == "path"]
+    found: list[tuple[str, ...]] = [("cluster", o.name) for o in CLUSTER if o.kind == "path"]
     found += [("benchmark", o.name) for o in BENCHMARK if o.kind == "path"]
 
-    def plugin_options(kind: str, name: Any) -> tuple:
+    def plugin_options(kind: str, name: JsonValue) -> tuple[Option, ...]:
         registry = getattr(plugins, "registries", {}).get(kind, {})
         entry = registry.get(name) if isinstance(name, str) else None
         return tuple(getattr(getattr(entry, "obj", None), "options", ()) or ())
 
-    def table(name: str) -> Mapping[str, Any]:
+    def table(name: str) -> JsonMapping:
         value = data.get(name)
         return value if isinstance(value, Mapping) else {}
 
@@ -318,7 +326,11 @@ def _path_keys(data: Mapping[str, Any], plugins: Any) -> list[tuple[str, ...]]:
 
 
 def _absolutize(
-    data: dict[str, Any], overrides: list, base_dir: Path, campaign_dir: Path, plugins: Any
+    data: JsonObject,
+    overrides: list[Override],
+    base_dir: Path,
+    campaign_dir: Path,
+    plugins: PluginSet,
 ) -> None:
     """Make relative path options absolute: the point's session file lives elsewhere.
 
@@ -326,7 +338,7 @@ def _absolutize(
     the base session against the base session's (as ``esdash run BASE`` would resolve it).
     """
     for path in _path_keys(data, plugins):
-        node: Any = data
+        node: JsonValue = data
         for part in path[:-1]:
             node = node.get(part) if isinstance(node, dict) else None
         if not isinstance(node, dict):
@@ -340,7 +352,7 @@ def _absolutize(
         node[path[-1]] = os.path.normpath(base / value)
 
 
-def _root_label(data: Mapping[str, Any]) -> str:
+def _root_label(data: JsonMapping) -> str:
     """Names a data root: one per cluster size and encryption setup.
 
     Indices can be reused by every cluster of that size and setup (over any interconnect,
@@ -380,9 +392,7 @@ def _axis_slugs(axis: Axis) -> list[str]:
 # ---------------------------------------------------------------------------- parsing
 
 
-def _leaves(
-    table: Mapping[str, Any], prefix: tuple[str, ...] = ()
-) -> Iterable[tuple[tuple[str, ...], Any]]:
+def _leaves(table: JsonMapping, prefix: tuple[str, ...] = ()) -> Iterable[Override]:
     """Flatten nested tables into ``(key path, value)``; quoted dotted keys split too.
 
     ``benchmark.duration = "1s"`` and ``"benchmark.duration" = "1s"`` mean the same.  An
@@ -430,7 +440,7 @@ def _check_path(path: tuple[str, ...], where: str, problems: list[Problem]) -> b
     return True
 
 
-def _table(data: Mapping[str, Any], key: str, problems: list[Problem]) -> Mapping[str, Any]:
+def _table(data: JsonMapping, key: str, problems: list[Problem]) -> JsonMapping:
     value = data.get(key, {})
     if not isinstance(value, Mapping):
         problems.append(Problem(key, f"expected a table [{key}], found {describe(value)}"))
@@ -438,10 +448,10 @@ def _table(data: Mapping[str, Any], key: str, problems: list[Problem]) -> Mappin
     return value
 
 
-def _parse_axes(table: Mapping[str, Any], problems: list[Problem]) -> list[Axis]:
-    raw: list[tuple[tuple[str, ...], Any]] = []
+def _parse_axes(table: JsonMapping, problems: list[Problem]) -> list[Axis]:
+    raw: list[Override] = []
 
-    def walk(node: Mapping[str, Any], prefix: tuple[str, ...]) -> None:
+    def walk(node: JsonMapping, prefix: tuple[str, ...]) -> None:
         for key, value in node.items():
             path = (*prefix, *key.split("."))
             if isinstance(value, Mapping):
@@ -494,12 +504,12 @@ def _parse_axes(table: Mapping[str, Any], problems: list[Problem]) -> list[Axis]
 
 
 def _parse_per_value(
-    table: Mapping[str, Any], axes: list[Axis], problems: list[Problem]
-) -> dict[str, dict[str, tuple]]:
+    table: JsonMapping, axes: list[Axis], problems: list[Problem]
+) -> dict[str, dict[str, tuple[Override, ...]]]:
     by_path = {a.path: a for a in axes}
-    result: dict[str, dict[str, tuple]] = {}
+    result: dict[str, dict[str, tuple[Override, ...]]] = {}
 
-    def walk(node: Mapping[str, Any], prefix: tuple[str, ...]) -> None:
+    def walk(node: JsonMapping, prefix: tuple[str, ...]) -> None:
         for key, value in node.items():
             path = (*prefix, *key.split("."))
             where = "per_value." + ".".join(path)
@@ -529,10 +539,10 @@ def _parse_per_value(
 
 def _per_axis(
     axis: Axis,
-    table: Mapping[str, Any],
+    table: JsonMapping,
     where: str,
     problems: list[Problem],
-    result: dict[str, dict[str, tuple]],
+    result: dict[str, dict[str, tuple[Override, ...]]],
 ) -> None:
     if any(isinstance(v, Mapping) for v in axis.values):
         problems.append(
@@ -556,7 +566,7 @@ def _per_axis(
                 Problem(at, f"expected a table of session keys, found {describe(overrides)}")
             )
             continue
-        pairs = []
+        pairs: list[Override] = []
         for path, item in _leaves(overrides):
             key = f"{at}.{'.'.join(path)}"
             if path == axis.path:
@@ -566,7 +576,7 @@ def _per_axis(
         result.setdefault(axis.dotted, {})[value] = tuple(pairs)
 
 
-def parse_campaign(data: Mapping[str, Any], path: Path, plugins: Any = None) -> Campaign:
+def parse_campaign(data: JsonMapping, path: Path, plugins: PluginSet | None = None) -> Campaign:
     """Validate already-parsed TOML ``data`` that came from ``path`` (points are not built)."""
     path = Path(path)
     base_dir = path.parent.resolve()
@@ -588,7 +598,7 @@ def parse_campaign(data: Mapping[str, Any], path: Path, plugins: Any = None) -> 
         problems.append(
             Problem("name", f"expected letters, digits, '_', '.', '-' (max 48), found {name!r}")
         )
-    overrides = []
+    overrides: list[Override] = []
     for key_path, value in _leaves(_table(data, "set", problems)):
         if _check_path(key_path, "set." + ".".join(key_path), problems):
             overrides.append((key_path, value))
@@ -607,7 +617,7 @@ def parse_campaign(data: Mapping[str, Any], path: Path, plugins: Any = None) -> 
     problems.extend(found)
     slurm_raw = dict(_table(data, "slurm", []))
 
-    base: dict[str, Any] = {}
+    base: JsonObject = {}
     base_path = values.get("session")
     if isinstance(base_path, Path):
         try:
@@ -637,7 +647,7 @@ def parse_campaign(data: Mapping[str, Any], path: Path, plugins: Any = None) -> 
     )
 
 
-def load_campaign(path: str | Path, plugins: Any = None) -> Campaign:
+def load_campaign(path: str | Path, plugins: PluginSet | None = None) -> Campaign:
     """Read and validate a campaign file; raise :class:`CampaignError` on any problem."""
     path = Path(path)
     try:

@@ -26,7 +26,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from types import FrameType
+from typing import TextIO
 
 from esdash.campaign.plan import (
     EACH,
@@ -220,7 +221,7 @@ class Sweep:
             words += ["--only", only]
         return shlex.join(words)
 
-    def _on_signal(self, signum: int, _frame: Any) -> None:
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         first = not self.interrupted
         self.interrupted = True
         child = self.child

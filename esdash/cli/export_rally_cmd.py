@@ -12,9 +12,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from esdash.errors import BadInput
+
+if TYPE_CHECKING:
+    from esdash.plugin.api import OptionValue, OptionValues, Track
+    from esdash.rundir.records import JsonValue
+    from esdash.session import Session
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -52,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def parse_option(text: str) -> tuple[str, Any]:
+def parse_option(text: str) -> tuple[str, JsonValue]:
     """``key=value`` with a TOML value; a value that is not TOML is taken as a string."""
     key, sep, value = text.partition("=")
     key = key.strip()
@@ -68,13 +73,14 @@ def _is_session(source: str) -> bool:
     return source.endswith(".toml") or Path(source).is_file()
 
 
-def resolve(source: str, raw_options: list[str]) -> tuple[Any, dict[str, Any], Any | None]:
+def resolve(source: str, raw_options: list[str]) -> tuple[Track, OptionValues, Session | None]:
     """The track, its validated options and the session (None for a bare track name)."""
     from esdash.plugin.manager import get_plugins
     from esdash.plugin.options import validate
 
     table = dict(parse_option(text) for text in raw_options)
-    session = None
+    session: Session | None = None
+    options: dict[str, OptionValue]
     if _is_session(source):
         from esdash.session import load_session
 

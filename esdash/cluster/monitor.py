@@ -13,20 +13,19 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 import msgspec
 
 from esdash.plugin.control import ControlClient
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import ClusterSample, Health, NodeSample, SampleHealth
+from esdash.rundir.records import ClusterSample, Health, JsonObject, NodeSample, SampleHealth
 from esdash.rundir.stream import JsonlWriter
 
 #: The ``_nodes/stats`` metrics a sample needs.
 STATS = ("jvm", "os", "process", "thread_pool", "indices")
 
 
-def node_sample(stats: dict[str, Any]) -> NodeSample:
+def node_sample(stats: JsonObject) -> NodeSample:
     """The figures the dashboard shows for one node, from its ``_nodes/stats`` entry."""
     jvm = stats.get("jvm", {})
     collectors = jvm.get("gc", {}).get("collectors", {})

@@ -23,7 +23,7 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from esdash.cluster import pki
 from esdash.cluster.control import control_client
@@ -74,7 +74,19 @@ def _report(session: Session, rank: int) -> tuple[RankReport | None, str | None]
     return RankReport(rank, host, endpoint.interface, endpoint.address), None
 
 
-def _plan(run: RunDir, session: Session, gathered: list, fresh: bool) -> dict[str, Any]:
+class _Plan(TypedDict, total=False):
+    """What rank 0 broadcasts: the topology, or the errors that prevent one."""
+
+    topology: Topology
+    errors: list[str]
+
+
+def _plan(
+    run: RunDir,
+    session: Session,
+    gathered: list[tuple[RankReport | None, str | None]],
+    fresh: bool,
+) -> _Plan:
     """Rank 0: the topology and security for everyone, or the errors that prevent it."""
     errors = [error for _, error in gathered if error]
     if errors:
@@ -82,7 +94,7 @@ def _plan(run: RunDir, session: Session, gathered: list, fresh: bool) -> dict[st
     try:
         topology = plan_topology(
             cluster_name(session),
-            [report for report, _ in gathered],
+            [report for report, _ in gathered if report is not None],  # none: errors
             session.cluster.http_port,
             session.cluster.transport_port,
         )

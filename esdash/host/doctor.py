@@ -22,13 +22,13 @@ import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from esdash.errors import PluginError
 from esdash.launch.mpi import find_mpiexec
 from esdash.paths import cache_dir
 from esdash.plugin.host import HostCheck, HostProbe, last_line, run_as_user
 from esdash.plugin.manager import PluginSet, get_plugins
+from esdash.rundir.records import JsonObject
 from esdash.session import DEFAULT_BACKEND
 
 #: The JVM engines' production-mode bootstrap checks (see :func:`check_max_map_count`).
@@ -108,7 +108,7 @@ print(json.dumps({"mpi4py": mpi4py.__version__,
 """
 
 
-def _probe_mpi4py(python: str) -> dict[str, Any] | str:
+def _probe_mpi4py(python: str) -> JsonObject | str:
     """mpi4py's view of its MPI library, from a child process so nothing stays loaded here."""
     proc = run_as_user([python, "-c", _MPI4PY_PROBE], timeout=30)
     if proc.returncode != 0:
@@ -143,7 +143,7 @@ def check_mpi(mpiexec: str | None = None, python: str | None = None) -> HostChec
     lib_version = _first_version(library)
     lib_desc = f"{lib_impl or 'unknown MPI'} {lib_version or ''}".strip()
     libs = ", ".join(probe["libraries"]) or "?"
-    data: dict[str, Any] = {
+    data: JsonObject = {
         "mpi4py": probe["mpi4py"],
         "library_version": library.strip(),
         "library_implementation": lib_impl,
@@ -198,7 +198,7 @@ def check_slurm() -> HostCheck:
     """Slurm is optional: without it esdash runs ranks with mpiexec on this machine."""
     found = {name: shutil.which(name) for name in SLURM_COMMANDS}
     missing = [name for name, where in found.items() if not where]
-    data: dict[str, Any] = {"commands": found, "job_id": os.environ.get("SLURM_JOB_ID")}
+    data: JsonObject = {"commands": found, "job_id": os.environ.get("SLURM_JOB_ID")}
     install = "apt-get install slurm-client (or load your site's Slurm module)"
     if missing:
         return HostCheck(

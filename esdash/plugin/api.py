@@ -25,13 +25,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from esdash.errors import BadInput, EsdashError
 from esdash.plugin.control import ControlClient
 from esdash.plugin.host import HostProbe
 from esdash.plugin.security import Credentials, NodeSecurity
-from esdash.rundir.records import NodePlan, Topology
+from esdash.rundir.records import JsonMapping, JsonObject, NodePlan, Topology
 
 #: Value kinds an :class:`Option` can declare.  ``duration`` accepts ``"30s"``, ``"5m"``,
 #: ``"1h"``, ``"250ms"`` or a number of seconds; ``size`` accepts ``"512m"``, ``"2g"``.
@@ -44,7 +44,17 @@ class _Required:
 
 
 #: Default of an option that the session file must set.
-REQUIRED: Any = _Required()
+REQUIRED: Final = _Required()
+
+#: A value an :class:`Option` declares or converts to, by kind: ``str`` and ``path`` (a
+#: :class:`~pathlib.Path` once converted), ``int``, ``float`` and ``duration`` (seconds),
+#: ``bool``, ``size`` (bytes), ``list[str]`` (a tuple once converted), or None.
+OptionValue = str | int | float | bool | Path | tuple[str, ...] | None
+
+#: A plugin's options as esdash hands them over: validated and converted
+#: (:func:`esdash.plugin.options.validate`), every declared key present (defaults filled
+#: in).  Each value has its option's kind, so a plugin reads them without checking.
+OptionValues = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -58,8 +68,8 @@ class Option:
     name: str
     kind: str
     help: str
-    default: Any = None
-    choices: tuple[Any, ...] = ()
+    default: OptionValue | _Required = None
+    choices: tuple[OptionValue, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
 
@@ -138,7 +148,7 @@ class NodeRequest:
     dirs: NodeDirs
     heap: str
     owner: Owner
-    options: Mapping[str, Any]
+    options: OptionValues
     security: NodeSecurity | None = None
 
 
@@ -195,11 +205,11 @@ class Backend(Registrable):
         return []
 
     @abstractmethod
-    def node_settings(self, request: NodeRequest) -> dict[str, Any]:
+    def node_settings(self, request: NodeRequest) -> JsonObject:
         """The node's configuration (for Elasticsearch: the ``elasticsearch.yml`` entries)."""
 
     @abstractmethod
-    def write_node_config(self, request: NodeRequest, settings: Mapping[str, Any]) -> None:
+    def write_node_config(self, request: NodeRequest, settings: JsonMapping) -> None:
         """Create ``request.dirs.config`` from the distribution's templates and ``settings``.
 
         With ``request.security`` set, install the TLS files and the superuser there too.
@@ -337,19 +347,19 @@ class ClientCodec:
     #: Whether bench workers decode each successful response while measuring.
     decode_responses: bool = False
 
-    def encode_index_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def encode_index_body(self, body: JsonMapping) -> JsonObject:
         """The settings and mappings to create the index with (e.g. encrypted field names)."""
         return dict(body)
 
-    def encode_document(self, doc: dict[str, Any]) -> dict[str, Any]:
+    def encode_document(self, doc: JsonObject) -> JsonObject:
         """One document as it is sent to the cluster."""
         return doc
 
-    def encode_documents(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def encode_documents(self, docs: list[JsonObject]) -> list[JsonObject]:
         """A bulk request's documents; override to batch work across documents."""
         return [self.encode_document(doc) for doc in docs]
 
-    def encode_lines(self, docs: list[dict[str, Any]]) -> list[bytes]:
+    def encode_lines(self, docs: list[JsonObject]) -> list[bytes]:
         """The documents as compact JSON lines (without line ends), ready for ``_bulk``."""
         dumps = json.dumps
         return [dumps(doc, separators=(",", ":")).encode() for doc in self.encode_documents(docs)]
@@ -364,16 +374,14 @@ class ClientCodec:
         """
         return [None] * len(lines)
 
-    def encode_query(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def encode_query(self, body: JsonMapping) -> JsonObject:
         """A ``_search`` body as sent to the cluster.
 
         Raises :class:`QueryNotSupported` naming the part that cannot be expressed.
         """
         return dict(body)
 
-    def decode_response(
-        self, body: dict[str, Any], request: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
+    def decode_response(self, body: JsonObject, request: JsonMapping | None = None) -> JsonObject:
         """A ``_search`` response as the plaintext query would have returned it.
 
         ``request`` is the *encoded* request body (it says which aggregations and sort
@@ -381,7 +389,7 @@ class ClientCodec:
         """
         return body
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> JsonObject:
         """JSON-serialisable, secret-free state from which bench ranks rebuild the codec."""
         return {}
 
@@ -407,7 +415,7 @@ class EncryptionMode(Registrable):
     #: (``esdash-data.json``); a run in another mode on that root is refused.
     node_data: str = "plain"
 
-    def check_options(self, options: Mapping[str, Any], owner: Owner) -> None:
+    def check_options(self, options: OptionValues, owner: Owner) -> None:
         """Refuse what the option declarations cannot express, before anything starts.
 
         "Exactly one of two keys", a key file others may read, a command that is not there:
@@ -420,10 +428,10 @@ class EncryptionMode(Registrable):
 
     def client_codec(
         self,
-        options: Mapping[str, Any],
+        options: OptionValues,
         track: Track,
         *,
-        track_options: Mapping[str, Any] | None = None,
+        track_options: OptionValues | None = None,
         data_root: Path | None = None,
     ) -> ClientCodec | None:
         """The codec for ``track`` (None: documents and queries go out unchanged).
@@ -435,7 +443,7 @@ class EncryptionMode(Registrable):
         """
         return None
 
-    def codec_from_spec(self, spec: Mapping[str, Any]) -> ClientCodec | None:
+    def codec_from_spec(self, spec: JsonMapping) -> ClientCodec | None:
         """Rebuild, in a bench rank, the codec whose :meth:`ClientCodec.spec` is ``spec``."""
         return None
 
@@ -447,9 +455,7 @@ class EncryptionMode(Registrable):
         return []
 
     @contextmanager
-    def node_storage(
-        self, data_dir: Path, owner: Owner, options: Mapping[str, Any]
-    ) -> Iterator[Path]:
+    def node_storage(self, data_dir: Path, owner: Owner, options: OptionValues) -> Iterator[Path]:
         """Yield the directory a node keeps its data in, and undo any setup afterwards.
 
         The default is a plain directory owned by ``owner``; a mode such as GoCryptFS mounts
@@ -489,7 +495,7 @@ class Query:
     """
 
     name: str
-    body: Mapping[str, Any]
+    body: JsonMapping
     index: str | None = None
     requires: tuple[str, ...] = ()
 
@@ -547,24 +553,24 @@ class Track(Registrable):
     index: str = ""
     fields: tuple[FieldSpec, ...] = ()
 
-    def index_name(self, options: Mapping[str, Any]) -> str:
+    def index_name(self, options: OptionValues) -> str:
         """The index the documents go to; tracks whose index depends on options override it."""
         return self.index or self.name
 
-    def field_specs(self, options: Mapping[str, Any]) -> tuple[FieldSpec, ...]:
+    def field_specs(self, options: OptionValues) -> tuple[FieldSpec, ...]:
         """The field schema for ``options``; tracks whose schema depends on options override it."""
         return self.fields
 
     @abstractmethod
-    def index_body(self, options: Mapping[str, Any]) -> dict[str, Any]:
+    def index_body(self, options: OptionValues) -> JsonObject:
         """The settings and mappings of the track's index, as sent to ``PUT /<index>``."""
 
     @abstractmethod
-    def corpus(self, options: Mapping[str, Any], cache_dir: Path) -> Corpus:
+    def corpus(self, options: OptionValues, cache_dir: Path) -> Corpus:
         """The corpus to ingest; a generator writes it under ``cache_dir`` once per options."""
 
     @abstractmethod
-    def query_steps(self, options: Mapping[str, Any]) -> tuple[QueryStep, ...]:
+    def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         """The query steps, in the order they run."""
 
 
@@ -590,6 +596,8 @@ class BrokenPlugin:
 
 __all__ = [
     "REQUIRED",
+    "OptionValue",
+    "OptionValues",
     "Backend",
     "BadInput",
     "BrokenPlugin",

@@ -20,10 +20,11 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO, NoReturn, TypeGuard
 
 from esdash.errors import BadInput
 from esdash.plugin.api import Corpus
+from esdash.rundir.records import JsonObject, JsonValue
 
 #: Longest line accepted (bytes).  Longer lines are almost always a file that is not NDJSON
 #: (a pretty-printed JSON array, a binary file); Elasticsearch's default ``http.max_content_
@@ -74,7 +75,7 @@ def _excerpt(raw: bytes, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
-def open_corpus(path: Path):
+def open_corpus(path: Path) -> BinaryIO:
     try:
         return open(path, "rb", buffering=READ_BUFFER)
     except FileNotFoundError:
@@ -103,7 +104,7 @@ def _check_head(path: Path, head: bytes) -> None:
         )
 
 
-def read_line(handle, path: Path, number: int, limit: int) -> bytes:
+def read_line(handle: BinaryIO, path: Path, number: int, limit: int) -> bytes:
     """The next line (with its end), or ``b""`` at the end; a line over ``limit`` is an error."""
     line = handle.readline(limit + 1)
     if len(line) > limit and not line.endswith(b"\n"):
@@ -121,7 +122,7 @@ def is_blank(line: bytes) -> bool:
     return not line.strip()
 
 
-def decode_line(path: Path, number: int | str, line: bytes) -> Any:
+def decode_line(path: Path, number: int | str, line: bytes) -> JsonValue:
     """Parse one line as JSON; name the line and the fix when it is not UTF-8 JSON."""
     if number == 1 and line.startswith(BOM):
         line = line[len(BOM) :]
@@ -142,7 +143,7 @@ def decode_line(path: Path, number: int | str, line: bytes) -> Any:
             f"re-encode the file, e.g. iconv -f latin1 -t UTF-8 {path} > {path.name}.utf8",
         ) from None
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        value: JsonValue = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise corpus_error(
             path,
@@ -171,17 +172,18 @@ def decode_line(path: Path, number: int | str, line: bytes) -> Any:
             "JSON nests too deeply",
             "flatten the document; Elasticsearch limits nesting depth too",
         ) from None
+    return value
 
 
 class _Constant(ValueError):
     """NaN or Infinity: Python's json accepts them, JSON and Elasticsearch do not."""
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise _Constant(name)
 
 
-def is_action(value: Any) -> bool:
+def is_action(value: JsonValue) -> TypeGuard[JsonObject]:
     """True for a bulk action line: ``{"index": {...}}`` and the like."""
     if not isinstance(value, dict) or len(value) != 1:
         return False
@@ -189,7 +191,8 @@ def is_action(value: Any) -> bool:
     return key in (*ACTIONS, "delete") and isinstance(meta, dict)
 
 
-def check_document(path: Path, number: int | str, value: Any) -> None:
+def check_document(path: Path, number: int | str, value: JsonValue) -> JsonObject:
+    """``value`` when it is a document (a JSON object), else the error naming the line."""
     if not isinstance(value, dict):
         raise corpus_error(
             path,
@@ -197,9 +200,10 @@ def check_document(path: Path, number: int | str, value: Any) -> None:
             f"line is a JSON {_kind(value)}, not an object",
             "every document line must be a JSON object ({...}); fix or delete the line",
         )
+    return value
 
 
-def check_action(path: Path, number: int | str, value: Any) -> dict[str, Any]:
+def check_action(path: Path, number: int | str, value: JsonValue) -> JsonObject:
     if not is_action(value):
         raise corpus_error(
             path,
@@ -219,18 +223,21 @@ def check_action(path: Path, number: int | str, value: Any) -> dict[str, Any]:
     return value
 
 
-def _kind(value: Any) -> str:
-    return {
-        list: "array",
-        str: "string",
-        bool: "boolean",
-        int: "number",
-        float: "number",
-        type(None): "null",
-    }.get(type(value), type(value).__name__)
+_KINDS: dict[type, str] = {
+    list: "array",
+    str: "string",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    type(None): "null",
+}
 
 
-def _describe(value: Any) -> str:
+def _kind(value: JsonValue) -> str:
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def _describe(value: JsonValue) -> str:
     if isinstance(value, dict):
         keys = list(value)[:3]
         return f"an object with keys {keys}" if keys else "an empty object"
@@ -240,9 +247,9 @@ def _describe(value: Any) -> str:
 # ------------------------------------------------------------------------- pre-flight
 
 
-def _first_two(path: Path, max_line_bytes: int) -> list[tuple[int, Any]]:
+def _first_two(path: Path, max_line_bytes: int) -> list[tuple[int, JsonValue]]:
     """(line number, value) of the first two non-blank lines."""
-    found: list[tuple[int, Any]] = []
+    found: list[tuple[int, JsonValue]] = []
     with open_corpus(path) as handle:
         number = 0
         while len(found) < 2:
@@ -403,7 +410,7 @@ def write_atomically(path: Path, chunks: Iterable[bytes | str]) -> Path:
 
 
 def generated_corpus(
-    path: Path, documents: Iterable[dict[str, Any]], count: int | None = None
+    path: Path, documents: Iterable[JsonObject], count: int | None = None
 ) -> Corpus:
     """The corpus at ``path``, written from ``documents`` (one JSON line each) if absent.
 

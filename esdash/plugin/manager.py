@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import pluggy
 
@@ -40,19 +40,17 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "esdash"
 
+#: Anything a plugin can register (the base classes of :data:`KINDS`).
+Registrable = Backend | Interconnect | EncryptionMode | Track | PreflightCheck
+
 #: Registration hook per kind, and the class registered objects must derive from.
-KINDS: dict[str, tuple[str, type]] = {
+KINDS: dict[str, tuple[str, type[Registrable]]] = {
     "backend": ("esdash_register_backends", Backend),
     "interconnect": ("esdash_register_interconnects", Interconnect),
     "encryption": ("esdash_register_encryption_modes", EncryptionMode),
     "track": ("esdash_register_tracks", Track),
     "check": ("esdash_register_checks", PreflightCheck),
 }
-
-
-#: Anything a plugin can register (the base classes of :data:`KINDS`).
-Registrable = Backend | Interconnect | EncryptionMode | Track | PreflightCheck
-R = TypeVar("R", Backend, Interconnect, EncryptionMode, Track, PreflightCheck)
 
 
 @dataclass(frozen=True)
@@ -76,13 +74,12 @@ class PluginSet:
         default_factory=lambda: {kind: {} for kind in KINDS}
     )
 
-    def _get(self, kind: str, name: str, base: type[R]) -> R:
-        """The object of ``kind`` called ``name``, or a :class:`PluginError` saying why not."""
+    def get(self, kind: str, name: str) -> Registrable:
+        """The object of ``kind`` (a key of :data:`KINDS`) called ``name``, or a
+        :class:`PluginError` saying why there is none."""
         registry = self.registries[kind]
         if name in registry:
-            found = registry[name].obj
-            assert isinstance(found, base)  # checked when it was registered
-            return found
+            return registry[name].obj
         hint = ", ".join(sorted(registry)) or "none"
         broken = "; ".join(f"{b.name}: {b.error}" for b in self.broken)
         message = f"no {kind} called {name!r} is registered (available: {hint})"
@@ -90,25 +87,32 @@ class PluginSet:
             message += f". Broken plugins, one of which may provide it: {broken}"
         raise PluginError(message)
 
-    def get(self, kind: str, name: str) -> Registrable:
-        """The object of ``kind`` (a key of :data:`KINDS`) called ``name``."""
-        return self._get(kind, name, KINDS[kind][1])  # type: ignore[type-var]
+    # Each registry holds instances of its kind's class (checked when they were registered).
 
     def backend(self, name: str) -> Backend:
-        return self._get("backend", name, Backend)
+        found = self.get("backend", name)
+        assert isinstance(found, Backend)
+        return found
 
     def interconnect(self, name: str) -> Interconnect:
-        return self._get("interconnect", name, Interconnect)
+        found = self.get("interconnect", name)
+        assert isinstance(found, Interconnect)
+        return found
 
     def encryption(self, name: str) -> EncryptionMode:
-        return self._get("encryption", name, EncryptionMode)
+        found = self.get("encryption", name)
+        assert isinstance(found, EncryptionMode)
+        return found
 
     def track(self, name: str) -> Track:
-        return self._get("track", name, Track)
+        found = self.get("track", name)
+        assert isinstance(found, Track)
+        return found
 
     def checks(self) -> list[PreflightCheck]:
         """Every registered pre-flight check, in registration order."""
-        return [item.obj for item in self.registries["check"].values()]  # type: ignore[misc]
+        registered = self.registries["check"].values()
+        return [item.obj for item in registered if isinstance(item.obj, PreflightCheck)]
 
     def names(self, kind: str) -> list[str]:
         return sorted(self.registries[kind])
@@ -172,7 +176,7 @@ def load_plugins(extra: Iterable[tuple[str, object]] = ()) -> PluginSet:
         version = ep.dist.version if ep.dist else None
         candidates.append((ep.name, ep.load, dist, version))
     for name, obj in extra:
-        candidates.append((name, lambda obj=obj: obj, None, None))
+        candidates.append((name, _given(obj), None, None))
 
     for name, load, dist, version in candidates:
         if name in disabled:
@@ -210,6 +214,11 @@ def load_plugins(extra: Iterable[tuple[str, object]] = ()) -> PluginSet:
 
     _collect(plugin_set)
     return plugin_set
+
+
+def _given(obj: object) -> Callable[[], object]:
+    """The loader of an ``extra`` plugin: it is already there."""
+    return lambda: obj
 
 
 def _collect(plugin_set: PluginSet) -> None:
@@ -253,7 +262,7 @@ def _collect(plugin_set: PluginSet) -> None:
 
 
 def _stamping_register(
-    staged: list[Registered], plugin: str, kind: str, hook_name: str, base: type
+    staged: list[Registered], plugin: str, kind: str, hook_name: str, base: type[Registrable]
 ) -> Callable[[object], None]:
     """The ``register`` callable handed to one plugin's registration hook."""
 

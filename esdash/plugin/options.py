@@ -10,12 +10,13 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from esdash.plugin.api import REQUIRED, Option
+from esdash.plugin.api import REQUIRED, Option, OptionValue, _Required
+from esdash.rundir.records import JsonMapping
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -34,9 +35,9 @@ class Problem:
         return f"{self.key}: {self.message}" if self.key else self.message
 
 
-def describe(value: Any) -> str:
+def describe(value: object) -> str:
     """A short, type-revealing rendering of a found value for error messages."""
-    kinds = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    kinds: dict[type, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
     kinds.update({list: "array", dict: "table"})
     kind = kinds.get(type(value), type(value).__name__)
     if isinstance(value, dict):
@@ -49,7 +50,7 @@ def describe(value: Any) -> str:
     return f"{text} ({kind})"
 
 
-def parse_duration(value: Any) -> float:
+def parse_duration(value: object) -> float:
     """Seconds from a number or a string such as ``"250ms"``, ``"30s"``, ``"5m"``, ``"1h"``."""
     if isinstance(value, bool):
         raise ValueError
@@ -64,7 +65,7 @@ def parse_duration(value: Any) -> float:
     raise ValueError
 
 
-def parse_size(value: Any) -> int:
+def parse_size(value: object) -> int:
     """Bytes from an integer or a string such as ``"512m"`` or ``"2g"``."""
     if isinstance(value, bool):
         raise ValueError
@@ -89,7 +90,7 @@ _EXPECTED = {
 }
 
 
-def _convert(option: Option, value: Any, base_dir: Path | None) -> Any:
+def _convert(option: Option, value: object, base_dir: Path | None) -> OptionValue:
     """Convert ``value`` to the option's kind, or raise ValueError."""
     kind = option.kind
     if kind == "str":
@@ -128,14 +129,15 @@ def _convert(option: Option, value: Any, base_dir: Path | None) -> Any:
     raise AssertionError(f"unhandled option kind {kind}")
 
 
-def _default(option: Option, base_dir: Path | None) -> Any:
+def _default(option: Option, base_dir: Path | None) -> OptionValue:
     """The declared default, converted like a value from a file ("1g" becomes bytes)."""
-    if option.default is None:
+    default = option.default
+    if default is None or isinstance(default, _Required):  # REQUIRED: reported as missing
         return None
     try:
-        return _convert(option, option.default, base_dir)
+        return _convert(option, default, base_dir)
     except ValueError:
-        return option.default  # e.g. a tuple default for list[str]: already in final form
+        return default  # e.g. a tuple default for list[str]: already in final form
 
 
 def _range_text(option: Option) -> str:
@@ -156,7 +158,7 @@ def suggest(name: str, candidates: Sequence[str]) -> str:
 
 def validate(
     options: Sequence[Option],
-    table: Mapping[str, Any],
+    table: JsonMapping,
     prefix: str,
     base_dir: Path | None = None,
     ignore: Sequence[str] = (),

@@ -29,13 +29,13 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import NoReturn
 
 from esdash.errors import BadInput
 from esdash.plugin.api import Query, QueryStep
 from esdash.plugin.options import suggest
+from esdash.rundir.records import JsonMapping, JsonObject, JsonValue
 
 STEP_KEYS = (
     "name",
@@ -53,6 +53,9 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 _WS = re.compile(r"[ \t\n\r]*")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
 
+#: Where a value sits in a JSON text: object keys and array indices from the top.
+JsonPath = tuple[str | int, ...]
+
 
 class _Located:
     """Line numbers of the values of a JSON text, by JSON path, and its first strictness issue.
@@ -62,7 +65,7 @@ class _Located:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.offsets: dict[tuple[Any, ...], int] = {}
+        self.offsets: dict[JsonPath, int] = {}
         #: (offset, message) of the first duplicate key or NaN/Infinity.
         self.problem: tuple[int, str] | None = None
         with contextlib.suppress(ValueError, IndexError, RecursionError):
@@ -71,20 +74,22 @@ class _Located:
     def line_at(self, offset: int) -> int:
         return self.text.count("\n", 0, offset) + 1
 
-    def line(self, path: tuple[Any, ...]) -> int | None:
+    def line(self, path: JsonPath) -> int | None:
         while path not in self.offsets and path:
             path = path[:-1]
         offset = self.offsets.get(path)
         return None if offset is None else self.line_at(offset)
 
     def _skip(self, at: int) -> int:
-        return _WS.match(self.text, at).end()  # type: ignore[union-attr]
+        whitespace = _WS.match(self.text, at)
+        assert whitespace is not None  # the pattern matches the empty string
+        return whitespace.end()
 
     def _flag(self, at: int, message: str) -> None:
         if self.problem is None:
             self.problem = (at, message)
 
-    def _value(self, at: int, path: tuple[Any, ...]) -> int:
+    def _value(self, at: int, path: JsonPath) -> int:
         text = self.text
         at = self._skip(at)
         self.offsets[path] = at
@@ -105,7 +110,8 @@ class _Located:
             keys: set[str] = set()
             while True:
                 start = at
-                key, at = json.decoder.scanstring(text, at + 1)  # type: ignore[attr-defined]
+                # the key string at ``at`` (what json.decoder.scanstring reads after its quote)
+                key, at = _DECODER.raw_decode(text, at)
                 if key in keys:
                     self._flag(
                         start,
@@ -118,22 +124,23 @@ class _Located:
                 if not text.startswith(",", at):
                     return at + 1
                 at = self._skip(at + 1)
-        if text.startswith('"', at):
-            return json.decoder.scanstring(text, at + 1)[1]  # type: ignore[attr-defined]
         for constant in ("NaN", "Infinity", "-Infinity"):
             if text.startswith(constant, at):
                 self._flag(at, f"{constant} is not JSON; use a number or null")
-        return json.JSONDecoder().raw_decode(text, at)[1]
+        return _DECODER.raw_decode(text, at)[1]
 
 
-def _where(path: tuple[Any, ...]) -> str:
+_DECODER = json.JSONDecoder()
+
+
+def _where(path: JsonPath) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else f".{part}"
     return out.lstrip(".") or "top level"
 
 
-def _kind(value: Any) -> str:
+def _kind(value: JsonValue) -> str:
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if value is None:
@@ -143,7 +150,7 @@ def _kind(value: Any) -> str:
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:40] + "…"
         return f"the string {json.dumps(shown, ensure_ascii=False)}"
-    return {list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+    return "an array" if isinstance(value, list) else "an object"
 
 
 class _Reader:
@@ -151,12 +158,12 @@ class _Reader:
         self.source = source
         self.located = _Located(text)
 
-    def error(self, path: tuple[Any, ...], problem: str, fix: str) -> BadInput:
+    def error(self, path: JsonPath, problem: str, fix: str) -> BadInput:
         line = self.located.line(path)
         where = f", line {line}" if line is not None else ""
         return BadInput(f"query file {self.source}{where}, {_where(path)}: {problem}; {fix}")
 
-    def keys(self, obj: Mapping[str, Any], allowed: tuple[str, ...], path: tuple[Any, ...]):
+    def keys(self, obj: JsonMapping, allowed: tuple[str, ...], path: JsonPath) -> None:
         for key in obj:
             if key not in allowed:
                 raise self.error(
@@ -165,7 +172,7 @@ class _Reader:
                     f"allowed keys are {', '.join(allowed)}",
                 )
 
-    def seconds(self, step: Mapping[str, Any], key: str, path: tuple[Any, ...], positive: bool):
+    def seconds(self, step: JsonMapping, key: str, path: JsonPath, positive: bool) -> float | None:
         if key not in step:
             return None
         value = step[key]
@@ -186,7 +193,7 @@ class _Reader:
             )
         return float(value)
 
-    def name(self, obj: Mapping[str, Any], default: str, path: tuple[Any, ...]) -> str:
+    def name(self, obj: JsonMapping, default: str, path: JsonPath) -> str:
         if "name" not in obj:
             return default
         value = obj["name"]
@@ -208,7 +215,9 @@ def parse_steps(text: str, source: str = "<query file>") -> tuple[QueryStep, ...
             'e.g. [{"search_queries": [{"body": {"query": {"match_all": {}}}}]}]'
         )
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        data: JsonValue = json.loads(
+            text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant
+        )
     except json.JSONDecodeError as exc:
         hint = ""
         if exc.msg.startswith(("Expecting property name", "Expecting value")):
@@ -250,7 +259,7 @@ def parse_steps(text: str, source: str = "<query file>") -> tuple[QueryStep, ...
     steps: list[QueryStep] = []
     seen: dict[str, int] = {}
     for k, step in enumerate(data):
-        path: tuple[Any, ...] = (k,)
+        path: JsonPath = (k,)
         if not isinstance(step, dict):
             raise reader.error(
                 path,
@@ -274,7 +283,7 @@ def parse_steps(text: str, source: str = "<query file>") -> tuple[QueryStep, ...
     return tuple(steps)
 
 
-def _queries(reader: _Reader, step: Mapping[str, Any], path: tuple[Any, ...]) -> tuple[Query, ...]:
+def _queries(reader: _Reader, step: JsonMapping, path: JsonPath) -> tuple[Query, ...]:
     example = '"search_queries": [{"body": {"query": {"match_all": {}}}}]'
     if "search_queries" not in step:
         raise reader.error(path, 'missing key "search_queries"', f"add it: {example}")
@@ -354,8 +363,8 @@ class _Strict(ValueError):
     pass
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
+def _no_duplicates(pairs: list[tuple[str, JsonValue]]) -> JsonObject:
+    obj: JsonObject = {}
     for key, value in pairs:
         if key in obj:
             raise _Strict(
@@ -366,7 +375,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise _Strict(f"{name} is not JSON; use a number or null")
 
 

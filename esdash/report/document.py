@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import jinja2
 from jinja2 import pass_eval_context
@@ -53,7 +53,11 @@ from esdash.report.tables import (
     wide_tables,
 )
 from esdash.rundir import files
+from esdash.rundir.records import JsonObject
 from esdash.view.inputs import BASELINE, Inputs
+
+if TYPE_CHECKING:
+    from esdash.report.figures import Figure
 
 SCHEMA = "esdash.report/1"
 REPORT_FORMATS = ("md", "html", "csv", "json")
@@ -64,11 +68,11 @@ class Report:
     title: str
     inputs: Inputs
     tables: list[Table]
-    runs: list[dict[str, Any]]
-    environment: dict[str, Any]
+    runs: list[JsonObject]
+    environment: JsonObject
     notes: list[str]
-    ingest_runs: list[dict[str, Any]] = field(default_factory=list)
-    figures: list[Any] = field(default_factory=list)
+    ingest_runs: list[JsonObject] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
 
     def table(self, table_id: str) -> Table | None:
         return next((t for t in self.tables if t.id == table_id), None)
@@ -119,7 +123,7 @@ def build_report(inputs: Inputs, baseline: str = BASELINE) -> Report:
 # ------------------------------------------------------------------------ writers
 
 
-def _json_safe(value: Any) -> Any:
+def _json_safe(value: object) -> object:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, Mapping):
@@ -176,13 +180,13 @@ def write_csv(report: Report, out: Path) -> list[Path]:
 # Markdown and HTML: templates/*.j2 (see the module docstring); here only their context.
 
 
-def md_cell(text: Any) -> str:
+def md_cell(text: object) -> str:
     """A Markdown table cell: ``|`` escaped and newlines made spaces, so no value breaks a row."""
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 @pass_eval_context
-def _finalize(eval_ctx: EvalContext, value: Any) -> Any:
+def _finalize(eval_ctx: EvalContext, value: object) -> object:
     """Escape HTML output with :func:`html.escape`, as the pages always were.
 
     Autoescaping is on for ``*.html.j2`` (its escape would give ``&#39;``/``&#34;`` where
@@ -210,7 +214,7 @@ def templates() -> jinja2.Environment:
     return env
 
 
-def _figure_context(figure: Any, out: Path, embed: bool) -> dict[str, Any]:
+def _figure_context(figure: Figure, out: Path, embed: bool) -> JsonObject:
     main = figure.files.get("png") or next(iter(figure.files.values()))
     src = main
     if embed:
@@ -226,7 +230,7 @@ def _figure_context(figure: Any, out: Path, embed: bool) -> dict[str, Any]:
     }
 
 
-def document_context(report: Report, out: Path, self_contained: bool = False) -> dict[str, Any]:
+def document_context(report: Report, out: Path, self_contained: bool = False) -> JsonObject:
     """What report.md.j2 and report.html.j2 show; figures are read from ``out`` if embedded."""
     entries = report.inputs.entries
     return {

@@ -22,14 +22,22 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from esdash.report.tables import group_configs, merged_histogram
 from esdash.rundir import hdr
+from esdash.rundir.records import JsonMapping
 from esdash.view.inputs import Entry, config_label, op_of, queries_of, query_label
+
+if TYPE_CHECKING:
+    import matplotlib.figure
+    from matplotlib.artist import Artist
+
+    from esdash.view.intervals import IntervalOp
 
 FORMATS = ("png", "svg")
 #: Panels per scaling figure; more queries than this get a second look in the tables.
@@ -45,7 +53,8 @@ class Figure:
     files: dict[str, str] = field(default_factory=dict)  # format -> path relative to the report
 
 
-def _pyplot() -> Any:
+def _pyplot() -> ModuleType:
+    """``matplotlib.pyplot``, set up for files (Agg) and reproducible SVG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -71,7 +80,7 @@ class Drawer:
         self.plt = _pyplot()
         (out / "figures").mkdir(parents=True, exist_ok=True)
 
-    def save(self, fig: Any, name: str, title: str, caption: str) -> None:
+    def save(self, fig: matplotlib.figure.Figure, name: str, title: str, caption: str) -> None:
         figure = Figure(name, title, caption)
         for fmt in self.formats:
             relative = f"figures/{name}.{fmt}"
@@ -142,7 +151,7 @@ def timeline(drawer: Drawer, entry: Entry, bins: int = 60) -> None:
     values = [v for o in ops for v in hdr.buckets(o.counts)]
     lowest = max(min(v[0] for v in values), 1e-6)
     highest = max(v[1] for v in values) * 1.001 + 1e-6
-    columns: dict[tuple[float, float], list[Any]] = {}
+    columns: dict[tuple[float, float], list[IntervalOp]] = {}
     for o in ops:
         columns.setdefault((round(o.t - o.elapsed, 3), round(o.t, 3)), []).append(o)
     spans = sorted(columns)
@@ -213,7 +222,7 @@ def timeline(drawer: Drawer, entry: Entry, bins: int = 60) -> None:
 # -------------------------------------------------------------------------- scaling
 
 
-def _series_key(record: Mapping[str, Any], axis: str) -> str:
+def _series_key(record: JsonMapping, axis: str) -> str:
     parts = [str(record.get("setup"))]
     if record.get("source") != "esdash":
         parts.append(f"[{record.get('source')}]")
@@ -230,7 +239,7 @@ def _series_key(record: Mapping[str, Any], axis: str) -> str:
     return ", ".join(parts)
 
 
-def scaling(drawer: Drawer, records: Sequence[Mapping[str, Any]], axis: str) -> None:
+def scaling(drawer: Drawer, records: Sequence[JsonMapping], axis: str) -> None:
     """Throughput and latency against ``axis`` (``nodes`` or ``workers_per_node``)."""
     values = {r.get(axis) for r in records if isinstance(r.get(axis), int | float)}
     if len(values) < 2:
@@ -249,7 +258,7 @@ def scaling(drawer: Drawer, records: Sequence[Mapping[str, Any]], axis: str) -> 
         )
         for index, (step, query) in enumerate(queries):
             ax = axes[index // columns][index % columns]
-            series: dict[str, list[Mapping[str, Any]]] = {}
+            series: dict[str, list[JsonMapping]] = {}
             for r in records:
                 if (r["step"], r["query"]) == (step, query) and isinstance(
                     r.get(axis), int | float
@@ -285,7 +294,7 @@ def scaling(drawer: Drawer, records: Sequence[Mapping[str, Any]], axis: str) -> 
                 ax.set_yscale("log")
         for index in range(len(queries), rows * columns):
             axes[index // columns][index % columns].axis("off")
-        legend: dict[str, Any] = {}
+        legend: dict[str, Artist] = {}  # label -> its first handle
         for row in axes:
             for ax in row:
                 for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -309,7 +318,7 @@ def scaling(drawer: Drawer, records: Sequence[Mapping[str, Any]], axis: str) -> 
         )
 
 
-def ingest_scaling(drawer: Drawer, records: Sequence[Mapping[str, Any]]) -> None:
+def ingest_scaling(drawer: Drawer, records: Sequence[JsonMapping]) -> None:
     axes_used = [
         axis
         for axis in ("workers_per_node", "nodes")
@@ -321,7 +330,7 @@ def ingest_scaling(drawer: Drawer, records: Sequence[Mapping[str, Any]]) -> None
         1, len(axes_used), figsize=(4.2 * len(axes_used), 3.2), squeeze=False
     )
     for ax, axis in zip(axes[0], axes_used, strict=True):
-        series: dict[str, list[Mapping[str, Any]]] = {}
+        series: dict[str, list[JsonMapping]] = {}
         for r in records:
             if isinstance(r.get(axis), int | float) and r.get("docs_per_s_mean") is not None:
                 series.setdefault(_series_key(r, axis), []).append(r)
@@ -355,8 +364,8 @@ def ingest_scaling(drawer: Drawer, records: Sequence[Mapping[str, Any]]) -> None
 def make_figures(
     out: Path,
     entries: Sequence[Entry],
-    query_records: Sequence[Mapping[str, Any]],
-    ingest_records: Sequence[Mapping[str, Any]],
+    query_records: Sequence[JsonMapping],
+    ingest_records: Sequence[JsonMapping],
     formats: Sequence[str] = FORMATS,
     max_timelines: int = 24,
 ) -> list[Figure]:

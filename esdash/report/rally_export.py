@@ -33,11 +33,15 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import esdash
 from esdash.errors import BadInput
-from esdash.plugin.api import Corpus, Query, QueryStep, Track
+from esdash.plugin.api import Corpus, OptionValues, Query, QueryStep, Track
+from esdash.rundir.records import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from esdash.session import Session
 
 #: esdash's own defaults for a session's [benchmark] table, used when no session is given.
 DEFAULT_WARMUP = 5.0
@@ -65,7 +69,7 @@ class ExportSettings:
     copy_corpus: bool = False
 
     @classmethod
-    def from_session(cls, session: Any, copy_corpus: bool = False) -> ExportSettings:
+    def from_session(cls, session: Session, copy_corpus: bool = False) -> ExportSettings:
         """The settings of a validated :class:`esdash.session.Session`."""
         bench = session.benchmark
         return cls(
@@ -92,7 +96,7 @@ class ExportResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def jinja_safe_json(value: Any) -> str:
+def jinja_safe_json(value: JsonValue) -> str:
     """JSON text that Jinja2 renders to itself (see the module docstring)."""
     text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
     # Structural braces are followed by a newline or "}" in indented JSON, so every "{" that
@@ -100,7 +104,7 @@ def jinja_safe_json(value: Any) -> str:
     return _JINJA_OPENERS.sub(r"\\u007b", text) + "\n"
 
 
-def index_name(track: Track, options: Mapping[str, Any]) -> str:
+def index_name(track: Track, options: OptionValues) -> str:
     """The index a track's documents go to, as the bench plan names it."""
     resolve = getattr(track, "index_name", None)
     if callable(resolve):
@@ -131,7 +135,7 @@ def _seconds(value: float, minimum: int, what: str, step: str, notes: list[str])
     return whole
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> JsonValue:
     """Option values as JSON (paths as strings, tuples as lists) for the track's meta data."""
     if isinstance(value, Path):
         return str(value)
@@ -160,25 +164,25 @@ class _Names:
 
 def build_track(
     track: Track,
-    options: Mapping[str, Any],
+    options: OptionValues,
     index: str,
     steps: tuple[QueryStep, ...],
     documents: int,
     size: int,
     includes_actions: bool,
     settings: ExportSettings,
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[JsonObject, list[str]]:
     """The ``track.json`` object, and notes on what had to be adapted."""
     notes: list[str] = []
     op_names, task_names = _Names(), _Names()
     bulk_name = op_names.take("bulk")
-    operations: list[dict[str, Any]] = [
+    operations: list[JsonObject] = [
         {"name": bulk_name, "operation-type": "bulk", "bulk-size": settings.bulk_size}
     ]
     by_query: dict[str, str] = {}
 
     def operation(query: Query) -> str:
-        op: dict[str, Any] = {
+        op: JsonObject = {
             "name": query.name,
             "operation-type": "search",
             "index": query.index or index,
@@ -197,7 +201,7 @@ def build_track(
         return op["name"]
 
     clients = settings.clients
-    schedule: list[dict[str, Any]] = [
+    schedule: list[JsonObject] = [
         {"operation": "delete-index"},
         {"operation": {"operation-type": "create-index"}},
         {"operation": bulk_name, "clients": clients},
@@ -212,7 +216,7 @@ def build_track(
             if step.target_throughput is None
             else (step.target_throughput)
         )
-        timing: dict[str, Any] = {
+        timing: JsonObject = {
             "warmup-time-period": _seconds(warmup, 0, "warm-up", step.name, notes),
             "time-period": _seconds(duration, 1, "duration", step.name, notes),
         }
@@ -225,7 +229,7 @@ def build_track(
                 f"task runs {'at the target rate' if rate else 'as a closed loop'} without it"
             )
         if len(step.queries) == 1:
-            task: dict[str, Any] = {
+            task: JsonObject = {
                 "name": task_names.take(step.name),
                 "operation": operation(step.queries[0]),
                 "clients": clients,
@@ -248,7 +252,7 @@ def build_track(
             tasks.append(task)
         schedule.append({"parallel": {"clients": clients, **timing, "tasks": tasks}})
 
-    document_set: dict[str, Any] = {
+    document_set: JsonObject = {
         "source-file": CORPUS_FILE,
         "document-count": documents,
         "uncompressed-bytes": size,
@@ -316,7 +320,7 @@ def _place_corpus(source: Path, target: Path, copy: bool) -> None:
 
 def export_track(
     track: Track,
-    options: Mapping[str, Any],
+    options: OptionValues,
     out_dir: Path,
     cache_dir: Path,
     settings: ExportSettings | None = None,

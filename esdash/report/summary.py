@@ -14,15 +14,21 @@ systems are read with ``less`` and ``grep`` in whatever locale the job had.
 
 from __future__ import annotations
 
-from typing import Any
-
 from esdash.bench.merge import Merged, OpData
 from esdash.report.thresholds import (  # re-exported: the summary's callers check them too
     check_thresholds,
     evaluate_thresholds,
     parse_thresholds,
 )
-from esdash.rundir.records import Event, Header, Interval, OpResult, Results, StreamRecord
+from esdash.rundir.records import (
+    Event,
+    Header,
+    Interval,
+    JsonObject,
+    OpResult,
+    Results,
+    StreamRecord,
+)
 from esdash.stats import summarize
 from esdash.view import format as fmt
 
@@ -142,7 +148,7 @@ def _decode_ops(record: Interval) -> Merged:
     return Merged().add_ops(record.ops)
 
 
-def _op_live(data: OpData, elapsed: float) -> dict[str, Any]:
+def _op_live(data: OpData, elapsed: float) -> JsonObject:
     summary = summarize(data.latency)
     rate = data.ok / elapsed if elapsed > 0 else None
     docs = data.docs / elapsed if elapsed > 0 else None

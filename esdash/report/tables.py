@@ -27,12 +27,18 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from esdash.rundir import hdr
-from esdash.rundir.records import IngestResult, LatencyStats, OpResult, Spread
+from esdash.rundir.records import (
+    IngestResult,
+    JsonMapping,
+    JsonObject,
+    LatencyStats,
+    OpResult,
+    Spread,
+)
 from esdash.stats import geometric, supported_percentiles
 from esdash.view import format as fmt
 from esdash.view.inputs import (
@@ -55,7 +61,7 @@ class Table:
     note: str
     headers: list[str]
     rows: list[list[str]] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[JsonObject] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------- grouping
@@ -68,7 +74,7 @@ def setup_order(entries: Iterable[Entry], baseline: str = BASELINE) -> dict[str,
     return order
 
 
-def _sort_value(value: Any) -> tuple:
+def _sort_value(value: object) -> tuple[int, float, str]:
     return (0, value, "") if isinstance(value, int | float) else (1, 0, str(value))
 
 
@@ -94,7 +100,7 @@ def group_configs(entries: Sequence[Entry], baseline: str = BASELINE) -> list[li
     return sorted(groups.values(), key=key)
 
 
-def config_cells(config: Mapping[str, Any], source: str) -> list[str]:
+def config_cells(config: JsonMapping, source: str) -> list[str]:
     setup = str(config.get("setup"))
     if source != "esdash":
         setup += f" [{source}]"
@@ -109,7 +115,7 @@ def config_cells(config: Mapping[str, Any], source: str) -> list[str]:
 CONFIG_HEADERS = ["setup", "interconnect", "nodes", "workers/node"]
 
 
-def _config_record(group: list[Entry]) -> dict[str, Any]:
+def _config_record(group: list[Entry]) -> JsonObject:
     return {"source": group[0].source, **group[0].config}
 
 
@@ -167,7 +173,7 @@ def merged_histogram(ops: Sequence[OpResult]) -> tuple[hdr.Counts, float, float]
     return None if merged is None else (merged, low, high)
 
 
-def pooled_percentiles(ops: Sequence[OpResult], names: Sequence[str]) -> dict[str, Any]:
+def pooled_percentiles(ops: Sequence[OpResult], names: Sequence[str]) -> JsonObject:
     """Percentiles (ms) of the runs' latencies together, from their merged HDR histograms."""
     if len(ops) == 1:
         return {name: ops[0].latency.value(name) for name in names}
@@ -202,7 +208,7 @@ def pm(mean: float | None, std: float | None, fmt: Callable[[float | None], str]
 # --------------------------------------------------------------------- the tables
 
 
-def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[dict[str, Any]]:
+def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonObject]:
     """One record per configuration x query with the pooled numbers (see the docstring)."""
     records = []
     queries = queries_of(entries)
@@ -262,7 +268,7 @@ def _errors_cell(failed: int, requests: int) -> str:
     return f"{failed:,} ({failed / requests * 100:.2f}%)"
 
 
-def query_table(records: Sequence[Mapping[str, Any]]) -> Table:
+def query_table(records: Sequence[JsonMapping]) -> Table:
     table = Table(
         "queries",
         "Query throughput and latency",
@@ -303,10 +309,10 @@ def query_table(records: Sequence[Mapping[str, Any]]) -> Table:
     return table
 
 
-def wide_tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
+def wide_tables(records: Sequence[JsonMapping]) -> list[Table]:
     """The paper's layout: one row per setup x cluster size, one column per query."""
     queries: list[tuple[str, str]] = []
-    rows: dict[tuple, dict[tuple[str, str], Mapping[str, Any]]] = {}
+    rows: dict[tuple, dict[tuple[str, str], JsonMapping]] = {}
     for r in records:
         if (r["step"], r["query"]) not in queries:
             queries.append((r["step"], r["query"]))
@@ -345,7 +351,7 @@ def wide_tables(records: Sequence[Mapping[str, Any]]) -> list[Table]:
     return [throughput, latency]
 
 
-def ingest_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[dict[str, Any]]:
+def ingest_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonObject]:
     records = []
     for group in group_configs(entries, baseline):
         runs = [
@@ -382,7 +388,7 @@ def ingest_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[dict
     return records
 
 
-def ingest_table(records: Sequence[Mapping[str, Any]]) -> Table:
+def ingest_table(records: Sequence[JsonMapping]) -> Table:
     table = Table(
         "ingest",
         "Ingest",
@@ -434,7 +440,7 @@ INGEST_METRICS: tuple[tuple[str, Callable[[IngestResult], float | None]], ...] =
 )
 
 
-def _spread3(values: Sequence[float]) -> dict[str, Any]:
+def _spread3(values: Sequence[float]) -> JsonObject:
     return {
         "n": len(values),
         "median": statistics.median(values),
@@ -449,7 +455,7 @@ def _change(setup: float, base: float) -> float | None:
     return None if not base else (setup / base - 1.0) * 100.0
 
 
-def overhead_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[dict[str, Any]]:
+def overhead_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonObject]:
     groups = group_configs(entries, baseline)
     queries = queries_of(entries)
     records = []
@@ -519,7 +525,7 @@ def _num(value: float | None) -> str:
     return fmt.ms(fmt.from_ms(value)) if abs(value) < 1000 else f"{value:,.0f}"
 
 
-def overhead_table(records: Sequence[Mapping[str, Any]]) -> Table:
+def overhead_table(records: Sequence[JsonMapping]) -> Table:
     table = Table(
         "overhead",
         "Overhead of each setup relative to the baseline",
@@ -595,7 +601,7 @@ RUN_FIELDS = (
 )
 
 
-def run_rows(entries: Sequence[Entry]) -> list[dict[str, Any]]:
+def run_rows(entries: Sequence[Entry]) -> list[JsonObject]:
     """One row per run x query with that run's own numbers (the CSV's rows)."""
     rows = []
     for entry in entries:
@@ -640,7 +646,7 @@ def run_rows(entries: Sequence[Entry]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------- environment
 
 
-def environment(entries: Sequence[Entry]) -> dict[str, Any]:
+def environment(entries: Sequence[Entry]) -> JsonObject:
     """What a reader needs to reproduce the report: versions, machines, jobs, sessions."""
     from esdash import __version__
 
@@ -673,7 +679,7 @@ def _utc(epoch: float | None) -> str | None:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(epoch)))
 
 
-def environment_table(env: Mapping[str, Any]) -> Table:
+def environment_table(env: JsonMapping) -> Table:
     table = Table(
         "environment",
         "Environment",

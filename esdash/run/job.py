@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from esdash.bench.plan import make_plan
 from esdash.bench.sink import results_from_stream
@@ -33,6 +33,7 @@ from esdash.errors import (
 )
 from esdash.launch import mpi, process
 from esdash.paths import cache_dir
+from esdash.plugin.api import ClientCodec, Corpus, QueryStep, Track
 from esdash.plugin.corpus import check_corpus
 from esdash.plugin.manager import get_plugins
 from esdash.run import start, stop
@@ -57,7 +58,7 @@ class RunOptions:
     run_dir: Path | None = None
 
 
-def prepare_workload(session: Session) -> tuple[Any, Any, tuple]:
+def prepare_workload(session: Session) -> tuple[Track, Corpus, tuple[QueryStep, ...]]:
     """Track, corpus and query steps, resolved before any cluster is started."""
     plugins = get_plugins()
     track = plugins.track(session.track.name)
@@ -71,7 +72,7 @@ def prepare_workload(session: Session) -> tuple[Any, Any, tuple]:
     return track, corpus, session.query_steps(track)
 
 
-def client_codec_for(session: Session, track: Any) -> Any:
+def client_codec_for(session: Session, track: Track) -> ClientCodec | None:
     """The encryption mode's client codec (None for modes that send data unchanged).
 
     Built before any cluster starts: a missing or unsafe key stops the run right here, with

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from esdash.errors import BadInput
+from esdash.rundir.records import JsonObject
 
 T = TypeVar("T")
 
@@ -89,7 +90,10 @@ def _path_as_text(value: object) -> object:
 
 
 def to_builtins(record: object) -> Any:
-    """A record (or a dataclass of records) as plain JSON values; paths become text."""
+    """A record (or a dataclass of records) as plain JSON values; paths become text.
+
+    Untyped as msgspec's result is: a record gives a :data:`JsonObject`, a list a list.
+    """
     return msgspec.to_builtins(record, enc_hook=_path_as_text)
 
 
@@ -127,9 +131,9 @@ def edit(path: Path, kind: type[T], default: T) -> Iterator[T]:
     writers of one file are not coordinated (as before: every file has one writer at a
     time); the write itself is atomic.
     """
-    raw: dict[str, Any] = {}
+    raw: JsonObject = {}
     if path.exists():
-        raw = decode(_read_bytes(path), dict[str, Any], path)
+        raw = decode(_read_bytes(path), JsonObject, path)
         record = convert(raw, kind, path)
     else:
         record = default

@@ -142,9 +142,10 @@ def decode(encoded: str) -> Counts:
         rebinned.add(histogram)
         histogram = rebinned
     # A view of the codec's own counts array: one copy of the used part, nothing else.
-    view = np.frombuffer(histogram.counts, dtype=np.int64)
-    last = histogram.get_counts_array_index(histogram.get_max_value())
-    return view[: last + 1].copy()
+    view: Counts = np.frombuffer(histogram.counts, dtype=np.int64)
+    last: int = histogram.get_counts_array_index(histogram.get_max_value())
+    used: Counts = view[: last + 1].copy()  # numpy's stubs leave copy() of a slice untyped
+    return used
 
 
 def merge(encoded: Iterable[str]) -> Counts:

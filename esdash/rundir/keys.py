@@ -10,16 +10,17 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+
+from esdash.rundir.records import JsonValue
 
 
-def digest(value: Any, length: int = 6) -> str:
+def digest(value: JsonValue, length: int = 6) -> str:
     """A short, stable fingerprint of JSON-like data (labels, ids, equality keys)."""
     text = json.dumps(value, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
-def value_key(value: Any) -> str:
+def value_key(value: JsonValue) -> str:
     """How an axis value is written as a key of ``[per_value."<axis>"]`` (and in labels)."""
     if isinstance(value, bool):
         return "true" if value else "false"

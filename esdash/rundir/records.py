@@ -18,7 +18,7 @@ milliseconds (Rally's unit); histograms count microseconds (:mod:`esdash.rundir.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -33,8 +33,19 @@ BENCH_SCHEMA = "esdash.bench/1"
 CAMPAIGN_SCHEMA = "esdash.campaign/1"
 POINT_SCHEMA = "esdash.campaign-point/1"
 
-#: A JSON object whose shape belongs to someone else (a session's tables, a mapping, a query).
+# JSON as parsed (``json.loads``, ``msgspec.json.decode``, ``tomllib``): data whose shape
+# belongs to someone else -- documents, mappings, query bodies, track files, a session's
+# tables, an engine's answers.  The members of such objects and arrays are untyped on
+# purpose: their shape is checked where they are used, not by the type checker.
+
+#: A JSON object as parsed, whose shape belongs to someone else (a mapping, a query, a
+#: session's tables); the receiver may change it.
 JsonObject = dict[str, Any]
+#: A JSON object as parsed, read-only to the receiver (a dict or a mapping proxy).
+JsonMapping = Mapping[str, Any]
+#: One JSON value as parsed: an object, an array, a string, a number, a boolean or null
+#: (narrow it with ``isinstance`` before use).
+JsonValue = Mapping[str, Any] | list[Any] | str | int | float | bool | None
 
 #: The error classes (a small, closed taxonomy; docs/stream.md):
 #: ``timeout``, ``connection``, ``other``, ``http_<status>``, ``bulk_item_<type>``.
@@ -57,6 +68,10 @@ EventKind = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]*$")]
 class Record(msgspec.Struct):
     """Base of every record (each sets ``kw_only``: fields are given by name, so adding one
     never shifts another); unknown fields are ignored on read."""
+
+
+class FrozenRecord(msgspec.Struct, frozen=True):
+    """Base of the immutable (and hashable) records: plans, written once and shared."""
 
 
 # ------------------------------------------------------------------------ run info
@@ -126,7 +141,7 @@ class LaunchRecord(ProcessRecord, kw_only=True):
 # ------------------------------------------------------------------------ topology
 
 
-class NodePlan(Record, kw_only=True, frozen=True):
+class NodePlan(FrozenRecord, kw_only=True, frozen=True):
     """One node of the cluster as rank 0 planned it."""
 
     rank: int
@@ -147,7 +162,7 @@ class NodePlan(Record, kw_only=True, frozen=True):
         return f"{self.address}:{self.http_port}"
 
 
-class Topology(Record, kw_only=True, frozen=True):
+class Topology(FrozenRecord, kw_only=True, frozen=True):
     """``topology.json`` (and the stream header's ``topology``): nodes, addresses, roles."""
 
     cluster_name: str
@@ -347,7 +362,7 @@ class OpPayload(Record, kw_only=True):
 
 
 #: Version of the recorder payload (:class:`RankPayload`).
-PAYLOAD_VERSION = 1
+PAYLOAD_VERSION: Literal[1] = 1
 
 
 class RankPayload(Record, kw_only=True):
@@ -650,7 +665,7 @@ class Results(Record, kw_only=True):
 # ---------------------------------------------------------------------- bench plan
 
 
-class PlannedQuery(Record, kw_only=True, frozen=True):
+class PlannedQuery(FrozenRecord, kw_only=True, frozen=True):
     """A query as it is sent (encoded by a client-side codec), or why it cannot run."""
 
     name: str
@@ -659,7 +674,7 @@ class PlannedQuery(Record, kw_only=True, frozen=True):
     unsupported: str | None = None
 
 
-class PlannedStep(Record, kw_only=True, frozen=True):
+class PlannedStep(FrozenRecord, kw_only=True, frozen=True):
     name: str
     queries: tuple[PlannedQuery, ...]
     warmup: float
@@ -672,7 +687,7 @@ class PlannedStep(Record, kw_only=True, frozen=True):
         return tuple(q for q in self.queries if q.unsupported is None)
 
 
-class BenchPlan(Record, kw_only=True, frozen=True):
+class BenchPlan(FrozenRecord, kw_only=True, frozen=True):
     """``bench.json``: what every bench rank needs, resolved once by the orchestrator."""
 
     index: str

@@ -348,7 +348,7 @@ def read_header(path: Path) -> Header | None:
     try:
         with path.open("rb") as handle:
             first = handle.readline(16 * 1024 * 1024)
-        record = msgspec.json.decode(first, type=StreamRecord)  # type: ignore[call-overload]
+        record: StreamRecord = msgspec.json.decode(first, type=StreamRecord)
     except (OSError, msgspec.DecodeError):
         return None
     return record if isinstance(record, Header) else None
@@ -369,7 +369,9 @@ def read_last(path: Path, chunk: int = 256 * 1024) -> StreamRecord | None:
     for raw in reversed(lines):
         if raw.strip():
             try:
-                return msgspec.json.decode(raw, type=StreamRecord)  # type: ignore[call-overload,no-any-return]
+                # msgspec leaves a decode into a union alias untyped: the annotation types it.
+                record: StreamRecord = msgspec.json.decode(raw, type=StreamRecord)
+                return record
             except msgspec.DecodeError:
                 return None
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -21,6 +21,9 @@ from esdash.tui.screens.home import HomeScreen
 from esdash.tui.screens.live import LiveScreen
 from esdash.view.source import RunSource
 
+if TYPE_CHECKING:
+    from esdash.plugin.manager import PluginSet
+
 ESDASH_THEME = Theme(
     name="esdash",
     primary="#4C9BE8",
@@ -35,6 +38,13 @@ ESDASH_THEME = Theme(
     panel="#24283B",
     dark=True,
 )
+
+
+class _ScreenOptions(TypedDict):
+    """What the app hands every screen that reads runs."""
+
+    source_factory: Callable[[Path], RunSource]
+    clock: Callable[[], float]
 
 
 class EsdashApp(App[None]):
@@ -58,7 +68,7 @@ class EsdashApp(App[None]):
         campaigns: Iterable[Path] = (),
         session_dirs: Iterable[Path] = (),
         runs_root: Path | None = None,
-        plugins: Any = None,
+        plugins: PluginSet | None = None,
         fps: float = 4.0,
         clock: Callable[[], float] = time.time,
         source_factory: Callable[[Path], RunSource] = RunSource,
@@ -104,7 +114,7 @@ class EsdashApp(App[None]):
                 )
             )
 
-    def _kw(self) -> dict[str, Any]:
+    def _kw(self) -> _ScreenOptions:
         return {"source_factory": self.source_factory, "clock": self.clock}
 
     def _live(self, path: Path, back: bool) -> LiveScreen:

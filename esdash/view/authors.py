@@ -34,12 +34,11 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from esdash.bench.merge import SeriesData
 from esdash.errors import BadInput
 from esdash.rundir import files, hdr
-from esdash.rundir.records import Results
+from esdash.rundir.records import JsonMapping, JsonObject, Results
 from esdash.stats import latency_stats, spread, summarize
 
 SCHEMA = "esdash.results/1"
@@ -107,7 +106,7 @@ def _op(
     }
 
 
-def _query_name(query: Mapping[str, Any], taken: set[str], index: int) -> str:
+def _query_name(query: JsonMapping, taken: set[str], index: int) -> str:
     name = query.get("name") if isinstance(query.get("name"), str) else f"q{index}"
     while name in taken:
         name += "'"
@@ -130,7 +129,7 @@ def load_queries(path: Path, label: str) -> Results:
     for k, step in enumerate(steps):
         seconds = step.get("execution_time_secs")
         seconds = float(seconds) if isinstance(seconds, int | float) and seconds > 0 else None
-        queries: dict[str, Any] = {}
+        queries: JsonObject = {}
         taken: set[str] = set()
         for j, result in enumerate(step["search_results"]):
             query = result.get("query") if isinstance(result.get("query"), dict) else {}

@@ -30,12 +30,11 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from esdash.errors import BadInput
-from esdash.rundir.records import OpResult
+from esdash.rundir.records import JsonMapping, JsonObject, OpResult
 from esdash.view import format as fmt
 from esdash.view.inputs import (
     Entry,
@@ -46,14 +45,15 @@ from esdash.view.inputs import (
     queries_of,
     query_label,
 )
-from esdash.view.intervals import latency_spread, measured, read_intervals
+from esdash.view.intervals import IntervalOp, latency_spread, measured, read_intervals
 
 
 @dataclass
 class Side:
     spec: str
     entries: list[Entry]
-    _intervals: dict[str, Any] = field(default_factory=dict)
+    #: entry id -> its interval operations (read once)
+    _intervals: dict[str, list[IntervalOp]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -62,7 +62,7 @@ class Side:
             return entry.id
         return f"{config_label(entry.config)} ({len(self.entries)} runs)"
 
-    def intervals(self, entry: Entry) -> list:
+    def intervals(self, entry: Entry) -> list[IntervalOp]:
         if entry.id not in self._intervals:
             self._intervals[entry.id] = read_intervals(entry.stream)[1]
         return self._intervals[entry.id]
@@ -152,7 +152,7 @@ def judge(
     return True, f"beyond interval spread (+-{spread:.3g})"
 
 
-def compare(baseline: Side, contenders: Sequence[Side]) -> list[dict[str, Any]]:
+def compare(baseline: Side, contenders: Sequence[Side]) -> list[JsonObject]:
     """One record per contender x query x metric (see the module docstring)."""
     align_queries([e for side in (baseline, *contenders) for e in side.entries])
     records = []
@@ -171,7 +171,7 @@ def compare(baseline: Side, contenders: Sequence[Side]) -> list[dict[str, Any]]:
                     for e in contender.entries
                     if (op := op_of(e, step, query)) and (v := metric.value(op)) is not None
                 ]
-                record: dict[str, Any] = {
+                record: JsonObject = {
                     "contender": contender.label,
                     "step": step,
                     "query": query,
@@ -212,7 +212,7 @@ def compare(baseline: Side, contenders: Sequence[Side]) -> list[dict[str, Any]]:
 HEADERS = ("contender", "query", "metric", "baseline", "contender", "diff", "diff %", "note")
 
 
-def _cells(record: Mapping[str, Any]) -> list[str]:
+def _cells(record: JsonMapping) -> list[str]:
     shown = next(m.fmt for m in METRICS if m.name == record["metric"])
     diff = record["diff"]
     return [
@@ -227,7 +227,7 @@ def _cells(record: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def render(baseline: Side, records: Sequence[Mapping[str, Any]], output: str) -> str:
+def render(baseline: Side, records: Sequence[JsonMapping], output: str) -> str:
     """The comparison as ``text`` (aligned columns), ``md`` (a Markdown table) or ``json``."""
     if output == "json":
         return (

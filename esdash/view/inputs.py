@@ -26,13 +26,21 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from esdash.errors import BadInput, EsdashError
 from esdash.paths import runs_dir
 from esdash.rundir.keys import value_key
 from esdash.rundir.layout import CampaignFiles, RunDir
-from esdash.rundir.records import CampaignPoint, CampaignSummary, Header, OpResult, Results
+from esdash.rundir.records import (
+    CampaignPoint,
+    CampaignSummary,
+    Header,
+    JsonMapping,
+    JsonObject,
+    JsonValue,
+    OpResult,
+    Results,
+)
 from esdash.rundir.stream import read_header
 from esdash.session import tomllib
 
@@ -51,15 +59,15 @@ class Entry:
     source: str  # "esdash" or "authors"
     path: Path
     results: Results
-    config: dict[str, Any]
+    config: JsonObject
     repetition: int = 1
     campaign: str | None = None
     session_text: str | None = None
-    env: dict[str, Any] = field(default_factory=dict)
+    env: JsonObject = field(default_factory=dict)
     stream: Path | None = None
     #: the planned steps: ``{"name", "think_time", "queries": {name: body}}``, to match the
     #: authors' unnamed queries to esdash's by their request bodies
-    plan: list[dict[str, Any]] = field(default_factory=list)
+    plan: list[JsonObject] = field(default_factory=list)
 
     @property
     def key(self) -> tuple:
@@ -75,7 +83,7 @@ class Inputs:
     campaigns: list[CampaignSummary] = field(default_factory=list)
 
 
-def config_label(config: Mapping[str, Any]) -> str:
+def config_label(config: JsonMapping) -> str:
     """``none, loopback, 3 nodes, 2 workers/node`` (+ other axes)."""
     parts = []
     for name in CONFIG_FIELDS:
@@ -109,13 +117,15 @@ def split_spec(spec: str) -> tuple[Path, dict[str, str]]:
     return Path(spec), {}
 
 
-def _number(value: Any) -> Any:
-    with contextlib.suppress(TypeError, ValueError):
-        return int(value)
+def _number(value: JsonValue) -> JsonValue:
+    """``value`` as an integer where it is one (``"4"`` from a file name), else as it is."""
+    if isinstance(value, str | int | float):  # what int() takes (others: a TypeError)
+        with contextlib.suppress(ValueError):
+            return int(value)
     return value
 
 
-def _session_config(session: Mapping[str, Any]) -> dict[str, Any]:
+def _session_config(session: JsonMapping) -> JsonObject:
     cluster = session.get("cluster") or {}
     encryption = session.get("encryption") or {}
     setup = str(encryption.get("mode", "none"))
@@ -129,7 +139,7 @@ def _session_config(session: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _plan(run: RunDir) -> list[dict[str, Any]]:
+def _plan(run: RunDir) -> list[JsonObject]:
     try:
         plan = run.read_bench_plan()
     except EsdashError:
@@ -144,7 +154,7 @@ def _plan(run: RunDir) -> list[dict[str, Any]]:
     ]
 
 
-def load_run(path: Path, extra: Mapping[str, Any] | None = None) -> Entry:
+def load_run(path: Path, extra: JsonMapping | None = None) -> Entry:
     """A run directory as an entry (its session, environment and results)."""
     path = path.resolve()
     run = RunDir(path)
@@ -160,7 +170,7 @@ def load_run(path: Path, extra: Mapping[str, Any] | None = None) -> Entry:
     with contextlib.suppress(EsdashError):
         info = run.read_info()
     session_text = None
-    session: dict[str, Any] = {}
+    session: JsonObject = {}
     with contextlib.suppress(OSError, ValueError, tomllib.TOMLDecodeError):
         session_text = run.session_file.read_text("utf-8")
         session = tomllib.loads(session_text)
@@ -207,7 +217,7 @@ def load_run(path: Path, extra: Mapping[str, Any] | None = None) -> Entry:
 def _selected(
     point: CampaignPoint,
     shorts: Mapping[str, str],
-    entry_config: Mapping[str, Any],
+    entry_config: JsonMapping,
     meta: Mapping[str, str],
 ) -> bool:
     for key, wanted in meta.items():
@@ -354,11 +364,11 @@ def load_inputs(specs: Sequence[str]) -> Inputs:
     return inputs
 
 
-def _body(body: Any) -> str:
+def _body(body: JsonValue) -> str:
     return json.dumps(body, sort_keys=True)
 
 
-def _step_key(step: Mapping[str, Any]) -> tuple:
+def _step_key(step: JsonMapping) -> tuple:
     bodies = tuple(sorted(_body(b) for b in step["queries"].values()))
     return bodies, round(float(step.get("think_time") or 0.0), 6)
 
@@ -372,7 +382,7 @@ def align_queries(entries: Iterable[Entry]) -> None:
     look alike (the nyc_taxis sleep steps share one body) are matched in order.
     """
     entries = list(entries)
-    candidates: dict[tuple, list[dict[str, Any]]] = {}
+    candidates: dict[tuple, list[JsonObject]] = {}
     for entry in entries:
         if entry.source != "esdash":
             continue

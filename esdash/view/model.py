@@ -44,6 +44,7 @@ from esdash.rundir.records import (
     Header,
     IngestProgress,
     Interval,
+    JsonMapping,
     JsonObject,
     NodeStatus,
     OpPayload,
@@ -484,7 +485,7 @@ class Snapshot:
     last_wall: float | None = None
 
 
-def _session_field(session: Mapping[str, Any], table: str, key: str, default: Any) -> Any:
+def _session_field(session: JsonMapping, table: str, key: str, default: Any) -> Any:
     value = session.get(table)
     return value.get(key, default) if isinstance(value, Mapping) else default
 

@@ -19,13 +19,16 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from esdash.errors import EsdashError
 from esdash.launch import process
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import Final, Header, Interval, ProcessRecord, RunInfo
 from esdash.rundir.stream import read_header, read_last
+
+if TYPE_CHECKING:
+    from esdash.plugin.manager import PluginSet
 
 #: A stream whose newest record is older than this many intervals (and STALL_MIN s) is stalled.
 STALL_INTERVALS = 3
@@ -67,7 +70,7 @@ def session_dirs(extra: Iterable[str | Path] = ()) -> list[Path]:
     return found
 
 
-def load_entry(path: Path, plugins: Any = None, checked: bool = False) -> SessionEntry:
+def load_entry(path: Path, plugins: PluginSet | None = None, checked: bool = False) -> SessionEntry:
     """One session file, validated; an invalid one carries its error message.
 
     ``checked`` also runs the pre-flight checks of the session stage (the ones
@@ -108,7 +111,7 @@ def is_campaign(path: Path) -> bool:
         return False  # shown as an invalid session, with the parser's message
 
 
-def list_sessions(dirs: Iterable[Path], plugins: Any = None) -> list[SessionEntry]:
+def list_sessions(dirs: Iterable[Path], plugins: PluginSet | None = None) -> list[SessionEntry]:
     """The session files of ``dirs``, validated (campaign files are left out)."""
     entries = []
     for directory in dirs:

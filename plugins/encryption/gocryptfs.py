@@ -56,7 +56,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +71,7 @@ from esdash.plugin_api import (
     HostCheck,
     HostProbe,
     Option,
+    OptionValues,
     Owner,
     group_name,
     hookimpl,
@@ -173,7 +174,7 @@ def _user(uid: int) -> str:
         return str(uid)
 
 
-def check_password_options(options: Mapping[str, Any]) -> None:
+def check_password_options(options: OptionValues) -> None:
     """Exactly one password source, and an acceptable one; :class:`BadInput` naming the key."""
     file, command = options.get("password_file"), options.get("password_command")
     if (file is None) == (command is None):
@@ -215,7 +216,7 @@ def _one_line(raw: bytes, source: str) -> bytes:
     return password
 
 
-def read_password(options: Mapping[str, Any]) -> bytes:
+def read_password(options: OptionValues) -> bytes:
     """Read the password with this process' rights; errors never contain it."""
     check_password_options(options)
     file = options.get("password_file")
@@ -530,7 +531,7 @@ class GocryptfsMode(EncryptionMode):
         ),
     )
 
-    def check_options(self, options: Mapping[str, Any], owner: Owner) -> None:
+    def check_options(self, options: OptionValues, owner: Owner) -> None:
         """Exactly one acceptable password source (``esdash session check`` and before launch).
 
         The option declarations cannot say "one of two"; the ranks check again on their hosts
@@ -542,9 +543,7 @@ class GocryptfsMode(EncryptionMode):
         return doctor_probes(user)
 
     @contextmanager
-    def node_storage(
-        self, data_dir: Path, owner: Owner, options: Mapping[str, Any]
-    ) -> Iterator[Path]:
+    def node_storage(self, data_dir: Path, owner: Owner, options: OptionValues) -> Iterator[Path]:
         """Initialise (first use) and mount the node's cipher directory; unmount afterwards."""
         where = layout(data_dir)
         gocryptfs, fusermount = tools()
@@ -571,9 +570,7 @@ class GocryptfsMode(EncryptionMode):
         finally:
             _teardown(mount, where, owner, fusermount, raise_errors=not failed)
 
-    def release_storage(
-        self, data_dir: Path, owner: Owner, options: Mapping[str, Any]
-    ) -> str | None:
+    def release_storage(self, data_dir: Path, owner: Owner, options: OptionValues) -> str | None:
         """Unmount what a rank that died without cleaning up (SIGKILL) left at ``data_dir``.
 
         esdash calls this for the ranks on its host when a run is taken down, after the ranks
@@ -646,7 +643,7 @@ def _initialise(
 
 
 def _mount(
-    gocryptfs: str, where: Layout, owner: Owner, password: bytes, options: Mapping[str, Any]
+    gocryptfs: str, where: Layout, owner: Owner, password: bytes, options: OptionValues
 ) -> Mount:
     """Start ``gocryptfs -fg`` as the node user and wait until the mount is there."""
     process = subprocess.Popen(

@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
 
 from esdash.plugin_api import (
     Corpus,
     FieldSpec,
+    JsonObject,
     Option,
+    OptionValues,
     Query,
     QueryStep,
     Track,
@@ -136,9 +137,9 @@ def _field_specs() -> tuple[FieldSpec, ...]:
     return tuple(specs)
 
 
-def mapping() -> dict[str, Any]:
+def mapping() -> JsonObject:
     """The explicit, strict mapping of the MRI index."""
-    properties: dict[str, Any] = {}
+    properties: JsonObject = {}
     for name in TEXT_FIELDS:
         properties[name] = {"type": "text"}
     for name in KEYWORD_FIELDS:
@@ -262,9 +263,9 @@ def age_on(birthday: date, day: date) -> int:
     return day.year - birthday.year - ((day.month, day.day) < (birthday.month, birthday.day))
 
 
-def document(rng: random.Random) -> dict[str, Any]:
+def document(rng: random.Random) -> JsonObject:
     """One MRI metadata document, the fields in the authors' order."""
-    doc: dict[str, Any] = {}
+    doc: JsonObject = {}
     doc["ismrmrdHeader"] = _text(rng, 8, 100)
     doc["cflHeader"] = _text(rng, 8, 100)
     doc["DataFormat"] = rng.choice(DATA_FORMATS)
@@ -337,7 +338,7 @@ def document(rng: random.Random) -> dict[str, Any]:
     return doc
 
 
-def generate(documents: int, seed: int) -> Iterator[dict[str, Any]]:
+def generate(documents: int, seed: int) -> Iterator[JsonObject]:
     """``documents`` MRI documents from ``random.Random(seed)``; a prefix for fewer documents."""
     rng = random.Random(seed)
     for _ in range(documents):
@@ -347,7 +348,7 @@ def generate(documents: int, seed: int) -> Iterator[dict[str, Any]]:
 # ---------------------------------------------------------------------------- queries
 
 
-def _query(name: str, body: dict[str, Any], *requires: str) -> Query:
+def _query(name: str, body: JsonObject, *requires: str) -> Query:
     return Query(name, body, requires=requires)
 
 
@@ -444,11 +445,11 @@ class MriTrack(Track):
     index = INDEX
     fields = _field_specs()
 
-    def resolved(self, options: Mapping[str, Any]) -> dict[str, Any]:
+    def resolved(self, options: OptionValues) -> OptionValues:
         """``options`` with the declared defaults filled in for keys it lacks."""
         return {option.name: options.get(option.name, option.default) for option in self.options}
 
-    def index_body(self, options: Mapping[str, Any]) -> dict[str, Any]:
+    def index_body(self, options: OptionValues) -> JsonObject:
         values = self.resolved(options)
         return {
             "settings": {
@@ -458,14 +459,14 @@ class MriTrack(Track):
             "mappings": mapping(),
         }
 
-    def corpus(self, options: Mapping[str, Any], cache_dir: Path) -> Corpus:
+    def corpus(self, options: OptionValues, cache_dir: Path) -> Corpus:
         """``cache_dir/mri-<documents>-<seed>.ndjson``, generated once (atomically)."""
         values = self.resolved(options)
         count, seed = values["documents"], values["seed"]
         path = Path(cache_dir) / f"mri-{count}-{seed}.ndjson"
         return generated_corpus(path, generate(count, seed), count)
 
-    def query_steps(self, options: Mapping[str, Any]) -> tuple[QueryStep, ...]:
+    def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         """One step per query, like the paper's tables; session warm-up and duration."""
         return tuple(QueryStep(query.name, (query,)) for query in QUERIES)
 

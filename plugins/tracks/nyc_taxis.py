@@ -19,15 +19,17 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from esdash.plugin_api import (
     Corpus,
     FieldSpec,
+    JsonObject,
     Option,
+    OptionValues,
     QueryStep,
     Track,
     generated_corpus,
@@ -44,7 +46,7 @@ DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
 # ------------------------------------------------------------------- schema and mapping
 
 
-def mapping() -> dict[str, Any]:
+def mapping() -> JsonObject:
     """The authors' properties under ``dynamic: strict`` (as their ingestor sent them)."""
     properties = json.loads(MAPPING_FILE.read_text(encoding="utf-8"))["properties"]
     return {"dynamic": "strict", "properties": properties}
@@ -113,7 +115,10 @@ MILES_PER_DEGREE_LAT = 69.0
 MILES_PER_DEGREE_LON = 69.0 * math.cos(math.radians(40.75))
 
 
-def _weighted(rng: random.Random, table: tuple[tuple[Any, float], ...]) -> Any:
+T = TypeVar("T")
+
+
+def _weighted(rng: random.Random, table: tuple[tuple[T, float], ...]) -> T:
     return rng.choices([value for value, _ in table], [weight for _, weight in table])[0]
 
 
@@ -151,7 +156,7 @@ def _extra(pickup: datetime) -> float:
     return 0.0
 
 
-def trip(rng: random.Random) -> dict[str, Any]:
+def trip(rng: random.Random) -> JsonObject:
     """One synthetic trip with the 18 fields of the real documents, in their order."""
     day = rng.randrange(YEAR_DAYS)
     hour = rng.choices(range(24), HOUR_WEIGHTS)[0]
@@ -210,7 +215,7 @@ def trip(rng: random.Random) -> dict[str, Any]:
     }
 
 
-def generate(documents: int, seed: int) -> Iterator[dict[str, Any]]:
+def generate(documents: int, seed: int) -> Iterator[JsonObject]:
     """``documents`` trips from ``random.Random(seed)``; a prefix for fewer documents."""
     rng = random.Random(seed)
     for _ in range(documents):
@@ -237,11 +242,11 @@ class NycTaxisTrack(Track):
     index = INDEX
     fields = FIELDS
 
-    def resolved(self, options: Mapping[str, Any]) -> dict[str, Any]:
+    def resolved(self, options: OptionValues) -> OptionValues:
         """``options`` with the declared defaults filled in for keys it lacks."""
         return {option.name: options.get(option.name, option.default) for option in self.options}
 
-    def index_body(self, options: Mapping[str, Any]) -> dict[str, Any]:
+    def index_body(self, options: OptionValues) -> JsonObject:
         values = self.resolved(options)
         return {
             "settings": {
@@ -251,7 +256,7 @@ class NycTaxisTrack(Track):
             "mappings": mapping(),
         }
 
-    def corpus(self, options: Mapping[str, Any], cache_dir: Path) -> Corpus:
+    def corpus(self, options: OptionValues, cache_dir: Path) -> Corpus:
         """The real ``documents_file`` as it is, else ``nyc_taxis-<documents>-<seed>.ndjson``."""
         values = self.resolved(options)
         if values["documents_file"] is not None:
@@ -260,7 +265,7 @@ class NycTaxisTrack(Track):
         path = Path(cache_dir) / f"nyc_taxis-{count}-{seed}.ndjson"
         return generated_corpus(path, generate(count, seed), count)
 
-    def query_steps(self, options: Mapping[str, Any]) -> tuple[QueryStep, ...]:
+    def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         """The authors' 18 steps, in their order."""
         return load_steps(QUERIES_FILE)
 

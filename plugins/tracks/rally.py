@@ -34,7 +34,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from esdash_plugins.tracks import rally_template as tpl
 
@@ -43,12 +43,19 @@ from esdash.plugin_api import (
     BadInput,
     Corpus,
     FieldSpec,
+    JsonMapping,
+    JsonObject,
+    JsonValue,
     Option,
+    OptionValues,
     Query,
     QueryStep,
     Track,
     hookimpl,
 )
+
+if TYPE_CHECKING:
+    import jinja2
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +108,8 @@ class RallyTask:
     name: str
     op_name: str
     op_type: str
-    op: Mapping[str, Any]
-    spec: Mapping[str, Any]
+    op: JsonMapping
+    spec: JsonMapping
     where: str
     warmup_time: float | None = None
     time: float | None = None
@@ -123,14 +130,14 @@ class LoadedTrack:
     challenges: tuple[str, ...]
     index: str
     indices: tuple[str, ...]
-    index_body: dict[str, Any]
+    index_body: JsonObject
     documents: tuple[DocumentSet, ...]
     steps: tuple[QueryStep, ...]
     ingest: str | None
     by_esdash: tuple[str, ...] = ()
     unsupported: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: JsonMapping = field(default_factory=dict)
 
     def summary(self) -> str:
         """A readable account of what runs, what esdash does itself and what does not run."""
@@ -154,11 +161,11 @@ class LoadedTrack:
 # ------------------------------------------------------------------------ helpers
 
 
-def _describe(value: Any) -> str:
+def _describe(value: JsonValue) -> str:
     text = repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
-    kinds = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    kinds: dict[type, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
     kinds.update({list: "array", dict: "object", type(None): "null"})
     return f"{text} ({kinds.get(type(value), type(value).__name__)})"
 
@@ -168,11 +175,11 @@ def _suggest(name: str, candidates: Sequence[str]) -> str:
     return f' (did you mean "{close[0]}"?)' if close else ""
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: JsonValue) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _needs_scripting(body: Any) -> bool:
+def _needs_scripting(body: JsonValue) -> bool:
     """True when a query body contains a script (``script``, ``script_score``, ...)."""
     if isinstance(body, Mapping):
         return any("script" in str(k) or _needs_scripting(v) for k, v in body.items())
@@ -237,7 +244,7 @@ class _Reader:
 
     def get(
         self,
-        obj: Mapping[str, Any],
+        obj: JsonMapping,
         key: str,
         kinds: type | tuple[type, ...],
         context: str,
@@ -263,7 +270,7 @@ class _Reader:
 
     def number(
         self,
-        obj: Mapping[str, Any],
+        obj: JsonMapping,
         key: str,
         context: str,
         name: Spot | None,
@@ -286,9 +293,9 @@ _KIND_NAMES = {
 }
 
 
-def parse_params(entries: Sequence[str]) -> dict[str, Any]:
+def parse_params(entries: Sequence[str]) -> JsonObject:
     """The ``track_params`` option (``["bulk_size=500", "index_settings={...}"]``) as a dict."""
-    params: dict[str, Any] = {}
+    params: JsonObject = {}
     for entry in entries:
         try:
             key, value = tpl.parse_param(entry)
@@ -318,7 +325,7 @@ def _track_file(path: Path) -> Path:
     return track_file
 
 
-def load(options: Mapping[str, Any]) -> LoadedTrack:
+def load(options: OptionValues) -> LoadedTrack:
     """Render and read a Rally track directory for ``options``; see the module docstring."""
     track_file = _track_file(Path(options["path"]).expanduser())
     directory = track_file.parent
@@ -346,7 +353,7 @@ def load(options: Mapping[str, Any]) -> LoadedTrack:
             f"its indices: {', '.join(names)}"
         )
     body_name = dict(indices)[chosen]
-    index_body: dict[str, Any] = {}
+    index_body: JsonObject = {}
     body_sources: list[str] = []
     if body_name is not None:
         index_body, text = _index_body(directory / body_name, env, chosen)
@@ -410,7 +417,7 @@ def _texts(paths: Sequence[Path]) -> list[str]:
     return texts
 
 
-def _check_params(params: Mapping[str, Any], texts: Sequence[str], track_file: Path) -> None:
+def _check_params(params: JsonMapping, texts: Sequence[str], track_file: Path) -> None:
     """Refuse parameters no template reads, as Rally does: a typo would go unnoticed."""
     known = tpl.variables(texts) - INTERNAL_NAMES
     unused = sorted(set(params) - known)
@@ -422,7 +429,7 @@ def _check_params(params: Mapping[str, Any], texts: Sequence[str], track_file: P
         )
 
 
-def _indices(reader: _Reader, spec: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+def _indices(reader: _Reader, spec: JsonMapping) -> list[tuple[str, str | None]]:
     entries = reader.get(spec, "indices", list, "track", default=[])
     if not entries:
         if spec.get("data-streams"):
@@ -443,7 +450,7 @@ def _indices(reader: _Reader, spec: Mapping[str, Any]) -> list[tuple[str, str | 
     return found
 
 
-def _index_body(path: Path, env: Any, index: str) -> tuple[dict[str, Any], str]:
+def _index_body(path: Path, env: jinja2.Environment, index: str) -> tuple[JsonObject, str]:
     what = f"the body of index {index!r}"
     if not path.is_file():
         raise BadInput(
@@ -456,7 +463,7 @@ def _index_body(path: Path, env: Any, index: str) -> tuple[dict[str, Any], str]:
     return body, source.text
 
 
-def _corpora(reader: _Reader, spec: Mapping[str, Any], indices: Sequence[str]) -> list[DocumentSet]:
+def _corpora(reader: _Reader, spec: JsonMapping, indices: Sequence[str]) -> list[DocumentSet]:
     found: list[DocumentSet] = []
     seen: set[str] = set()
     for number, corpus in enumerate(reader.get(spec, "corpora", list, "track", default=[])):
@@ -507,8 +514,8 @@ def _corpora(reader: _Reader, spec: Mapping[str, Any], indices: Sequence[str]) -
     return found
 
 
-def _operations(reader: _Reader, spec: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    operations: dict[str, dict[str, Any]] = {}
+def _operations(reader: _Reader, spec: JsonMapping) -> dict[str, JsonObject]:
+    operations: dict[str, JsonObject] = {}
     for number, op in enumerate(reader.get(spec, "operations", list, "track", default=[])):
         op = _operation(reader, op, f"operations[{number}]")
         if op["name"] in operations:
@@ -521,7 +528,7 @@ def _operations(reader: _Reader, spec: Mapping[str, Any]) -> dict[str, dict[str,
     return operations
 
 
-def _operation(reader: _Reader, op: Any, context: str) -> dict[str, Any]:
+def _operation(reader: _Reader, op: JsonValue, context: str) -> JsonObject:
     """An operation as a dict with ``name`` and ``operation-type`` (a bare string is both)."""
     if isinstance(op, str):
         return {"name": op, "operation-type": op}
@@ -535,8 +542,8 @@ def _operation(reader: _Reader, op: Any, context: str) -> dict[str, Any]:
 
 
 def _challenge(
-    reader: _Reader, spec: Mapping[str, Any], wanted: str | None
-) -> tuple[dict[str, Any], list[str]]:
+    reader: _Reader, spec: JsonMapping, wanted: str | None
+) -> tuple[JsonObject, list[str]]:
     """The challenge to run: ``wanted``, or the track's default one."""
     present = [key for key in ("challenges", "challenge", "schedule") if key in spec]
     if len(present) != 1:
@@ -597,7 +604,7 @@ class _ScheduleMapper:
     def __init__(
         self,
         reader: _Reader,
-        operations: Mapping[str, dict[str, Any]],
+        operations: Mapping[str, JsonObject],
         index: str,
         indices: Sequence[str],
         challenge: str,
@@ -612,7 +619,7 @@ class _ScheduleMapper:
         self.by_esdash: list[str] = []
         self.unsupported: list[str] = []
         self.notes: list[str] = []
-        self.create_settings: list[dict[str, Any]] = []
+        self.create_settings: list[JsonObject] = []
         self._task_names: set[str] = set()
         self._early_search_noted = False
         self._converted: list[str] = []
@@ -653,7 +660,7 @@ class _ScheduleMapper:
                 "target-throughput is kept as the total rate): " + ", ".join(self._clients)
             )
 
-    def walk(self, schedule: Sequence[Any]) -> None:
+    def walk(self, schedule: Sequence[JsonValue]) -> None:
         context = f"challenge {self.challenge!r}"
         for number, entry in enumerate(schedule):
             if not isinstance(entry, dict):
@@ -667,9 +674,7 @@ class _ScheduleMapper:
             else:
                 self._handle(self._task(entry, f"{context}, schedule[{number}]", {}))
 
-    def _task(
-        self, spec: Mapping[str, Any], context: str, defaults: Mapping[str, Any]
-    ) -> RallyTask:
+    def _task(self, spec: JsonMapping, context: str, defaults: JsonMapping) -> RallyTask:
         reader = self.reader
         if "operation" not in spec:
             raise reader.fail(context, "the task has no 'operation'", self.challenge)
@@ -702,9 +707,7 @@ class _ScheduleMapper:
         task.throughput = self._throughput(merged, where, spot, name)
         return task
 
-    def _throughput(
-        self, spec: Mapping[str, Any], where: str, name: Spot, label: str
-    ) -> float | None:
+    def _throughput(self, spec: JsonMapping, where: str, name: Spot, label: str) -> float | None:
         """Rally's target rate in operations per second over all clients (None: unthrottled)."""
         throughput = spec.get("target-throughput")
         interval = spec.get("target-interval")
@@ -733,7 +736,7 @@ class _ScheduleMapper:
         value = self.reader.number(spec, "target-throughput", where, name)
         return float(value) or None
 
-    def _parallel(self, block: Any, context: str) -> None:
+    def _parallel(self, block: JsonValue, context: str) -> None:
         reader = self.reader
         if not isinstance(block, dict):
             raise reader.fail(
@@ -1091,7 +1094,7 @@ def _last_byte(path: Path) -> bytes:
 # -------------------------------------------------------------------------- track
 
 
-def _field_specs(properties: Mapping[str, Any], prefix: str = "") -> list[FieldSpec]:
+def _field_specs(properties: JsonMapping, prefix: str = "") -> list[FieldSpec]:
     specs: list[FieldSpec] = []
     for name, spec in properties.items():
         if not isinstance(spec, dict):
@@ -1138,7 +1141,7 @@ class RallyTrack(Track):
 
     def __init__(self) -> None:
         self._index = ""
-        self._announced: set[tuple[Any, ...]] = set()
+        self._announced: set[tuple[str, str, str, str]] = set()
 
     @property
     def index(self) -> str:
@@ -1151,7 +1154,7 @@ class RallyTrack(Track):
         """
         return self._index
 
-    def load(self, options: Mapping[str, Any]) -> LoadedTrack:
+    def load(self, options: OptionValues) -> LoadedTrack:
         """The track read for ``options``; the first time, what is not run is logged."""
         loaded = load(options)
         self._index = loaded.index
@@ -1162,34 +1165,34 @@ class RallyTrack(Track):
             log.log(level, "%s", loaded.summary())
         return loaded
 
-    def index_name(self, options: Mapping[str, Any]) -> str:
+    def index_name(self, options: OptionValues) -> str:
         return self.load(options).index
 
-    def index_body(self, options: Mapping[str, Any]) -> dict[str, Any]:
+    def index_body(self, options: OptionValues) -> JsonObject:
         return self.load(options).index_body
 
-    def query_steps(self, options: Mapping[str, Any]) -> tuple[QueryStep, ...]:
+    def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         return self.load(options).steps
 
-    def unsupported_operations(self, options: Mapping[str, Any]) -> list[str]:
+    def unsupported_operations(self, options: OptionValues) -> list[str]:
         """Tasks of the challenge esdash does not run, each with the reason."""
         return list(self.load(options).unsupported)
 
-    def esdash_operations(self, options: Mapping[str, Any]) -> list[str]:
+    def esdash_operations(self, options: OptionValues) -> list[str]:
         """Tasks esdash does itself instead (delete/create index, refresh, cluster health)."""
         return list(self.load(options).by_esdash)
 
-    def notes(self, options: Mapping[str, Any]) -> list[str]:
+    def notes(self, options: OptionValues) -> list[str]:
         """How properties were converted or why they are ignored."""
         return list(self.load(options).notes)
 
-    def field_specs(self, options: Mapping[str, Any]) -> tuple[FieldSpec, ...]:
+    def field_specs(self, options: OptionValues) -> tuple[FieldSpec, ...]:
         """Field types from the index mapping (Rally tracks carry no value ranges)."""
         mappings = self.load(options).index_body.get("mappings", {})
         properties = mappings.get("properties", {}) if isinstance(mappings, dict) else {}
         return tuple(_field_specs(properties if isinstance(properties, dict) else {}))
 
-    def corpus(self, options: Mapping[str, Any], cache_dir: Path) -> Corpus:
+    def corpus(self, options: OptionValues, cache_dir: Path) -> Corpus:
         loaded = self.load(options)
         if not loaded.documents:
             raise BadInput(

@@ -28,7 +28,7 @@ import glob as globlib
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -38,7 +38,7 @@ import jinja2
 import jinja2.meta
 import jinja2.sandbox
 
-from esdash.plugin_api import BadInput
+from esdash.plugin_api import BadInput, JsonMapping, JsonValue
 
 #: ``{{ rally.collect(parts="...") }}``: replaced by the files' text before Jinja2 runs.
 COLLECT = re.compile(r"\{\{-?\s*rally\.collect\(\s*parts\s*=\s*([\"'])(.*?)\1\s*\)\s*-?\}\}")
@@ -196,7 +196,7 @@ def _lines(chunks: Iterable[tuple[str, Path, int]], files: list[Path]) -> Source
 # ----------------------------------------------------------------------- the environment
 
 
-def _to_datetime(value: Any, date_format: str, tz: timezone) -> datetime:
+def _to_datetime(value: object, date_format: str, tz: timezone) -> datetime:
     """Rally's date arguments: a datetime, a Unix timestamp or a string in ``date_format``."""
     if isinstance(value, datetime):
         return value
@@ -208,18 +208,18 @@ def _to_datetime(value: Any, date_format: str, tz: timezone) -> datetime:
     raise TypeError(f"expected a date, a timestamp or a date string, got {value!r}")
 
 
-def days_ago(start: Any, end: Any, date_format: str = "%d-%m-%Y") -> int:
+def days_ago(start: object, end: object, date_format: str = "%d-%m-%Y") -> int:
     """Whole days from ``start`` to ``end`` (``'15-05-1998' | days_ago(now)``)."""
     utc = timezone.utc
     return (_to_datetime(end, date_format, utc) - _to_datetime(start, date_format, utc)).days
 
 
-def get_start_date(value: Any, date_format: str = "%Y-%m-%d") -> str:
+def get_start_date(value: object, date_format: str = "%Y-%m-%d") -> str:
     """``value`` formatted as a date (timestamps are taken as UTC)."""
     return _to_datetime(value, date_format, timezone.utc).strftime(date_format)
 
 
-def get_end_date(value: Any, duration_days: int = 1, date_format: str = "%Y-%m-%d") -> str:
+def get_end_date(value: object, duration_days: int = 1, date_format: str = "%Y-%m-%d") -> str:
     """``value`` plus ``duration_days`` days, formatted as a date."""
     start = _to_datetime(value, date_format, timezone.utc)
     return (start + timedelta(days=duration_days)).strftime(date_format)
@@ -230,7 +230,9 @@ class _TrackEnvironment(jinja2.sandbox.SandboxedEnvironment):
 
     intercepted_binops = frozenset({"*", "**"})
 
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+    def call_binop(
+        self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any
+    ) -> Any:
         numbers = _is_number(left) and _is_number(right)
         if operator == "**" and numbers and abs(right) > 64 and abs(left) > 1:
             raise jinja2.sandbox.SecurityError(f"{left} ** {right} is too large")
@@ -242,12 +244,12 @@ class _TrackEnvironment(jinja2.sandbox.SandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def environment(
-    track_dir: Path, params: Mapping[str, Any], loaded: list[Path] | None = None
+    track_dir: Path, params: JsonMapping, loaded: list[Path] | None = None
 ) -> jinja2.Environment:
     """A sandboxed environment for one track: Rally's helpers, globals, filters and params.
 
@@ -410,7 +412,7 @@ def _runtime_origin(
     return best
 
 
-def load_json(text: str, source: Source, what: str) -> Any:
+def load_json(text: str, source: Source, what: str) -> JsonValue:
     """Parse rendered JSON; an error shows the rendered lines and where they probably are."""
     main = source.files[0] if source.files else Path("?")
     try:
@@ -457,7 +459,7 @@ def variables(texts: Iterable[str]) -> set[str]:
     return names
 
 
-def parse_param(text: str) -> tuple[str, Any]:
+def parse_param(text: str) -> tuple[str, JsonValue]:
     """``key=value`` to a parameter, with the value typed the way ``--track-params`` does.
 
     JSON values stay JSON (``5``, ``2.5``, ``true``, ``null``, ``{"a": 1}``, ``"text"``);

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -28,6 +28,9 @@ from esdash.tui.widgets.campaign import bar_widths
 from esdash.tui.widgets.tables import fill_table
 from esdash.view import format as fmt
 from esdash.view import runs
+
+if TYPE_CHECKING:
+    from esdash.plugin.manager import PluginSet
 
 STATE_STYLES = {
     "running": "bold green",
@@ -115,7 +118,7 @@ validation.
         self,
         session_dirs: list[Path],
         runs_root: Path,
-        plugins: Any = None,
+        plugins: PluginSet | None = None,
         refresh_every: float = 3.0,
         job_state: Callable[[str], str] | None = None,
         campaigns: list[Path] | None = None,
@@ -165,7 +168,7 @@ validation.
         sessions.focus()
 
     # ------------------------------------------------------------------ plugins
-    def _plugin_set(self) -> Any:
+    def _plugin_set(self) -> PluginSet:
         if self.plugins is None:
             from esdash.plugin.manager import get_plugins
 

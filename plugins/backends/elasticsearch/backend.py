@@ -6,9 +6,8 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from esdash.plugin_api import (
     Backend,
@@ -17,6 +16,8 @@ from esdash.plugin_api import (
     Credentials,
     Distribution,
     HostProbe,
+    JsonMapping,
+    JsonObject,
     NodeCommand,
     NodeRequest,
     Option,
@@ -57,9 +58,9 @@ class ElasticsearchBackend(Backend):
 
     # ----------------------------------------------------------------- configuration
 
-    def node_settings(self, request: NodeRequest) -> dict[str, Any]:
+    def node_settings(self, request: NodeRequest) -> JsonObject:
         topology, node = request.topology, request.node
-        settings: dict[str, Any] = {
+        settings: JsonObject = {
             "cluster.name": topology.cluster_name,
             "node.name": node.name,
             "node.roles": ["master", "data", "ingest"]
@@ -87,7 +88,7 @@ class ElasticsearchBackend(Backend):
             settings.update(security.security_settings())
         return settings
 
-    def write_node_config(self, request: NodeRequest, settings: Mapping[str, Any]) -> None:
+    def write_node_config(self, request: NodeRequest, settings: JsonMapping) -> None:
         config = request.dirs.config
         template = request.distribution.home / "config"
         if config.exists():

@@ -13,9 +13,9 @@ health as it then is: that is a result, not an error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from elasticsearch import (
     ApiError,
@@ -40,6 +40,9 @@ from .security import client_kwargs
 #: HTTP statuses a caller waiting for a starting cluster retries on: 503 while no master
 #: is elected ("master_not_discovered_exception").
 RETRY_STATUSES = frozenset({503})
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _reason(exc: Exception) -> tuple[str, int | None]:
@@ -74,9 +77,11 @@ class ElasticsearchControl:
             hosts, request_timeout=timeout, max_retries=0, **client_kwargs(credentials)
         )
 
-    def _call(self, operation: str, function: Any, **arguments: Any) -> Any:
+    def _call(
+        self, operation: str, function: Callable[P, R], *args: P.args, **arguments: P.kwargs
+    ) -> R:
         try:
-            return function(**arguments)
+            return function(*args, **arguments)
         except UnsupportedProductError as exc:
             other = engine_of(exc.meta.headers) or "not Elasticsearch"
             raise ControlError(operation, f"the cluster answered as {other}") from None

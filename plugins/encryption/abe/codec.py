@@ -25,13 +25,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from esdash.plugin_api import BadInput, ClientCodec, FieldSpec
+from esdash.plugin_api import BadInput, ClientCodec, FieldSpec, JsonMapping, JsonObject, JsonValue
 
 from . import keys as keylib
 from .names import NameCipher
 from .native_lines import line_encoder
-from .opecore import ope_cipher
-from .values import DayGrid, NumberGrid, OffGrid, SecondGrid, StringCipher
+from .opecore import OpeContext, ope_cipher
+from .values import (
+    DayGrid,
+    Grid,
+    NumberGrid,
+    OffGrid,
+    Scalar,
+    SecondGrid,
+    StringCipher,
+    foreign,
+)
 
 SCHEME = "esdash-abe/1"
 #: Output range of every OPE field: 2^48 points (pyope's entropy grows with N/M), and 2^53
@@ -72,7 +81,7 @@ CACHE_LIMIT = 65536
 #: high-cardinality fields of a corpus churn through it, the others stay).
 PIECE_LIMIT = 16384
 #: Value types whose pieces the line encoder looks up directly (hashable, never a bool).
-_SCALARS = {str, int, float}
+_SCALARS: set[type[Scalar]] = {str, int, float}
 #: The probe document's string and date (:meth:`AbeCodec.layout`).
 PROBE = "esdash-layout-probe"
 PROBE_DAY = 20000101
@@ -91,14 +100,16 @@ class FieldPlan:
     path: str
     type: str
     kind: str  # "ope" | "string" | "boolean"
-    grid: Any = None
-    grid_spec: dict[str, Any] = field(default_factory=dict)
+    grid: Grid | None = None
+    grid_spec: JsonObject = field(default_factory=dict)
     name: str = ""
-    cipher: Any = None
+    cipher: OpeContext | None = None
     strings: StringCipher | None = None
     out_range: tuple[int, int] = OUT_48
-    enc: dict[Any, Any] = field(default_factory=dict, repr=False)
-    dec: dict[Any, Any] = field(default_factory=dict, repr=False)
+    #: plaintext value -> OPE ciphertext (OPE fields)
+    enc: dict[Scalar, int] = field(default_factory=dict, repr=False)
+    #: stored value -> plaintext value
+    dec: dict[Scalar, Scalar] = field(default_factory=dict, repr=False)
 
     def __hash__(self) -> int:
         return id(self)
@@ -107,30 +118,51 @@ class FieldPlan:
     def analysed(self) -> bool:
         return self.type in TEXT_TYPES
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"path": self.path, "type": self.type, "kind": self.kind, "grid": self.grid_spec}
+
+    @property
+    def ope_grid(self) -> Grid:
+        """The grid of an OPE field."""
+        if self.grid is None:
+            raise TypeError(f"field {self.path} is not encrypted with OPE")
+        return self.grid
+
+    @property
+    def ope(self) -> OpeContext:
+        """The OPE context of an OPE field."""
+        if self.cipher is None:
+            raise TypeError(f"field {self.path} is not encrypted with OPE")
+        return self.cipher
+
+    @property
+    def siv(self) -> StringCipher:
+        """The AES-SIV cipher of a string or boolean field."""
+        if self.strings is None:
+            raise TypeError(f"field {self.path} is not encrypted with AES-SIV")
+        return self.strings
 
     # ---------------------------------------------------------------- single values
 
-    def index(self, value: Any) -> int:
+    def index(self, value: JsonValue) -> int:
         try:
-            return self.grid.index(value)
+            return self.ope_grid.index(value)
         except OffGrid as exc:
             raise EncodeError(f"field {self.path}: {exc}") from None
 
     def encrypt_index(self, index: int) -> int:
-        return self.cipher.encrypt(index)
+        return self.ope.encrypt(index)
 
     def decrypt_index(self, ciphertext: int) -> int:
-        return self.cipher.decrypt(ciphertext)
+        return self.ope.decrypt(ciphertext)
 
-    def encrypt_value(self, value: Any) -> Any:
+    def encrypt_value(self, value: JsonValue) -> int | str:
         """One value as stored in the cluster (no batching: queries and tests)."""
         if self.kind == "ope":
-            return self.cipher.encrypt(self.index(value))
-        return self.strings.encrypt(self.text(value))
+            return self.ope.encrypt(self.index(value))
+        return self.siv.encrypt(self.text(value))
 
-    def text(self, value: Any) -> str:
+    def text(self, value: JsonValue) -> str:
         """The string a string field stores for ``value`` (what Elasticsearch would index)."""
         if isinstance(value, str):
             if self.kind == "boolean" and value not in ("true", "false"):
@@ -144,26 +176,52 @@ class FieldPlan:
             return json.dumps(value)
         raise EncodeError(f"field {self.path}: cannot encrypt a JSON {type(value).__name__}")
 
-    def decrypt_value(self, stored: Any) -> Any:
+    def decrypt_value(self, stored: Scalar | None) -> Scalar:
         """The plaintext of a stored value (cached both ways)."""
-        found = self.dec.get(stored)
+        found = self.dec.get(stored) if stored is not None else None
         if found is not None:
             return found
         if self.kind == "ope":
             if isinstance(stored, bool) or not isinstance(stored, int | float):
                 raise ValueError(f"field {self.path}: {stored!r} is not an OPE ciphertext")
-            found = self.grid.value(self.cipher.decrypt(int(stored)))
-        else:
-            found = self.strings.decrypt(stored)
-            if self.kind == "boolean":
-                found = found == "true"
+            found = self.ope_grid.value(self.ope.decrypt(int(stored)))
+        elif isinstance(stored, str):
+            text = self.siv.decrypt(stored)
+            found = text == "true" if self.kind == "boolean" else text
+        else:  # a string field stores tokens: nothing else is this codec's
+            what = f"field {self.path}: the stored value {str(stored)[:40]!r}"
+            raise foreign(what, TypeError(f"a {type(stored).__name__}, not a token"))
         if len(self.dec) >= CACHE_LIMIT:
             self.dec.clear()
         self.dec[stored] = found
         return found
 
 
-def _grid_for(spec: FieldSpec, date_format: Any) -> tuple[Any, dict[str, Any]]:
+#: What :meth:`AbeCodec._entry` keeps per key of an object: (encrypted key, plan, whether
+#: OPE, value cache, JSON member prefix ``"<encrypted key>":``, piece cache).
+_Entry = tuple[
+    str,
+    FieldPlan | None,
+    bool,
+    "dict[Scalar, int] | dict[str, str]",
+    str,
+    "dict[Scalar, str]",
+]
+#: The JSON members of one document's line, in key order (None until encrypted).
+_Pieces = list["str | None"]
+#: A new OPE value of an ingest line, encrypted with its field's batch: (pieces, position,
+#: value, grid index).
+_PieceSlot = tuple[_Pieces, int, Scalar, int]
+#: A field of an ingest line that takes the dictionary path: (pieces, position, JSON member
+#: prefix, encoded holder object, encrypted key).
+_Deferred = tuple[_Pieces, int, str, JsonObject, str]
+#: A new OPE value of a document, encrypted with its field's batch: (container, where,
+#: value, grid index), the container an object and ``where`` its key, or an array and an
+#: index (a pairing the types cannot express).
+_Slot = tuple[Any, Any, Scalar, int]
+
+
+def _grid_for(spec: FieldSpec, date_format: str | None) -> tuple[Grid, JsonObject]:
     kind = spec.type
     if kind in DATE_TYPES:
         if date_format not in DATE_FORMATS:
@@ -199,8 +257,8 @@ def _grid_for(spec: FieldSpec, date_format: Any) -> tuple[Any, dict[str, Any]]:
     }
 
 
-def _mapping_formats(properties: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    found: dict[str, Any] = {}
+def _mapping_formats(properties: JsonMapping, prefix: str = "") -> JsonObject:
+    found: JsonObject = {}
     for name, prop in (properties or {}).items():
         if not isinstance(prop, Mapping):
             continue
@@ -213,8 +271,8 @@ def _mapping_formats(properties: Mapping[str, Any], prefix: str = "") -> dict[st
 
 
 def plan_fields(
-    specs: tuple[FieldSpec, ...] | list[FieldSpec], index_body: Mapping[str, Any] | None = None
-) -> list[dict[str, Any]]:
+    specs: tuple[FieldSpec, ...] | list[FieldSpec], index_body: JsonMapping | None = None
+) -> list[JsonObject]:
     """Resolve the track's schema into plain field plans; refuse what ABE cannot encrypt.
 
     Date grids follow the mapping's ``format`` (``yyyy-MM-dd`` is a day grid, date-times a
@@ -248,20 +306,21 @@ def plan_fields(
     return plans
 
 
-def _probe_value(plan: FieldPlan) -> Any:
+def _probe_value(plan: FieldPlan) -> Scalar:
     """The plaintext of ``plan``'s field in the layout's probe document (on its grid)."""
     if plan.kind == "string":
         return PROBE
     if plan.kind == "boolean":
         return True
-    if isinstance(plan.grid, DayGrid):
-        return plan.grid.value(PROBE_DAY)
-    if isinstance(plan.grid, SecondGrid):
-        return plan.grid.value(PROBE_DAY * 1_000_000)
-    return plan.grid.value(plan.grid.top // 2)
+    grid = plan.ope_grid
+    if isinstance(grid, DayGrid):
+        return grid.value(PROBE_DAY)
+    if isinstance(grid, SecondGrid):
+        return grid.value(PROBE_DAY * 1_000_000)
+    return grid.value(grid.top // 2)
 
 
-def _grid_from(data: Mapping[str, Any]) -> Any:
+def _grid_from(data: JsonMapping) -> Grid:
     kind = data["kind"]
     if kind == "day":
         return DayGrid()
@@ -277,7 +336,7 @@ class AbeCodec(ClientCodec):
 
     def __init__(
         self,
-        fields: list[dict[str, Any]],
+        fields: list[JsonObject],
         source: keylib.KeySource,
         *,
         key_mode: str = "per-field",
@@ -309,14 +368,14 @@ class AbeCodec(ClientCodec):
             )
         self.names = NameCipher(master.derive("name", "", 64))
         self.plans: dict[str, FieldPlan] = {}
-        shared: dict[tuple, Any] = {}
+        shared: dict[tuple[tuple[int, int], tuple[int, int]], OpeContext] = {}
         for data in self.fields_spec:
             plan = FieldPlan(data["path"], data["type"], data["kind"], grid_spec=data["grid"])
             plan.name = self.names.path(plan.path)
             if plan.kind == "ope":
-                plan.grid = _grid_from(plan.grid_spec)
-                in_range = (0, plan.grid.top)
-                plan.out_range = OUT_48 if plan.grid.top < 2**32 else OUT_53
+                grid = plan.grid = _grid_from(plan.grid_spec)
+                in_range = (0, grid.top)
+                plan.out_range = OUT_48 if grid.top < 2**32 else OUT_53
                 key = master.ope_key(plan.path, key_mode)
                 if key_mode == "single":
                     # The paper's setup: one pyope key for every field; equal ranges share
@@ -344,9 +403,9 @@ class AbeCodec(ClientCodec):
         #: Encrypted full path -> plan (aggregations and sort name fields by encrypted path).
         self.by_name = {plan.name: plan for plan in self.plans.values()}
         #: plaintext parent prefix -> document key -> entry (see :meth:`_entry`).
-        self._entries: dict[str, dict[str, tuple]] = {}
+        self._entries: dict[str, dict[str, _Entry]] = {}
         #: top-level key order -> the piece caches in that order (see :meth:`encode_lines`).
-        self._layouts: dict[tuple[str, ...], list[dict[Any, str]]] = {}
+        self._layouts: dict[tuple[str, ...], list[dict[Scalar, str]]] = {}
         #: (plaintext parent prefix, encrypted key) -> (document key, plan or None).
         self._rkeys: dict[tuple[str, str], tuple[str, FieldPlan | None]] = {}
         for path in self.plans:
@@ -354,7 +413,7 @@ class AbeCodec(ClientCodec):
 
     # ------------------------------------------------------------------------ spec
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self) -> JsonObject:
         return {
             "scheme": SCHEME,
             "fields": self.fields_spec,
@@ -367,7 +426,7 @@ class AbeCodec(ClientCodec):
         }
 
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any], *, native: bool = True) -> AbeCodec:
+    def from_spec(cls, spec: JsonMapping, *, native: bool = True) -> AbeCodec:
         if spec.get("scheme") != SCHEME:
             raise BadInput(f"bench plan: unknown ABE scheme {spec.get('scheme')!r}")
         return cls(
@@ -403,9 +462,9 @@ class AbeCodec(ClientCodec):
             self._layout_id = hashlib.sha256(text.encode()).hexdigest()[:16]
         return self._layout_id
 
-    def _probe_document(self) -> dict[str, Any]:
+    def _probe_document(self) -> JsonObject:
         """A fixed value in every field of the schema (nested objects for dotted paths)."""
-        doc: dict[str, Any] = {}
+        doc: JsonObject = {}
         for plan in self.plans.values():
             *parents, last = plan.path.split(".")
             target = doc
@@ -428,7 +487,7 @@ class AbeCodec(ClientCodec):
 
     # ---------------------------------------------------------------------- names
 
-    def _entry(self, prefix: str, key: str) -> tuple:
+    def _entry(self, prefix: str, key: str) -> _Entry:
         """``(encrypted key, plan, is OPE, value cache, JSON prefix, piece cache)`` of ``key``
         in the object at ``prefix``.
 
@@ -443,12 +502,12 @@ class AbeCodec(ClientCodec):
             plan = self.plans.get(path)
             name = self.names.key(key, prefix)
             member = f'"{name}":'
-            if plan is None:
-                found = (name, None, False, None, member, None)
+            if plan is None:  # caches that stay empty: such keys take the slow paths
+                found = (name, None, False, {}, member, {})
             elif plan.kind == "ope":
                 found = (name, plan, True, plan.enc, member, {})
             else:
-                strings = plan.strings._enc if plan.kind == "string" else {}
+                strings = plan.siv._enc if plan.kind == "string" else {}
                 found = (name, plan, False, strings, member, {})
             table[key] = found
             self._rkeys[(prefix, name)] = (key, plan)
@@ -465,7 +524,7 @@ class AbeCodec(ClientCodec):
 
     # ------------------------------------------------------------------ documents
 
-    def encode_document(self, doc: dict[str, Any]) -> dict[str, Any]:
+    def encode_document(self, doc: JsonObject) -> JsonObject:
         return self.encode_documents([doc])[0]
 
     def encode_raw_lines(self, lines: list[bytes]) -> list[bytes | None]:
@@ -480,7 +539,7 @@ class AbeCodec(ClientCodec):
             return [None] * len(lines)
         return self._native.encode(lines)
 
-    def encode_lines(self, docs: list[dict[str, Any]]) -> list[bytes]:
+    def encode_lines(self, docs: list[JsonObject]) -> list[bytes]:
         """The bulk lines of a batch, written directly as JSON text (the ingest hot path).
 
         Each top-level field becomes one piece ``"<encrypted name>":<ciphertext>``, and a
@@ -491,11 +550,11 @@ class AbeCodec(ClientCodec):
         the JSON of :meth:`encode_documents` (the tests check this).
         """
         entries = self._entries[""]
-        pending: dict[FieldPlan, list] = {}  # OPE misses: (pieces, position, value, index)
-        deferred: list[tuple] = []  # slow fields: (pieces, position, prefix, holder, name)
-        slow_pending: dict[FieldPlan, list] = {}
-        all_pieces = []
-        layouts, get, scalars = self._layouts, dict.get, _SCALARS
+        pending: dict[FieldPlan, list[_PieceSlot]] = {}  # OPE misses
+        deferred: list[_Deferred] = []  # slow fields
+        slow_pending: dict[FieldPlan, list[_Slot]] = {}
+        all_pieces: list[_Pieces] = []
+        layouts, get, scalars = self._layouts, dict[Scalar, str].get, _SCALARS
         for doc in docs:
             # Documents of a corpus share their key order: one list of piece caches per
             # order, and the lookups of all fields run in C (map).
@@ -523,7 +582,7 @@ class AbeCodec(ClientCodec):
             all_pieces.append(pieces)
         for plan, slots in pending.items():
             indices = sorted({slot[3] for slot in slots})
-            table = dict(zip(indices, plan.cipher.encrypt_many(indices), strict=True))
+            table = dict(zip(indices, plan.ope.encrypt_many(indices), strict=True))
             entry = entries[plan.path] if "." not in plan.path and self.cache_numbers else None
             prefix = f'"{plan.name}":'
             for pieces, position, value, index in slots:
@@ -536,7 +595,7 @@ class AbeCodec(ClientCodec):
             pieces[position] = prefix + _DUMPS(holder[name])
         return [("{" + ",".join(pieces) + "}").encode() for pieces in all_pieces]
 
-    def _layout(self, keys: tuple[str, ...]) -> list[dict[Any, str]]:
+    def _layout(self, keys: tuple[str, ...]) -> list[dict[Scalar, str]]:
         """The piece caches of the fields in the order ``keys`` (unknown keys: no cache)."""
         entries = [self._entries[""].get(k) or self._entry("", k) for k in keys]
         caches = [entry[5] if entry[5] is not None else {} for entry in entries]
@@ -548,12 +607,12 @@ class AbeCodec(ClientCodec):
     def _miss(
         self,
         key: str,
-        value: Any,
-        pieces: list[Any],
+        value: Any,  # the hot path tells its kind by class identity, which mypy cannot follow
+        pieces: _Pieces,
         position: int,
-        pending: dict,
-        deferred: list,
-        slow_pending: dict,
+        pending: dict[FieldPlan, list[_PieceSlot]],
+        deferred: list[_Deferred],
+        slow_pending: dict[FieldPlan, list[_Slot]],
     ) -> None:
         """Put the piece of a value not in its field's cache at ``pieces[position]``.
 
@@ -565,11 +624,11 @@ class AbeCodec(ClientCodec):
         plan = entry[1]
         kind = value.__class__
         if kind is str and plan is not None and plan.kind == "string":  # the common miss
-            token = plan.strings.encrypt_uncached(value)
+            token = plan.siv.encrypt_uncached(value)
             pieces[position] = self._remember(entry, value, f'{entry[4]}"{token}"')
             return
         if kind is list and plan is not None and plan.kind == "string":
-            encrypt, text = plan.strings.encrypt, plan.text
+            encrypt, text = plan.siv.encrypt, plan.text
             try:
                 items = ",".join([f'"{encrypt(text(item))}"' for item in value])
             except EncodeError:
@@ -589,29 +648,29 @@ class AbeCodec(ClientCodec):
                 slots = pending[plan] = []
             slots.append((pieces, position, value, plan.index(value)))
         else:
-            token = plan.strings.encrypt_uncached(plan.text(value))
+            token = plan.siv.encrypt_uncached(plan.text(value))
             pieces[position] = self._remember(entry, value, f'{entry[4]}"{token}"')
 
     @staticmethod
-    def _remember(entry: tuple, value: Any, piece: str) -> str:
+    def _remember(entry: _Entry, value: Scalar, piece: str) -> str:
         cache = entry[5]
         if len(cache) >= PIECE_LIMIT:
             cache.clear()
         cache[value] = piece
         return piece
 
-    def encode_documents(self, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def encode_documents(self, docs: list[JsonObject]) -> list[JsonObject]:
         """Encrypt a batch: cached values at once, new OPE values per field in one call."""
-        pending: dict[FieldPlan, list[tuple[Any, Any, Any, int]]] = {}
+        pending: dict[FieldPlan, list[_Slot]] = {}
         out = [self._encode_object(doc, "", pending) for doc in docs]
         self._fill(pending)
         return out
 
-    def _fill(self, pending: dict[FieldPlan, list[tuple[Any, Any, Any, int]]]) -> None:
+    def _fill(self, pending: dict[FieldPlan, list[_Slot]]) -> None:
         """Encrypt the new OPE values of each field at once and put them into place."""
         for plan, slots in pending.items():
             indices = sorted({slot[3] for slot in slots})
-            table = dict(zip(indices, plan.cipher.encrypt_many(indices), strict=True))
+            table = dict(zip(indices, plan.ope.encrypt_many(indices), strict=True))
             cache = plan.enc if self.cache_numbers else {}
             if len(cache) + len(slots) > CACHE_LIMIT:
                 cache.clear()
@@ -619,10 +678,10 @@ class AbeCodec(ClientCodec):
                 container[where] = cache[value] = table[index]
 
     def _encode_object(
-        self, obj: Mapping[str, Any], prefix: str, pending: dict[FieldPlan, list]
-    ) -> dict[str, Any]:
+        self, obj: JsonMapping, prefix: str, pending: dict[FieldPlan, list[_Slot]]
+    ) -> JsonObject:
         """One object; cached values inline, everything else through the slow paths."""
-        result: dict[str, Any] = {}
+        result: JsonObject = {}
         entries = self._entries.get(prefix) or {}
         key = None
         try:
@@ -636,7 +695,7 @@ class AbeCodec(ClientCodec):
                     elif is_ope:
                         self._ope(plan, result, name, value, pending)
                     else:
-                        result[name] = plan.strings.encrypt(plan.text(value))
+                        result[name] = plan.siv.encrypt(plan.text(value))
                 else:
                     self._slow(prefix, key, entry, value, result, pending)
         except TypeError:  # an object or array where a field holds a value
@@ -645,7 +704,13 @@ class AbeCodec(ClientCodec):
         return result
 
     def _slow(
-        self, prefix: str, key: str, entry: tuple, value: Any, result: dict, pending: dict
+        self,
+        prefix: str,
+        key: str,
+        entry: _Entry,
+        value: Any,  # see _miss
+        result: JsonObject,
+        pending: dict[FieldPlan, list[_Slot]],
     ) -> None:
         """Objects, lists, nulls and keys outside the schema."""
         name, plan, is_ope = entry[:3]
@@ -661,17 +726,23 @@ class AbeCodec(ClientCodec):
         if value is None:
             result[name] = None
         elif is_ope:
-            items: list[Any] = [None] * len(value)
+            items: list[JsonValue] = [None] * len(value)
             for position, item in enumerate(value):
                 self._ope(plan, items, position, item, pending)
             result[name] = items
         else:
             result[name] = [
-                None if item is None else plan.strings.encrypt(plan.text(item)) for item in value
+                None if item is None else plan.siv.encrypt(plan.text(item)) for item in value
             ]
 
     @staticmethod
-    def _ope(plan: FieldPlan, container: Any, where: Any, value: Any, pending: dict) -> None:
+    def _ope(
+        plan: FieldPlan,
+        container: Any,  # an object or an array: see _Slot
+        where: str | int,
+        value: Any,  # see _miss
+        pending: dict[FieldPlan, list[_Slot]],
+    ) -> None:
         if value is None:
             container[where] = None
             return
@@ -687,9 +758,9 @@ class AbeCodec(ClientCodec):
             slots = pending[plan] = []
         slots.append((container, where, value, plan.index(value)))
 
-    def decode_document(self, doc: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    def decode_document(self, doc: JsonMapping, prefix: str = "") -> JsonObject:
         """The plaintext of a stored ``_source`` (names and values)."""
-        result: dict[str, Any] = {}
+        result: JsonObject = {}
         for token, value in doc.items():
             key, plan = self._plain_key(prefix, token)
             if plan is None:
@@ -707,7 +778,7 @@ class AbeCodec(ClientCodec):
 
     # -------------------------------------------------------------------- mapping
 
-    def encode_index_body(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def encode_index_body(self, body: JsonMapping) -> JsonObject:
         """Settings kept; mappings rebuilt from the schema (OPE ``long``, AES ``keyword``;
         free text without doc values).
 
@@ -722,7 +793,7 @@ class AbeCodec(ClientCodec):
         problems = mapping_problems(mappings, self.plans)
         if problems:
             raise BadInput("encryption mode abe: the mapping " + "; ".join(problems))
-        properties: dict[str, Any] = {}
+        properties: JsonObject = {}
         for plan in self.plans.values():
             parts = plan.path.split(".")
             target = properties
@@ -740,7 +811,7 @@ class AbeCodec(ClientCodec):
                 target[last] = {"type": "keyword", "doc_values": False}
             else:
                 target[last] = {"type": "keyword"}
-        encoded: dict[str, Any] = {"dynamic": "strict", "properties": properties}
+        encoded: JsonObject = {"dynamic": "strict", "properties": properties}
         if "_source" in mappings:
             encoded["_source"] = {"enabled": bool(mappings["_source"].get("enabled", True))}
         meta = dict(mappings.get("_meta") or {})
@@ -751,14 +822,12 @@ class AbeCodec(ClientCodec):
 
     # -------------------------------------------------------------------- queries
 
-    def encode_query(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def encode_query(self, body: JsonMapping) -> JsonObject:
         from .query import Rewriter
 
         return Rewriter(self).search(body)
 
-    def decode_response(
-        self, body: dict[str, Any], request: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
+    def decode_response(self, body: JsonObject, request: JsonMapping | None = None) -> JsonObject:
         from .query import decode_search
 
         return decode_search(self, body, request or {})

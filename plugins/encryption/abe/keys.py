@@ -37,12 +37,11 @@ import re
 import shlex
 import stat
 import subprocess
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import NoReturn
 
-from esdash.plugin_api import BadInput
+from esdash.plugin_api import BadInput, JsonMapping, JsonObject, OptionValues
 
 #: Fewest bytes of key material a key file must hold (AES-256 and HMAC-SHA256 strength).
 MIN_KEY_BYTES = 32
@@ -71,7 +70,7 @@ class MasterKey:
     def __repr__(self) -> str:
         return "MasterKey(<hidden>)"
 
-    def __reduce__(self) -> Any:  # pickling would put the key into MPI messages or files
+    def __reduce__(self) -> NoReturn:  # pickling would put the key into MPI messages or files
         raise TypeError("MasterKey is not picklable")
 
     @property
@@ -110,13 +109,13 @@ class KeySource:
 
     kind: str
     location: str
-    kdf: Mapping[str, Any] | None = field(default=None)
+    kdf: JsonMapping | None = field(default=None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"kind": self.kind, "location": self.location, "kdf": dict(self.kdf or {}) or None}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> KeySource:
+    def from_dict(cls, data: JsonMapping) -> KeySource:
         return cls(str(data["kind"]), str(data["location"]), data.get("kdf"))
 
     def describe(self) -> str:
@@ -220,7 +219,7 @@ def _first_line(data: bytes, origin: str) -> bytes:
     return line
 
 
-def argon2id(passphrase: bytes, kdf: Mapping[str, Any]) -> bytes:
+def argon2id(passphrase: bytes, kdf: JsonMapping) -> bytes:
     """The 32-byte master key of ``passphrase`` with the salt and cost in ``kdf``."""
     from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 
@@ -233,7 +232,7 @@ def argon2id(passphrase: bytes, kdf: Mapping[str, Any]) -> bytes:
     ).derive(passphrase)
 
 
-def load_kdf(path: Path, create: bool) -> dict[str, Any]:
+def load_kdf(path: Path, create: bool) -> JsonObject:
     """The Argon2id parameters stored at ``path``; a new random salt when absent and ``create``.
 
     Written once, with ``O_EXCL``: concurrent first runs agree on one salt.
@@ -271,7 +270,7 @@ def load_kdf(path: Path, create: bool) -> dict[str, Any]:
     return {"kdf": "argon2id", "salt": data["salt"], **{k: int(data[k]) for k in ARGON2_DEFAULTS}}
 
 
-def key_source(options: Mapping[str, Any], data_root: Path | None) -> KeySource:
+def key_source(options: OptionValues, data_root: Path | None) -> KeySource:
     """Check which source the options name (exactly one) and resolve its salt."""
     chosen = [k for k in ("key_file", "passphrase_file", "passphrase_command") if options.get(k)]
     if len(chosen) != 1:

@@ -15,11 +15,18 @@ from __future__ import annotations
 
 import shlex
 import shutil
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from esdash.plugin_api import BadInput, ClientCodec, EncryptionMode, Option, Owner, Track
+from esdash.plugin_api import (
+    BadInput,
+    ClientCodec,
+    EncryptionMode,
+    JsonMapping,
+    Option,
+    OptionValues,
+    Owner,
+    Track,
+)
 
 OPE_BACKENDS = ("auto", "native", "python", "pyope")
 KEY_SOURCES = ("key_file", "passphrase_file", "passphrase_command")
@@ -71,7 +78,7 @@ class AbeMode(EncryptionMode):
         ),
     )
 
-    def check_options(self, options: Mapping[str, Any], owner: Owner) -> None:
+    def check_options(self, options: OptionValues, owner: Owner) -> None:
         """Exactly one key source, and a usable one; nothing is created and nothing run.
 
         The key and passphrase files go through the checks that load them at run time
@@ -109,10 +116,10 @@ class AbeMode(EncryptionMode):
 
     def client_codec(
         self,
-        options: Mapping[str, Any],
+        options: OptionValues,
         track: Track,
         *,
-        track_options: Mapping[str, Any] | None = None,
+        track_options: OptionValues | None = None,
         data_root: Path | None = None,
     ) -> ClientCodec:
         from .codec import AbeCodec, plan_fields
@@ -130,7 +137,7 @@ class AbeMode(EncryptionMode):
             decode_responses=values["decode_responses"],
         )
 
-    def codec_from_spec(self, spec: Mapping[str, Any]) -> ClientCodec:
+    def codec_from_spec(self, spec: JsonMapping) -> ClientCodec:
         from .codec import AbeCodec
 
         return AbeCodec.from_spec(spec)

@@ -16,7 +16,10 @@ finished ``"<name>":`` prefix of each field), and keeps its own bounded caches.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
+
+from .values import DayGrid, NumberGrid, SecondGrid
 
 if TYPE_CHECKING:
     from .codec import FieldPlan
@@ -27,7 +30,14 @@ if TYPE_CHECKING:
 NATIVE_BACKENDS = ("auto", "native")
 
 
-def native_module() -> Any | None:
+class LineEncoder(Protocol):
+    """``esdash_abe_native.LineEncoder``: encrypted lines of the documents it takes."""
+
+    def encode(self, lines: list[bytes]) -> list[bytes | None]: ...
+    def clear(self) -> None: ...
+
+
+def native_module() -> ModuleType | None:
     """``esdash_abe_native``, or ``None`` when it is not built here."""
     try:
         import esdash_abe_native
@@ -36,7 +46,7 @@ def native_module() -> Any | None:
     return esdash_abe_native
 
 
-def field_spec(plan: FieldPlan, master: MasterKey, key_mode: str) -> tuple | None:
+def field_spec(plan: FieldPlan, master: MasterKey, key_mode: str) -> tuple[object, ...] | None:
     """The native encoder's description of one top-level field, or ``None`` (Python's).
 
     The keys come from the same :class:`~esdash_plugins.encryption.abe.keys.MasterKey`
@@ -56,10 +66,10 @@ def field_spec(plan: FieldPlan, master: MasterKey, key_mode: str) -> tuple | Non
     if plan.kind != "ope":
         return None  # booleans: few, and their text rules live in FieldPlan.text
     key = master.ope_key(plan.path, key_mode)
-    grid, out_top = plan.grid, plan.out_range[1]
-    if grid.kind in ("day", "second"):  # date-times: plain UTC ``yyyy-MM-dd HH:mm:ss`` only
+    grid, out_top = plan.ope_grid, plan.out_range[1]
+    if isinstance(grid, DayGrid | SecondGrid):  # date-times: plain UTC ``yyyy-MM-dd HH:mm:ss``
         return (grid.kind, plan.path, member, key, grid.top, out_top)
-    if grid.kind == "number" and _fits(grid.low, grid.step, grid.top):
+    if isinstance(grid, NumberGrid) and _fits(grid.low, grid.step, grid.top):
         return (
             "number",
             plan.path,
@@ -80,7 +90,7 @@ def _fits(*values: int) -> bool:
 
 def line_encoder(
     plans: list[FieldPlan], master: MasterKey, key_mode: str, ope_backend: str
-) -> Any | None:
+) -> LineEncoder | None:
     """A native ``LineEncoder`` for ``plans``, or ``None`` where the fast path does not apply.
 
     Only the fields it can encode are handed over; a document with any other key takes

@@ -13,6 +13,7 @@ recursion, with no cache in front of it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 from esdash.plugin_api import BadInput
 
@@ -26,6 +27,16 @@ BACKENDS = ("auto", "native", "python", "pyope")
 LRU_SIZE = 65536
 
 
+class OpeContext(Protocol):
+    """One OPE context, whichever implementation runs it (``OpeCipher`` or :class:`PyopeCipher`)."""
+
+    def encrypt(self, plaintext: int) -> int: ...
+    def decrypt(self, ciphertext: int) -> int: ...
+    def encrypt_many(self, plaintexts: Iterable[int]) -> list[int]: ...
+    def decrypt_many(self, ciphertexts: Iterable[int]) -> list[int]: ...
+    def clear(self) -> None: ...
+
+
 def available() -> str:
     """Which implementation ``backend = "auto"`` uses here (for messages and benchmarks)."""
     if _OpeCipher is not None:
@@ -35,7 +46,7 @@ def available() -> str:
 
 def ope_cipher(
     key: bytes, in_range: tuple[int, int], out_range: tuple[int, int], backend: str = "auto"
-):
+) -> OpeContext:
     """An OPE context for ``(key, in_range, out_range)`` with the chosen backend."""
     if backend not in BACKENDS:
         raise BadInput(f"ope_backend {backend!r}: expected one of {', '.join(BACKENDS)}")

@@ -32,13 +32,16 @@ names and decrypted in the response, so they leak nothing either.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, TypeGuard
 
-from esdash.plugin_api import QueryNotSupported
+from esdash.plugin_api import JsonMapping, JsonObject, JsonValue, QueryNotSupported
 
 from .values import DayGrid, OffGrid, SecondGrid, parse_instant
 
-MATCH_NONE: dict[str, Any] = {"match_none": {}}
+if TYPE_CHECKING:
+    from .codec import AbeCodec, FieldPlan
+
+MATCH_NONE: JsonObject = {"match_none": {}}
 
 #: Top-level search keys that carry no field names or values.
 PASSTHROUGH = {
@@ -135,12 +138,12 @@ def _unknown(part: str) -> QueryNotSupported:
 class Rewriter:
     """Rewrites one search body with a codec's field plans and ciphers."""
 
-    def __init__(self, codec: Any) -> None:
+    def __init__(self, codec: AbeCodec) -> None:
         self.codec = codec
 
     # ---------------------------------------------------------------------- fields
 
-    def field(self, path: Any, part: str) -> tuple[Any, str]:
+    def field(self, path: JsonValue, part: str) -> tuple[FieldPlan, str]:
         """(plan, view) of a field a query names: view is keyword, text, ope or boolean."""
         if not isinstance(path, str):
             raise QueryNotSupported(part, f"expected a field name, found {path!r}")
@@ -155,13 +158,13 @@ class Rewriter:
             return plans[base], "keyword"
         raise QueryNotSupported(part, f"field {path} is not in the track's schema")
 
-    def ope(self, plan: Any, index: int) -> int:
+    def ope(self, plan: FieldPlan, index: int) -> int:
         return plan.encrypt_index(index)
 
     # ---------------------------------------------------------------------- search
 
-    def search(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def search(self, body: JsonMapping) -> JsonObject:
+        out: JsonObject = {}
         for key, value in body.items():
             if key in PASSTHROUGH:
                 out[key] = value
@@ -179,7 +182,7 @@ class Rewriter:
                 raise _unknown(key)
         return out
 
-    def source(self, value: Any, part: str) -> Any:
+    def source(self, value: JsonValue, part: str) -> JsonValue:
         if isinstance(value, bool):
             return value
         if isinstance(value, str):
@@ -187,7 +190,7 @@ class Rewriter:
         if isinstance(value, list):
             return [self._source_field(v, f"{part}[{i}]") for i, v in enumerate(value)]
         if isinstance(value, Mapping):
-            out = {}
+            out: JsonObject = {}
             for key, fields in value.items():
                 if key not in ("includes", "excludes"):
                     raise _unknown(_at(part, key))
@@ -195,7 +198,7 @@ class Rewriter:
             return out
         raise _unknown(part)
 
-    def _source_field(self, path: Any, part: str) -> str:
+    def _source_field(self, path: JsonValue, part: str) -> str:
         if not isinstance(path, str) or "*" in path:
             raise QueryNotSupported(part, "source filters with wildcards need plaintext names")
         plan, _ = self.field(path, part)
@@ -203,7 +206,7 @@ class Rewriter:
 
     # ---------------------------------------------------------------------- queries
 
-    def query(self, node: Any, part: str) -> dict[str, Any]:
+    def query(self, node: JsonValue, part: str) -> JsonObject:
         if not isinstance(node, Mapping) or len(node) != 1:
             raise QueryNotSupported(part, "expected an object with one query type")
         ((kind, spec),) = node.items()
@@ -236,7 +239,7 @@ class Rewriter:
             raise QueryNotSupported(where, "not possible on encrypted values")
         raise _unknown(where)
 
-    def _check(self, spec: Any, allowed: set[str], part: str) -> Mapping[str, Any]:
+    def _check(self, spec: JsonValue, allowed: set[str], part: str) -> JsonMapping:
         if not isinstance(spec, Mapping):
             raise QueryNotSupported(part, f"expected an object, found {spec!r}")
         for key in spec:
@@ -248,16 +251,16 @@ class Rewriter:
                 raise _unknown(_at(part, key))
         return spec
 
-    def _clauses(self, value: Any, part: str) -> Any:
+    def _clauses(self, value: JsonValue, part: str) -> JsonObject | list[JsonObject]:
         if isinstance(value, list):
             return [self.query(q, f"{part}[{i}]") for i, q in enumerate(value)]
         return self.query(value, part)
 
-    def _bool(self, spec: Any, part: str) -> dict[str, Any]:
+    def _bool(self, spec: JsonValue, part: str) -> JsonObject:
         spec = self._check(
             spec, {"must", "filter", "should", "must_not", "minimum_should_match", "boost"}, part
         )
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         for key, value in spec.items():
             if key in ("must", "filter", "should", "must_not"):
                 out[key] = self._clauses(value, _at(part, key))
@@ -265,13 +268,13 @@ class Rewriter:
                 out[key] = value
         return out
 
-    def _constant_score(self, spec: Any, part: str) -> dict[str, Any]:
+    def _constant_score(self, spec: JsonValue, part: str) -> JsonObject:
         spec = self._check(spec, {"filter", "boost"}, part)
         out = dict(spec)
         out["filter"] = self.query(spec.get("filter"), _at(part, "filter"))
         return out
 
-    def _dis_max(self, spec: Any, part: str) -> dict[str, Any]:
+    def _dis_max(self, spec: JsonValue, part: str) -> JsonObject:
         spec = self._check(spec, {"queries", "tie_breaker", "boost"}, part)
         out = dict(spec)
         queries = spec.get("queries")
@@ -280,12 +283,14 @@ class Rewriter:
         out["queries"] = self._clauses(queries, _at(part, "queries"))
         return out
 
-    def _exists(self, spec: Any, part: str) -> dict[str, Any]:
+    def _exists(self, spec: JsonValue, part: str) -> JsonObject:
         spec = self._check(spec, {"field", "boost"}, part)
         plan, _ = self.field(spec.get("field"), _at(part, "field"))
         return {"exists": {**spec, "field": plan.name}}
 
-    def _single_field(self, spec: Any, part: str, params: set[str]) -> tuple[str, Any, dict]:
+    def _single_field(
+        self, spec: JsonValue, part: str, params: set[str]
+    ) -> tuple[str, JsonValue, JsonObject]:
         """(field, value, extra) of ``{field: value}`` or ``{field: {value/query, ...}}``."""
         if not isinstance(spec, Mapping):
             raise QueryNotSupported(part, f"expected an object, found {spec!r}")
@@ -295,7 +300,7 @@ class Rewriter:
         self._check({k: v for k, v in spec.items() if k not in fields}, {"boost"}, part)
         field_name = fields[0]
         value = spec[field_name]
-        extra: dict[str, Any] = {k: v for k, v in spec.items() if k == "boost"}
+        extra: JsonObject = {k: v for k, v in spec.items() if k == "boost"}
         if isinstance(value, Mapping):
             where = _at(part, field_name)
             self._check(value, params, where)
@@ -303,7 +308,7 @@ class Rewriter:
             return field_name, value, extra
         return field_name, value, extra
 
-    def _term(self, spec: Any, part: str) -> dict[str, Any]:
+    def _term(self, spec: JsonValue, part: str) -> JsonObject:
         field_name, value, extra = self._single_field(
             spec, part, {"value", "boost", "case_insensitive"}
         )
@@ -325,7 +330,9 @@ class Rewriter:
             )
         return self._equals(plan, view, value, where, extra)
 
-    def _equals(self, plan: Any, view: str, value: Any, part: str, extra: dict) -> dict:
+    def _equals(
+        self, plan: FieldPlan, view: str, value: JsonValue, part: str, extra: JsonMapping
+    ) -> JsonObject:
         """Exact equality of ``plan``'s field with ``value`` (one plaintext value)."""
         if isinstance(value, Mapping | list):
             raise QueryNotSupported(part, f"expected a single value, found {value!r}")
@@ -345,14 +352,14 @@ class Rewriter:
         if value is None:
             raise QueryNotSupported(part, "null is not a value")
         try:
-            token = plan.strings.encrypt(plan.text(value))
+            token = plan.siv.encrypt(plan.text(value))
         except Exception as exc:
             raise QueryNotSupported(part, str(exc)) from None
         return {"term": {plan.name: {"value": token, **extra}}}
 
-    def _span(self, plan: Any, value: Any, part: str) -> tuple[int | None, int]:
+    def _span(self, plan: FieldPlan, value: JsonValue, part: str) -> tuple[int | None, int]:
         """Grid indices ``[low, high]`` a term value selects (``low`` None: nothing)."""
-        grid = plan.grid
+        grid = plan.ope_grid
         if isinstance(grid, DayGrid | SecondGrid):
             first, last = self._instant(value, part)
             low, high = grid.ceil_ms(first), grid.floor_ms(last)
@@ -363,7 +370,7 @@ class Rewriter:
             return None, 0
         return index, index
 
-    def _instant(self, value: Any, part: str) -> tuple[int, int]:
+    def _instant(self, value: JsonValue, part: str) -> tuple[int, int]:
         if isinstance(value, int) and not isinstance(value, bool):
             return value, value  # epoch milliseconds
         try:
@@ -371,7 +378,7 @@ class Rewriter:
         except OffGrid as exc:
             raise QueryNotSupported(part, str(exc)) from None
 
-    def _terms(self, spec: Any, part: str) -> dict[str, Any]:
+    def _terms(self, spec: JsonValue, part: str) -> JsonObject:
         if not isinstance(spec, Mapping):
             raise QueryNotSupported(part, f"expected an object, found {spec!r}")
         fields = [k for k in spec if k not in ("boost", "_name")]
@@ -404,7 +411,7 @@ class Rewriter:
             others.insert(0, {"terms": {plan.name: list(dict.fromkeys(tokens))}})
         return {"bool": {"should": others, "minimum_should_match": 1, **extra}}
 
-    def _match(self, kind: str, spec: Any, part: str) -> dict[str, Any]:
+    def _match(self, kind: str, spec: JsonValue, part: str) -> JsonObject:
         allowed = {"query", "boost"} | ({"operator"} if kind == "match" else {"slop"})
         field_name, value, extra = self._single_field(spec, part, allowed)
         where = _at(part, field_name)
@@ -431,12 +438,12 @@ class Rewriter:
             return dict(MATCH_NONE)
         if kind == "match_phrase":
             return self._equals(plan, "keyword", " ".join(words), where, extra)
-        tokens = list(dict.fromkeys(plan.strings.encrypt(w) for w in words))
+        tokens = list(dict.fromkeys(plan.siv.encrypt(w) for w in words))
         if operator == "and" and len(tokens) > 1:
             return {"bool": {"filter": [{"term": {plan.name: t}} for t in tokens], **extra}}
         return {"terms": {plan.name: tokens, **extra}}
 
-    def _range(self, spec: Any, part: str) -> dict[str, Any]:
+    def _range(self, spec: JsonValue, part: str) -> JsonObject:
         if not isinstance(spec, Mapping) or len(spec) != 1:
             raise QueryNotSupported(part, "expected exactly one field")
         ((field_name, bounds),) = spec.items()
@@ -453,7 +460,7 @@ class Rewriter:
             )
         if str(bounds.get("relation", "INTERSECTS")).upper() != "INTERSECTS":
             raise QueryNotSupported(_at(where, "relation"), "only applies to range fields")
-        grid = plan.grid
+        grid = plan.ope_grid
         dated = isinstance(grid, DayGrid | SecondGrid)
         if "time_zone" in bounds and str(bounds["time_zone"]) not in _UTC:
             raise QueryNotSupported(
@@ -467,7 +474,7 @@ class Rewriter:
             if bound is None:
                 continue
             at = _at(where, op)
-            if dated:
+            if isinstance(grid, DayGrid | SecondGrid):
                 first, last = self._instant(bound, at)
                 if op == "gte":
                     index = grid.ceil_ms(first)
@@ -493,7 +500,7 @@ class Rewriter:
                 high = min(high, index)
         if low > high:
             return dict(MATCH_NONE)
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         if any(bounds.get(op) is not None for op in ("gt", "gte")):
             out["gte"] = self.ope(plan, low)
         if any(bounds.get(op) is not None for op in ("lt", "lte")):
@@ -506,12 +513,12 @@ class Rewriter:
 
     # ------------------------------------------------------------------------ sort
 
-    def sort(self, value: Any, part: str) -> Any:
+    def sort(self, value: JsonValue, part: str) -> list[JsonValue]:
         if isinstance(value, list):
             return [self._sort_one(v, f"{part}[{i}]") for i, v in enumerate(value)]
         return [self._sort_one(value, part)]
 
-    def _sort_one(self, value: Any, part: str) -> Any:
+    def _sort_one(self, value: JsonValue, part: str) -> JsonValue:
         if isinstance(value, str):
             if value in ("_score", "_doc"):
                 return value
@@ -527,7 +534,7 @@ class Rewriter:
             return self._sort_field(name, spec, _at(part, name))
         raise QueryNotSupported(part, f"expected a sort field, found {value!r}")
 
-    def _sort_field(self, name: str, spec: Mapping[str, Any], part: str) -> Any:
+    def _sort_field(self, name: str, spec: JsonMapping, part: str) -> JsonValue:
         self._check(spec, {"order", "missing", "mode"}, part)
         plan, view = self.field(name, part)
         if view != "ope":
@@ -544,10 +551,10 @@ class Rewriter:
 
     # ------------------------------------------------------------------ aggregations
 
-    def aggs(self, value: Any, part: str) -> dict[str, Any]:
+    def aggs(self, value: JsonValue, part: str) -> JsonObject:
         if not isinstance(value, Mapping):
             raise QueryNotSupported(part, "expected an object of aggregations")
-        out = {}
+        out: JsonObject = {}
         for label, body in value.items():
             where = _at(part, label)
             if not isinstance(label, str) or not label or "." in label:
@@ -557,8 +564,8 @@ class Rewriter:
             out[self.codec.names.segment(label, "\x00agg")] = self._agg(body, where)
         return out
 
-    def _agg(self, body: Mapping[str, Any], part: str) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def _agg(self, body: JsonMapping, part: str) -> JsonObject:
+        out: JsonObject = {}
         kinds = [k for k in body if k not in ("aggs", "aggregations", "meta")]
         if len(kinds) != 1:
             raise QueryNotSupported(part, "expected exactly one aggregation type")
@@ -594,7 +601,7 @@ class Rewriter:
             raise QueryNotSupported(_at(part, "meta"), "metadata is returned in plaintext")
         return out
 
-    def _terms_agg(self, spec: Any, part: str) -> dict[str, Any]:
+    def _terms_agg(self, spec: JsonValue, part: str) -> JsonObject:
         spec = self._check(
             spec,
             {"field", "size", "shard_size", "min_doc_count", "order", "show_term_doc_count_error"},
@@ -619,11 +626,11 @@ class Rewriter:
         return {**spec, "field": plan.name}
 
 
-def mapping_problems(mappings: Mapping[str, Any], plans: Mapping[str, Any]) -> list[str]:
+def mapping_problems(mappings: JsonMapping, plans: Mapping[str, FieldPlan]) -> list[str]:
     """Fields of a plaintext mapping the schema does not cover (every one is needed)."""
     problems: list[str] = []
 
-    def walk(properties: Mapping[str, Any], prefix: str) -> None:
+    def walk(properties: JsonMapping, prefix: str) -> None:
         for name, prop in properties.items():
             path = f"{prefix}{name}"
             if isinstance(prop, Mapping) and "properties" in prop:
@@ -642,7 +649,7 @@ def mapping_problems(mappings: Mapping[str, Any], plans: Mapping[str, Any]) -> l
 # --------------------------------------------------------------------------- decode
 
 
-def decode_search(codec: Any, body: dict[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
+def decode_search(codec: AbeCodec, body: JsonObject, request: JsonMapping) -> JsonObject:
     """Decrypt hits' ``_source``, sort values and the aggregations of ``request`` in place."""
     hits = (body.get("hits") or {}).get("hits")
     if hits:
@@ -662,17 +669,22 @@ def decode_search(codec: Any, body: dict[str, Any], request: Mapping[str, Any]) 
     return body
 
 
-def _sort_plans(codec: Any, sort: Any) -> list[Any]:
+def _sort_plans(codec: AbeCodec, sort: JsonValue) -> list[FieldPlan | None]:
     if not sort:
         return []
     plans = []
     for entry in sort if isinstance(sort, list) else [sort]:
-        name = entry if isinstance(entry, str) else next(iter(entry))
-        plans.append(codec.by_name.get(name))
+        # as the rewriter wrote it: a field name, or an object with one
+        if isinstance(entry, str):
+            plans.append(codec.by_name.get(entry))
+        else:
+            name = next(iter(entry)) if isinstance(entry, Mapping) else None
+            plans.append(codec.by_name.get(name) if name is not None else None)
     return plans
 
 
-def _in_range(plan: Any, value: Any) -> bool:
+def _in_range(value: JsonValue, plan: FieldPlan) -> TypeGuard[int | float]:
+    """Whether ``value`` is a ciphertext of ``plan``'s OPE range."""
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -680,22 +692,23 @@ def _in_range(plan: Any, value: Any) -> bool:
     )
 
 
-def _decode_sort(plan: Any, value: Any) -> Any:
-    if not _in_range(plan, value):  # Long.MIN/MAX for missing values
+def _decode_sort(plan: FieldPlan, value: JsonValue) -> JsonValue:
+    if not _in_range(value, plan):  # Long.MIN/MAX for missing values
         return value
     index = plan.decrypt_index(int(value))
-    if isinstance(plan.grid, DayGrid | SecondGrid):
-        return plan.grid.epoch_ms(index)
-    return plan.grid.value(index)
+    grid = plan.ope_grid
+    if isinstance(grid, DayGrid | SecondGrid):
+        return grid.epoch_ms(index)
+    return grid.value(index)
 
 
-def _decode_metric(plan: Any, result: dict[str, Any]) -> None:
+def _decode_metric(plan: FieldPlan, result: JsonObject) -> None:
     value = result.get("value")
     result.pop("value_as_string", None)
-    if value is None or not _in_range(plan, value):
+    if value is None or not _in_range(value, plan):
         return
     index = plan.decrypt_index(int(value))
-    grid = plan.grid
+    grid = plan.ope_grid
     if isinstance(grid, DayGrid | SecondGrid):
         result["value"] = float(grid.epoch_ms(index))
         result["value_as_string"] = grid.value(index)
@@ -703,8 +716,8 @@ def _decode_metric(plan: Any, result: dict[str, Any]) -> None:
         result["value"] = float(grid.value(index))
 
 
-def _decode_aggs(codec: Any, request: Mapping[str, Any], response: dict[str, Any]) -> dict:
-    out: dict[str, Any] = {}
+def _decode_aggs(codec: AbeCodec, request: JsonMapping, response: JsonObject) -> JsonObject:
+    out: JsonObject = {}
     for token, result in response.items():
         body = request.get(token)
         if body is None or not isinstance(result, dict):
@@ -728,7 +741,7 @@ def _decode_aggs(codec: Any, request: Mapping[str, Any], response: dict[str, Any
     return out
 
 
-def _sub_results(result: dict[str, Any], sub: Mapping[str, Any]) -> dict[str, Any]:
+def _sub_results(result: JsonObject, sub: JsonMapping) -> JsonObject:
     found = {}
     for token in sub:
         if token in result:
@@ -736,13 +749,13 @@ def _sub_results(result: dict[str, Any], sub: Mapping[str, Any]) -> dict[str, An
     return found
 
 
-def _decode_bucket(plan: Any, bucket: dict[str, Any]) -> None:
+def _decode_bucket(plan: FieldPlan, bucket: JsonObject) -> None:
     key = bucket.get("key")
     if plan.kind == "ope":
-        if not _in_range(plan, key):
+        if not _in_range(key, plan):
             return
         index = plan.decrypt_index(int(key))
-        grid = plan.grid
+        grid = plan.ope_grid
         if isinstance(grid, DayGrid | SecondGrid):
             bucket["key"] = grid.epoch_ms(index)
             bucket["key_as_string"] = grid.value(index)

@@ -30,7 +30,8 @@ import math
 import re
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation, localcontext
-from typing import Any
+
+from esdash.plugin_api import JsonValue
 
 #: Domain of YYYYMMDD (the slides' "(0, 30000000)").
 DAY_TOP = 30_000_000
@@ -44,11 +45,15 @@ _SECOND = re.compile(
 _DATE_MATH = re.compile(r"(^now)|(\|\|)")
 
 
+#: A JSON scalar as a document or a query gives it: what a field's value caches are keyed by.
+Scalar = str | int | float | bool
+
+
 class OffGrid(ValueError):
     """A value the grid cannot represent exactly (wrong type, off the step, out of range)."""
 
 
-def _decimal(value: Any) -> Decimal:
+def _decimal(value: JsonValue) -> Decimal:
     if isinstance(value, bool):
         raise OffGrid(f"{value!r} is a boolean, not a number")
     if isinstance(value, int):
@@ -83,7 +88,9 @@ class NumberGrid:
 
     kind = "number"
 
-    def __init__(self, minimum: Any, maximum: Any, step: Any, integral: bool) -> None:
+    def __init__(
+        self, minimum: JsonValue, maximum: JsonValue, step: JsonValue, integral: bool
+    ) -> None:
         with localcontext() as ctx:
             ctx.prec = 80
             lo, hi, st = _decimal(minimum), _decimal(maximum), _decimal(step)
@@ -98,7 +105,7 @@ class NumberGrid:
         self.integral = integral
         self.spec = (str(lo), str(hi), str(st))
 
-    def _scaled(self, value: Any) -> Decimal | int:
+    def _scaled(self, value: JsonValue) -> Decimal | int:
         if type(value) is int and not self.places:
             return value
         if type(value) is float:
@@ -117,7 +124,7 @@ class NumberGrid:
             ctx.prec = 80
             return _decimal(value).scaleb(self.places)
 
-    def index(self, value: Any) -> int:
+    def index(self, value: JsonValue) -> int:
         """The grid index of ``value``; :class:`OffGrid` unless it is exactly a grid point."""
         scaled = self._scaled(value)
         if type(scaled) is not int:
@@ -133,25 +140,25 @@ class NumberGrid:
             )
         return index
 
-    def ceil_index(self, value: Any) -> int:
+    def ceil_index(self, value: JsonValue) -> int:
         """The smallest index whose value is >= ``value`` (may lie outside ``[0, top]``)."""
         with localcontext() as ctx:
             ctx.prec = 80
             offset = self._scaled(value) - self.low
             return math.ceil(Decimal(offset) / self.step)
 
-    def floor_index(self, value: Any) -> int:
+    def floor_index(self, value: JsonValue) -> int:
         """The largest index whose value is <= ``value`` (may lie outside ``[0, top]``)."""
         with localcontext() as ctx:
             ctx.prec = 80
             offset = self._scaled(value) - self.low
             return math.floor(Decimal(offset) / self.step)
 
-    def after_index(self, value: Any) -> int:
+    def after_index(self, value: JsonValue) -> int:
         """The smallest index whose value is > ``value``."""
         return self.floor_index(value) + 1
 
-    def before_index(self, value: Any) -> int:
+    def before_index(self, value: JsonValue) -> int:
         """The largest index whose value is < ``value``."""
         return self.ceil_index(value) - 1
 
@@ -172,7 +179,7 @@ def _utc_ms(moment: datetime) -> int:
     return (moment - _EPOCH) // timedelta(milliseconds=1)
 
 
-def parse_instant(text: str) -> tuple[int, int]:
+def parse_instant(text: JsonValue) -> tuple[int, int]:
     """The span ``[first, last]`` of epoch milliseconds a date or date-time string denotes.
 
     ``2015-01-01`` spans the whole day; ``2015-01-01 12:00:00`` (or with ``T``, fractions,
@@ -216,7 +223,7 @@ class DayGrid:
     kind = "day"
     top = DAY_TOP
 
-    def index(self, value: Any) -> int:
+    def index(self, value: JsonValue) -> int:
         if not isinstance(value, str):
             raise OffGrid(f"{value!r} is not a date string (yyyy-MM-dd)")
         found = _DAY.match(value)
@@ -271,7 +278,7 @@ class SecondGrid:
             raise ValueError(f"unknown date-time pattern {pattern!r}")
         self.pattern = pattern
 
-    def index(self, value: Any) -> int:
+    def index(self, value: JsonValue) -> int:
         if isinstance(value, bool) or not isinstance(value, str | int):
             raise OffGrid(f"{value!r} is not a date-time")
         if isinstance(value, int):  # epoch_millis
@@ -422,3 +429,7 @@ class StringCipher:
     def clear(self) -> None:
         self._enc.clear()
         self._dec.clear()
+
+
+#: Every grid: the one an OPE field's values are mapped onto.
+Grid = NumberGrid | DayGrid | SecondGrid

@@ -26,8 +26,9 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import NamedTuple, Protocol
 
 from .errors import InvalidCiphertextError, InvalidRangeError, OpeError, OutOfRangeError
 
@@ -52,7 +53,7 @@ class _Engine(Protocol):
 
 
 @functools.cache
-def _native_module() -> Any:
+def _native_module() -> ModuleType | None:
     """``esdash_ope_native``, or ``None`` when it is not installed (imported once, lazily)."""
     try:
         import esdash_ope_native
@@ -215,7 +216,10 @@ class OpeCipher:
 
     def _make_engine(self, key: bytes) -> _Engine:
         if self.backend == "native":
-            return _native_module().Engine(key, self.in_range, self.out_range, self.memo_depth)
+            native = _native_module()
+            assert native is not None  # _choose picks it only where it is installed
+            engine: _Engine = native.Engine(key, self.in_range, self.out_range, self.memo_depth)
+            return engine
         if self.backend == "pyope":
             from ._pyope import PyopeEngine
 
@@ -352,7 +356,7 @@ class OpeCipher:
         values: list[int],
         cache: OrderedDict[int, int],
         counter: int,
-        compute: Any,
+        compute: Callable[[list[int]], list[int]],
         *,
         encrypting: bool,
     ) -> list[int]:
