@@ -137,11 +137,6 @@ class RunDir:
             )
         return run
 
-    @classmethod
-    def is_run(cls, path: Path) -> bool:
-        """Whether ``path`` looks like a run directory (run info or a stream in it)."""
-        return (path / RUN_INFO).is_file() or (path / STREAM).is_file()
-
     # ------------------------------------------------------------------- its files
     @property
     def name(self) -> str:
@@ -274,9 +269,6 @@ class RunDir:
 
     def write_topology(self, topology: Topology) -> None:
         files.write(self.topology_file, topology)
-
-    def read_node_status(self, rank: int) -> NodeStatus | None:
-        return files.read_optional(self.node_status_file(rank), NodeStatus)
 
     @contextmanager
     def edit_node_status(self, rank: int) -> Iterator[NodeStatus]:

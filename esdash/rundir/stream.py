@@ -39,7 +39,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from esdash.rundir.records import Final, Header, Interval, StreamRecord
+from esdash.rundir.records import Final, Header, StreamRecord
 
 T = TypeVar("T")
 
@@ -338,11 +338,6 @@ class StreamReader(JsonlFollower[StreamRecord]):
         return (time.time() if now is None else now) - wall
 
 
-def read_records(path: Path) -> list[StreamRecord]:
-    """Every valid record of a complete stream file (garbage lines skipped)."""
-    return StreamReader(path).read_all()
-
-
 def read_header(path: Path) -> Header | None:
     """The header of a stream file (its first line), or None when it has none readable."""
     try:
@@ -375,7 +370,3 @@ def read_last(path: Path, chunk: int = 256 * 1024) -> StreamRecord | None:
             except msgspec.DecodeError:
                 return None
     return None
-
-
-def interval_records(records: list[StreamRecord]) -> list[Interval]:
-    return [record for record in records if isinstance(record, Interval)]
