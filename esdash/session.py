@@ -13,8 +13,10 @@ directory it is started from.
     [cluster.backend_options]   # options the backend plugin declares
     [encryption]        # mode = "none" | "gocryptfs" | ..., plus the mode's options
     [track]             # name = "mri" | ..., plus the track's options
-    [benchmark]         # workers_per_node, warmup, duration, bulk_size, target_throughput
+    [benchmark]         # workers_per_node, warmup, duration, bulk_size, target_throughput,
+                        # after_ingest, warmup_max, order, repetitions, ...
     [slurm]             # partition, time, account, extra
+    [references.QUERY]  # throughput / p50 / p90 / p99 / error_rate = [value, lower, upper]
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from esdash.plugin.checks import PreflightCheck
 from esdash.plugin.manager import PluginSet, get_plugins
 from esdash.plugin.options import Problem, describe, suggest, validate
 from esdash.plugin.steps import load_steps
+from esdash.references import Reference, parse_references
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import JsonMapping, JsonObject
 
@@ -61,7 +64,7 @@ TOP_LEVEL = (
     Option("name", "str", "short name of the session (letters, digits, _ . -)", default=REQUIRED),
     Option("description", "str", "one line shown in listings", default=""),
 )
-SECTIONS = ("cluster", "encryption", "track", "benchmark", "slurm")
+SECTIONS = ("cluster", "encryption", "track", "benchmark", "slurm", "references")
 
 CLUSTER = (
     Option("backend", "str", "search engine plugin", default=DEFAULT_BACKEND),
@@ -77,6 +80,10 @@ CLUSTER = (
     Option("http_port", "int", "HTTP port of node-local rank 0", 9250, (), 1024, 65000),
     Option("transport_port", "int", "transport port of node-local rank 0", 9350, (), 1024, 65000),
 )
+#: What ``benchmark.after_ingest`` may say (see :mod:`esdash.bench.settle`).
+AFTER_INGEST = ("force-merge", "wait", "none")
+#: What ``benchmark.order`` may say (see :mod:`esdash.stats.order`).
+ORDERS = ("listed", "random", "balanced")
 BENCHMARK = (
     Option("workers_per_node", "int", "load-generating MPI ranks per search node", 1, (), 1, 1024),
     Option("warmup", "duration", "warm-up of each query step", 5.0, (), 0, 86400),
@@ -95,6 +102,40 @@ BENCHMARK = (
     Option("seed", "int", "seed for target-node choice and query order (default: random)"),
     Option(
         "queries", "path", "query file (JSON steps, the authors' format) run instead of the track's"
+    ),
+    Option(
+        "after_ingest",
+        "str",
+        "settling after ingest (and refresh + flush): force-merge, wait for merges and "
+        "shard moves to finish, or none",
+        "wait",
+        AFTER_INGEST,
+    ),
+    Option(
+        "max_num_segments", "int", "segments per shard a force-merge leaves", 1, (), 1, 1_000_000
+    ),
+    Option("settle_timeout", "duration", "longest settling after ingest", 600.0, (), 1, 86400),
+    Option(
+        "warmup_max",
+        "duration",
+        "longest global warm-up before the steps (rounds per query until steady); 0: none",
+        300.0,
+        (),
+        0,
+        86400,
+    ),
+    Option(
+        "warmup_round", "duration", "time per query in one global warm-up round", 5.0, (), 1, 3600
+    ),
+    Option("order", "str", "order of the query steps in each round", "listed", ORDERS),
+    Option(
+        "repetitions",
+        "int",
+        "rounds of all query steps inside the run (on one cluster)",
+        1,
+        (),
+        1,
+        1000,
     ),
 )
 SLURM = (
@@ -145,6 +186,13 @@ class BenchmarkSpec:
     interval: float
     seed: int | None
     queries: Path | None = None
+    after_ingest: str = "wait"
+    max_num_segments: int = 1
+    settle_timeout: float = 600.0
+    warmup_max: float = 300.0
+    warmup_round: float = 5.0
+    order: str = "listed"
+    repetitions: int = 1
 
 
 @dataclass(frozen=True)
@@ -168,6 +216,8 @@ class Session:
     benchmark: BenchmarkSpec
     slurm: SlurmSpec
     source: JsonMapping
+    #: ``[references]``: figures per query the run is judged against (exit code 3 on a miss).
+    references: tuple[Reference, ...] = ()
 
     def query_steps(self, track: Track) -> tuple[QueryStep, ...]:
         """The steps the session runs: its ``benchmark.queries`` file if set, else the track's."""
@@ -316,6 +366,12 @@ def parse_session(data: JsonMapping, path: Path, plugins: PluginSet | None = Non
             load_steps(bench_values["queries"])
         except BadInput as exc:
             problems.append(Problem("benchmark.queries", str(exc)))
+    references: tuple[Reference, ...] = ()
+    try:
+        references = parse_references(_table(data, "references", problems))
+    except BadInput as exc:
+        key, _, message = str(exc).partition(": ")
+        problems.append(Problem(key, message))
     slurm_values, found = validate(SLURM, _table(data, "slurm", problems), "slurm")
     problems.extend(found)
     time_limit = slurm_values.get("time")
@@ -340,6 +396,7 @@ def parse_session(data: JsonMapping, path: Path, plugins: PluginSet | None = Non
         benchmark=BenchmarkSpec(**bench_values),
         slurm=SlurmSpec(**slurm_values),
         source=MappingProxyType(dict(data)),
+        references=references,
     )
 
 

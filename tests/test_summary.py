@@ -153,12 +153,13 @@ def test_summary_of_an_aborted_run_without_ingest():
     assert render_summary(results(aborted)) == (
         "esdash run nyc-20261121-031000: aborted (received SIGTERM), 3 bench ranks\n"
         "\n"
-        "step         query      requests  req/s (mean +- std)  docs/s  gmean ms  gstd"
+        "step         query      requests  req/s (+- std)  docs/s  gmean ms  gstd"
         "  p50 ms  p99 ms  max ms  errors\n"
-        "------------ ---------- --------- -------------------- ------- --------- -----"
+        "------------ ---------- --------- --------------- ------- --------- -----"
         " ------- ------- ------- ------\n"
-        "0 match_all  match_all   221,051        736.8 +- 12.1   7,368      3.80  1.16"
+        "0 match_all  match_all   221,051   736.8 +- 12.1   7,368      3.80  1.16"
         "    3.80    4.70   551.0       0\n"
+        "  closed loop (no target throughput): latency percentiles are service times\n"
     )
 
 

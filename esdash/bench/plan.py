@@ -13,6 +13,9 @@ every bench rank rebuilds the codec to encrypt documents and decode responses.
 
 from __future__ import annotations
 
+import msgspec
+
+from esdash.errors import BadInput
 from esdash.plugin.api import (
     ClientCodec,
     Corpus,
@@ -22,60 +25,18 @@ from esdash.plugin.api import (
     QueryStep,
     Track,
 )
+from esdash.plugin.capabilities import missing_capability
 from esdash.rundir.records import (
     BenchPlan,
-    JsonMapping,
     JsonObject,
     JsonValue,
     PlannedQuery,
     PlannedStep,
 )
 from esdash.session import Session
+from esdash.stats.order import step_orders
 
 __all__ = ["BenchPlan", "PlannedQuery", "PlannedStep", "make_plan", "missing_capability"]
-
-
-#: Query parts that live in modules the integ-test-zip does not ship.
-MODULE_PARTS = {
-    "auto_date_histogram": "aggregations",
-    "adjacency_matrix": "aggregations",
-    "matrix_stats": "aggregations",
-    "rank_feature": "mapper-extras",
-}
-
-
-def _parts(body: JsonValue) -> set[str]:
-    """Every key in a request body (query and aggregation types among them)."""
-    if isinstance(body, dict):
-        return set(body) | {k for v in body.values() for k in _parts(v)}
-    if isinstance(body, list):
-        return {k for item in body for k in _parts(item)}
-    return set()
-
-
-def missing_capability(
-    requires: tuple[str, ...], distribution: Distribution, body: JsonMapping | None = None
-) -> str | None:
-    """Why a distribution cannot run a query that needs ``requires`` (None: it can).
-
-    Besides what the track declares, the body is checked for parts whose module the
-    distribution lacks (only known for the integ-test-zip, whose module list is complete).
-    """
-    for capability in requires:
-        if capability == "scripting" and not distribution.scripting:
-            return (
-                f"needs scripting (painless), which this {distribution.flavor} "
-                f"distribution {distribution.version} lacks; use an official tarball"
-            )
-    if body is not None and distribution.flavor.startswith("integ-test-zip"):
-        for part in sorted(_parts(body) & set(MODULE_PARTS)):
-            module = MODULE_PARTS[part]
-            if module not in distribution.modules:
-                return (
-                    f"needs {part} from the {module} module, which this {distribution.flavor} "
-                    f"distribution {distribution.version} lacks; use an official tarball"
-                )
-    return None
 
 
 def planned_query(
@@ -161,6 +122,33 @@ def plan_steps(
     )
 
 
+def in_rounds(
+    steps: tuple[PlannedStep, ...], order: str, repetitions: int, seed: int
+) -> tuple[PlannedStep, ...]:
+    """Every round of the steps, in the order they run (``benchmark.order``/``repetitions``).
+
+    Only runnable steps are ordered (a step nothing can run takes no time, and would shift
+    the positions a balanced design balances); they follow once, after the last round, so
+    results still list why they did not run.  The order is reproducible from the seed.
+    """
+    if order == "listed" and repetitions == 1:
+        return steps  # the order the track lists, unsupported steps in their place
+    runnable = [step for step in steps if step.runnable]
+    idle = [step for step in steps if not step.runnable]
+    try:
+        rounds = step_orders(len(runnable), order, repetitions, seed) if runnable else []  # type: ignore[arg-type]
+    except ValueError as exc:  # the step-order pre-flight check names this before a launch
+        raise BadInput(f"benchmark.repetitions: {exc}") from exc
+    sequence = [
+        msgspec.structs.replace(runnable[k], round=r, position=p)
+        for r, order_of_round in enumerate(rounds)
+        for p, k in enumerate(order_of_round)
+    ]
+    last = max(repetitions - 1, 0)
+    sequence += [msgspec.structs.replace(step, round=last, position=-1) for step in idle]
+    return tuple(sequence)
+
+
 def make_plan(
     session: Session,
     track: Track,
@@ -184,7 +172,12 @@ def make_plan(
         corpus_documents=corpus.documents,
         corpus_has_actions=corpus.includes_action_and_meta_data,
         bulk_size=session.benchmark.bulk_size,
-        steps=plan_steps(steps, session, index, distribution, codec),
+        steps=in_rounds(
+            plan_steps(steps, session, index, distribution, codec),
+            session.benchmark.order,
+            session.benchmark.repetitions,
+            seed,
+        ),
         interval=session.benchmark.interval,
         seed=seed,
         ranks=ranks,
@@ -193,4 +186,11 @@ def make_plan(
         encryption=session.encryption.name,
         client_codec=codec.spec() if codec is not None else None,
         notes=tuple(notes),
+        after_ingest=session.benchmark.after_ingest,
+        max_num_segments=session.benchmark.max_num_segments,
+        settle_timeout=session.benchmark.settle_timeout,
+        warmup_max=session.benchmark.warmup_max,
+        warmup_round=session.benchmark.warmup_round,
+        order=session.benchmark.order,
+        repetitions=session.benchmark.repetitions,
     )

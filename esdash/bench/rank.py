@@ -14,9 +14,14 @@ Timeline (wall clock, shared through one broadcast at the start):
 2. ingest: each worker sends its byte-range slice of the corpus to its node in bulk requests,
    then tells rank 0 it is done;
 3. when every worker is done or lost (silent for :data:`LOST_AFTER` seconds), rank 0
-   refreshes the index and tells the workers when the query steps start;
-4. the steps run on a fixed schedule from that moment: warm-up, then measurement;
-5. every worker sends its final report; rank 0 writes ``results.json`` and the final record.
+   settles the index (refresh, flush, force-merge or wait: :mod:`esdash.bench.settle`);
+4. the global warm-up: rounds over every query until each runs steadily
+   (:mod:`esdash.bench.warmup`); rank 0 decides when it ends and when the steps start;
+5. the steps run on a fixed schedule from that moment, in the plan's order and rounds:
+   each step's warm-up, then measurement;
+6. every worker sends its final report; rank 0 writes ``results.json`` and the final record.
+
+Rank 0's side of 3-5 lives in :class:`esdash.bench.conductor.Conductor`.
 
 Every interval each worker sends the recorder's payload with a non-blocking send; it doubles
 as a heartbeat.  A worker whose payload is late is listed as missing in that interval's
@@ -38,7 +43,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from esdash.bench import loadgen
+from esdash.bench.conductor import TAG_START, TAG_WARMUP_END, TAG_WARMUP_ROUND, Conductor
 from esdash.bench.plan import BenchPlan
+from esdash.bench.warmup import WarmupSchedule, run_round
 from esdash.cluster import pki
 from esdash.cluster.control import control_client
 from esdash.cluster.http import Connection, Target
@@ -61,7 +68,6 @@ Tick = Callable[[], None]
 
 TAG_INTERVAL = 11
 TAG_FINAL = 12
-TAG_START = 13
 TAG_INGEST_DONE = 14
 #: How long past its end an interval waits for late workers before it is written.
 GRACE_INTERVALS = 2.0
@@ -279,6 +285,65 @@ class Worker:
 
         return decode
 
+    def global_warmup(
+        self, comm: MPI.Comm, recorder: Recorder, reporter: Reporter, schedule: WarmupSchedule
+    ) -> float:
+        """Warm-up rounds against this worker's own node until rank 0 ends them.
+
+        Returns when the query steps start.  Without word from rank 0 the rounds stop two
+        rounds past the bound, so a lost rank 0 cannot keep the workers here.
+        """
+        node = self.ingest_node
+        runnable = {q.name: q for step in self.plan.steps for q in step.runnable}
+        prepared = [
+            loadgen.PreparedQuery.of(name, runnable[name].index, runnable[name].body)
+            for name in schedule.queries
+        ]
+        decode = self.decoder(tuple(runnable.values()))
+        connection = self.connection(node, timeout=max(30.0, 2 * schedule.slot))
+        ending = comm.irecv(source=0, tag=TAG_WARMUP_END)
+        decision: JsonObject | None = None
+
+        def record(query: loadgen.PreparedQuery, seconds: float, body: bytes) -> None:
+            recorder.record(
+                query.name, node.name, seconds, seconds, loadgen.returned_documents(body), len(body)
+            )
+
+        def wait_until(moment: float) -> None:
+            _sleep_until(moment, self.state, reporter.tick)
+
+        self.state.phase, self.state.step = "warmup", None
+        round_ = 0
+        try:
+            while True:
+                counts = run_round(
+                    connection,
+                    prepared,
+                    schedule,
+                    round_,
+                    record,
+                    reporter.tick,
+                    wait_until,
+                    decode,
+                )
+                reporter.send(
+                    {"rank": self.index + 1, "round": round_, "counts": counts}, TAG_WARMUP_ROUND
+                )
+                if decision is None:
+                    done, message = ending.test()
+                    decision = message if done else None
+                if decision is not None and decision["last_round"] <= round_:
+                    break
+                if round_ >= schedule.max_rounds + 1:
+                    decision = {"steps_start": schedule.steps_start(round_)}
+                    break
+                round_ += 1
+        finally:
+            connection.close()
+        reporter.flush(partial=True)
+        self.state.phase = "between"
+        return float(decision["steps_start"])
+
     def query_steps(self, recorder: Recorder, reporter: Reporter, start: float) -> list[JsonObject]:
         """Run every step on the shared schedule; return what happened per step."""
         outcomes: list[JsonObject] = []
@@ -286,7 +351,7 @@ class Worker:
         for k, step in enumerate(self.plan.steps):
             runnable = step.runnable
             if not runnable:
-                outcomes.append({"step": step.name, "status": "unsupported"})
+                outcomes.append({"index": k, "step": step.name, "status": "unsupported"})
                 continue
             warm_end = moment + step.warmup
             end = warm_end + step.duration
@@ -298,7 +363,9 @@ class Worker:
             decode = self.decoder(runnable)
             order = loadgen.query_order(prepared, rng)
             outcome: JsonObject = {
+                "index": k,
                 "step": step.name,
+                "round": step.round,
                 "node": node.name,
                 "order": [q.name for q in order],
             }
@@ -319,10 +386,15 @@ class Worker:
             reporter.flush(partial=True)
             self.state.phase = "measure"
             rate = step.target_throughput / self.workers if step.target_throughput else None
+            outcome["measure_start"] = time.time()
             outcome["requests"] = loadgen.measure(
                 connection, order, end, recorder, reporter.tick, rate, step.think_time, decode
             )
+            outcome["measure_end"] = time.time()
             reporter.flush(partial=True)
+            # idle time until the next step belongs to no step: it must not stretch this
+            # step's measured seconds (the throughput's denominator)
+            self.state.phase = "between"
             connection.close()
             outcome["status"] = "ok"
             outcomes.append(outcome)
@@ -388,14 +460,15 @@ def _read_ahead(
         thread.join(timeout=5.0)
 
 
-def _wait_for_start(comm: MPI.Comm, state: RankState, reporter: Reporter) -> float:
+def _wait_for_start(comm: MPI.Comm, state: RankState, reporter: Reporter) -> JsonObject:
+    """Rank 0's word after ingest: ``{"steps_start": t}`` or ``{"warmup": schedule}``."""
     request = comm.irecv(source=0, tag=TAG_START)
     deadline = time.time() + SYNC_TIMEOUT
     while time.time() < deadline:
-        done, moment = request.test()
+        done, message = request.test()
         if done:
-            assert moment is not None  # rank 0 sends the moment the steps start
-            return float(moment)
+            assert isinstance(message, dict)  # rank 0 sends one of the two forms
+            return message
         reporter.tick()
         time.sleep(0.01)
     raise RuntimeError("rank 0 never released the query steps (lost?)")
@@ -431,7 +504,12 @@ def run_worker(
             reporter.flush(partial=True)
         worker.state.phase = "sync"
         reporter.send({"rank": rank}, TAG_INGEST_DONE)
-        query_start = _wait_for_start(comm, worker.state, reporter)
+        word = _wait_for_start(comm, worker.state, reporter)
+        if "warmup" in word:
+            schedule = WarmupSchedule.from_message(word["warmup"])
+            query_start = worker.global_warmup(comm, recorder, reporter, schedule)
+        else:
+            query_start = float(word["steps_start"])
         final["steps"] = worker.query_steps(recorder, reporter, query_start)
     except Aborted as exc:
         final.update(status="aborted", reason=str(exc))
@@ -464,6 +542,7 @@ class Coordinator:
         self.ingest_done: set[int] = set()
         self.heard: dict[int, float] = {r: time.time() for r in range(1, workers + 1)}
         self.errors: list[str] = []
+        self.conductor: Conductor | None = None
 
     @property
     def lost(self) -> set[int]:
@@ -488,6 +567,9 @@ class Coordinator:
                 self.finals[source] = message
             elif tag == TAG_INGEST_DONE:
                 self.ingest_done.add(source)
+            elif tag == TAG_WARMUP_ROUND:
+                if self.conductor is not None:
+                    self.conductor.add_warmup_round(message)
             else:
                 self._add(message)
         return busy
@@ -523,26 +605,23 @@ class Coordinator:
             if now == float("inf") and not self.buckets:
                 return
 
-    def serve(
-        self,
-        state: RankState,
-        start: JsonObject,
-        release: Callable[[], None],
-        end_by: Callable[[], float | None],
-    ) -> None:
-        """The main loop: receive, emit, release the query steps, until all finals are in."""
-        released = False
+    def serve(self, state: RankState, conductor: Conductor) -> None:
+        """The main loop: receive, emit, advance the conductor, until all finals are in."""
+        self.conductor = conductor
         while True:
             busy = self.receive()
             now = time.time()
             self.emit_due(now)
-            done_or_lost = self.ingest_done | set(self.finals) | self.lost
-            if not released and len(done_or_lost) >= self.workers:
-                release()
-                released = True
-            if len(set(self.finals) | self.lost) >= self.workers:
+            lost = self.lost
+            done_or_lost = self.ingest_done | set(self.finals) | lost
+            if conductor.phase == "ingest" and len(done_or_lost) >= self.workers:
+                conductor.ingest_finished(len(self.ingest_done))
+            expected = set(range(1, self.workers + 1)) - set(self.finals) - lost
+            conductor.poll(now, expected)
+            if len(set(self.finals) | lost) >= self.workers:
                 break
-            deadline = end_by()
+            end = conductor.schedule_end
+            deadline = None if end is None else end + max(60.0, 10 * self.schedule.interval)
             if state.aborted and deadline is None:
                 deadline = now  # nothing will be released any more
             if deadline is not None and now > deadline:
@@ -590,34 +669,29 @@ def run_coordinator(
     sink = StreamSink(run, plan, size - 1, run.read_topology())
     sink.start(start, everyone)
     coordinator = Coordinator(comm, size - 1, schedule, sink)
-    schedule_end: list[float] = []
-
-    def release() -> None:
-        if start["index"]["ingest"] and control is not None:
-            control.refresh(plan.index)
-        moment = time.time() + 1.0
-        for worker in range(1, size):
-            comm.isend(moment, dest=worker, tag=TAG_START)
-        total = sum(step.warmup + step.duration for step in plan.steps if step.runnable)
-        schedule_end.append(moment + total + max(60.0, 10 * plan.interval))
-        sink.event(
-            "steps",
-            f"query steps start; ingest done by {len(coordinator.ingest_done)}"
-            f" of {size - 1} workers",
+    ingested = bool(start["index"] and start["index"]["ingest"])
+    conductor = Conductor(comm, size - 1, plan, control, sink, ingested)
+    try:
+        if start["error"] is None:
+            try:
+                coordinator.serve(state, conductor)
+                conductor.poll(time.time(), set())  # the last step's closing cache reading
+            except Exception:
+                coordinator.errors.append(traceback.format_exc()[-2000:])
+        else:
+            coordinator.errors.append(start["error"])
+        if state.aborted:
+            coordinator.errors.append(state.aborted)
+        sink.finish(
+            coordinator.finals,
+            coordinator.errors,
+            aborted=state.aborted,
+            settle=conductor.settled,
+            global_warmup=conductor.global_warmup(),
+            caches=conductor.caches(sink.step_requests),
         )
-
-    if start["error"] is None:
-        try:
-            coordinator.serve(
-                state, start, release, lambda: schedule_end[0] if schedule_end else None
-            )
-        except Exception:
-            coordinator.errors.append(traceback.format_exc()[-2000:])
-    else:
-        coordinator.errors.append(start["error"])
-    if state.aborted:
-        coordinator.errors.append(state.aborted)
-    sink.finish(coordinator.finals, coordinator.errors, aborted=state.aborted)
+    finally:
+        conductor.close()
     return 0
 
 

@@ -66,9 +66,11 @@ from esdash.rundir.records import (
     RankOpResult,
     RankPayload,
     Results,
+    Steadiness,
     StepPlan,
     StepResult,
     Throughput,
+    Trend,
     WarmupCounts,
 )
 from esdash.stats import (
@@ -80,6 +82,7 @@ from esdash.stats import (
     summarize,
     throughput,
 )
+from esdash.stats.trend import steadiness
 
 SCHEMA = RESULTS_SCHEMA
 MS = 1000.0
@@ -95,6 +98,9 @@ class _Interval:
 
     ops: dict[str, list[int]] = field(default_factory=dict)  # op -> [ok, docs]
     elapsed: dict[int, float] = field(default_factory=dict)  # rank -> seconds
+    #: Sum and count of successful requests' latency (seconds), all ops: the mean's parts.
+    latency_sum: float = 0.0
+    latency_count: int = 0
 
     @property
     def length(self) -> float:
@@ -150,6 +156,8 @@ class RunAccumulator:
                 counts = interval.ops.setdefault(name, [0, 0])
                 counts[0] += data.ok
                 counts[1] += data.docs
+                interval.latency_sum += data.latency.sum
+                interval.latency_count += data.latency.count
         return decoded
 
     def set_window(self, phase: str, step: int | None, seconds: float) -> None:
@@ -183,6 +191,31 @@ class RunAccumulator:
         part = self._parts.get((phase, step))
         return part.elapsed.get(rank, 0.0) if part else 0.0
 
+    def series(self, phase: str, step: int | None) -> list[tuple[float, float, float | None]]:
+        """Per full interval: (seconds since the part began, req/s of all ops, mean latency s).
+
+        The steadiness of a step is judged on this series (:func:`steadiness_of`).
+        """
+        part = self._parts.get((phase, step))
+        if part is None or not part.intervals:
+            return []
+        nominal = self._nominal(part)
+        first = min(part.intervals)
+        points = []
+        for seq in sorted(part.intervals):
+            interval = part.intervals[seq]
+            length = interval.length
+            if length <= 0 or length < MIN_INTERVAL_SHARE * nominal:
+                continue
+            ok = sum(counts[0] for counts in interval.ops.values())
+            mean = interval.latency_sum / interval.latency_count if interval.latency_count else None
+            points.append(((seq - first) * (self.interval or nominal), ok / length, mean))
+        return points
+
+    def _nominal(self, part: _PartData) -> float:
+        lengths = [i.length for i in part.intervals.values() if i.length > 0]
+        return self.interval or (sorted(lengths)[len(lengths) // 2] if lengths else 0.0)
+
     def interval_throughputs(self, phase: str, step: int | None, op: str) -> list[float]:
         """Successful requests per second of ``op`` in each full interval, in ``seq`` order."""
         return [ok for ok, _docs in self.interval_rates(phase, step, op)]
@@ -192,8 +225,7 @@ class RunAccumulator:
         part = self._parts.get((phase, step))
         if part is None:
             return []
-        lengths = [i.length for i in part.intervals.values() if i.length > 0]
-        nominal = self.interval or (sorted(lengths)[len(lengths) // 2] if lengths else 0.0)
+        nominal = self._nominal(part)
         rates = []
         for seq in sorted(part.intervals):
             interval = part.intervals[seq]
@@ -314,7 +346,68 @@ def _ingest_result(acc: RunAccumulator) -> IngestResult | None:
     )
 
 
-def _step_result(acc: RunAccumulator, index: int, planned: PlannedStepInfo) -> StepResult:
+def _trend(points: Sequence[tuple[float, float]], what: str) -> Trend:
+    found = steadiness([t for t, _ in points], [v for _, v in points])
+    label = found.label if found.steady else found.label.replace("not steady:", f"{what}")
+    return Trend(
+        n=found.n,
+        slope_pct_per_min=None
+        if found.slope_pct_per_min is None
+        else round(found.slope_pct_per_min, 2),
+        p_value=None if found.p_value is None else round(found.p_value, 4),
+        cv=None if found.cv is None else round(found.cv, 4),
+        steady=found.steady,
+        label=label,
+    )
+
+
+def steadiness_of(acc: RunAccumulator, phase: str, step: int | None) -> Steadiness:
+    """Whether a step's per-interval throughput and mean latency held still while measured.
+
+    A step is not steady when either series has a significant trend of at least
+    ``max_drift`` %/min (:func:`esdash.stats.trend.steadiness`); the label says which and
+    how fast, e.g. ``not steady: throughput +38 %/min``.
+    """
+    points = acc.series(phase, step)
+    rate = _trend([(t, r) for t, r, _ in points], "throughput")
+    latency = _trend([(t, m) for t, _, m in points if m is not None], "latency")
+    unsteady = [trend.label for trend in (rate, latency) if not trend.steady]
+    return Steadiness(
+        steady=not unsteady,
+        label="not steady: " + ", ".join(unsteady) if unsteady else "steady",
+        throughput=rate,
+        latency=latency,
+    )
+
+
+def step_status(acc: RunAccumulator, index: int, planned: PlannedStepInfo, workers: int) -> str:
+    """``measured``, ``ended early`` or ``lost ranks (m of n measured it all)``.
+
+    A rank "measured it all" when its measured seconds reach the planned duration (less one
+    interval, or 2 %, for the boundaries).  When no rank did, the step ended early; when
+    some did and others did not (or sent nothing), ranks were lost during it.
+    """
+    ranks = acc.per_rank("measure", index)
+    if not ranks:
+        return "no data"
+    if planned.duration is None:
+        return "measured"
+    slack = max(acc.interval or 0.0, 0.02 * planned.duration)
+    complete = [
+        rank
+        for rank in ranks
+        if acc.rank_window("measure", index, rank) >= planned.duration - slack
+    ]
+    if not complete:
+        return "ended early"
+    if len(complete) < max(workers, len(ranks)):
+        return f"lost ranks ({len(complete)} of {max(workers, len(ranks))} measured it all)"
+    return "measured"
+
+
+def _step_result(
+    acc: RunAccumulator, index: int, planned: PlannedStepInfo, workers: int = 0
+) -> StepResult:
     measured = bool(acc.per_rank("measure", index))  # a window alone is not a measurement
     window = acc.window("measure", index)
     merged = acc.merged("measure", index)
@@ -330,8 +423,11 @@ def _step_result(acc: RunAccumulator, index: int, planned: PlannedStepInfo) -> S
             duration=planned.duration,
             target_throughput=planned.target_throughput,
         ),
-        status="measured" if measured else "no data",
+        status=step_status(acc, index, planned, workers) if measured else "no data",
         duration_s=round(window, 3),
+        round=planned.round,
+        position=planned.position,
+        steadiness=steadiness_of(acc, "measure", index) if measured else None,
         warmup=WarmupCounts(
             requests=warm.requests, errors=sum(data.failed for data in warm.ops.values())
         ),
@@ -342,6 +438,12 @@ def _step_result(acc: RunAccumulator, index: int, planned: PlannedStepInfo) -> S
         },
     )
 
+
+#: How every req/s in results.json (format >= 3) is defined; the README says the same.
+THROUGHPUT_DEFINITION = (
+    "successful requests / seconds actually measured (the longest any rank measured the "
+    "step; idle time between steps excluded)"
+)
 
 UNITS = {
     "time": "ms",
@@ -359,7 +461,9 @@ def build_results(header: Header, acc: RunAccumulator, final: Final | None = Non
     caller may change ``steps[k]`` (e.g. why a step was skipped) before writing.
     """
     steps = header.steps
-    known = {("ingest", None)} | {(p, k) for p in ("warmup", "measure") for k in range(len(steps))}
+    known = {("ingest", None), ("warmup", None)} | {
+        (p, k) for p in ("warmup", "measure") for k in range(len(steps))
+    }
     unplanned = {
         f"{phase}:{step}": acc.merged(phase, step).requests
         for phase, step in acc.parts()
@@ -375,8 +479,9 @@ def build_results(header: Header, acc: RunAccumulator, final: Final | None = Non
         units=dict(UNITS),
         ranks=header.bench.ranks,
         ingest=_ingest_result(acc),
-        steps=[_step_result(acc, k, step) for k, step in enumerate(steps)],
+        steps=[_step_result(acc, k, step, header.bench.ranks) for k, step in enumerate(steps)],
         unattributed_requests=unplanned,
+        throughput_definition=THROUGHPUT_DEFINITION,
     )
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 
 import msgspec
 
 from esdash.bench.merge import Merged
 from esdash.bench.results import RunAccumulator, build_results, export_authors_format
+from esdash.bench.rounds import rounds_result
 from esdash.errors import EsdashError
 from esdash.plugin.manager import get_plugins
 from esdash.rundir import files
@@ -23,8 +25,10 @@ from esdash.rundir.records import (
     STREAM_SCHEMA,
     BenchInfo,
     BenchPlan,
+    CacheCounts,
     Event,
     Final,
+    GlobalWarmup,
     Header,
     IngestPlan,
     IngestProgress,
@@ -37,6 +41,7 @@ from esdash.rundir.records import (
     RankSummary,
     Results,
     RunStatus,
+    SettleResult,
     Topology,
 )
 from esdash.rundir.stream import StreamReader, StreamWriter
@@ -84,6 +89,8 @@ class StreamSink:
                     warmup=step.warmup,
                     duration=step.duration,
                     target_throughput=step.target_throughput,
+                    round=step.round,
+                    position=step.position,
                 )
                 for step in self.plan.steps
             ],
@@ -175,12 +182,25 @@ class StreamSink:
                 )
             )
 
+    def step_requests(self, index: int) -> int:
+        """Requests measured in step ``index`` so far (all ranks and queries)."""
+        return self.acc.merged("measure", index).requests
+
     def finish(
-        self, finals: dict[int, JsonObject], errors: list[str], aborted: str = ""
+        self,
+        finals: dict[int, JsonObject],
+        errors: list[str],
+        aborted: str = "",
+        *,
+        settle: SettleResult | None = None,
+        global_warmup: GlobalWarmup | None = None,
+        caches: Mapping[int, CacheCounts] | None = None,
     ) -> Results:
         """Write the final record, ``results.json`` and the authors' export.
 
-        Workers are ranks 1..N (rank 0 coordinates); ``finals`` is keyed by rank.
+        Workers are ranks 1..N (rank 0 coordinates); ``finals`` is keyed by rank.  What
+        rank 0 did between ingest and the steps (``settle``, ``global_warmup``) and the
+        per-step cache readings go into the results as they are.
         """
         # workers never started when the start failed: nothing of theirs is missing
         missing = [r for r in range(1, self.ranks + 1) if r not in finals and self.started]
@@ -229,14 +249,16 @@ class StreamSink:
         ingest_seconds = [f["ingest"]["seconds"] for f in finals.values() if f.get("ingest")]
         if ingest_seconds:
             self.acc.set_window("ingest", None, max(ingest_seconds))
-        for k, step in enumerate(self.plan.steps):
-            self.acc.set_window("measure", k, step.duration)
         final = Final(t=self._t(), wall=time.time(), status=status, reason=reason)
         assert self.header is not None, "finish() after start()"
         results = build_results(self.header, self.acc, final)
         results.encryption = self.plan.encryption
         results.missing_ranks = missing
         results.per_rank = {str(r): _rank_summary(f) for r, f in sorted(finals.items())}
+        results.settle = settle
+        results.global_warmup = global_warmup
+        for k, counts in (caches or {}).items():
+            results.steps[k].caches = counts
         for k, step in enumerate(self.plan.steps):
             entry = results.steps[k]
             entry.unsupported = {q.name: q.unsupported for q in step.queries if q.unsupported}
@@ -246,11 +268,15 @@ class StreamSink:
                 str(r): s.get("error")
                 for r, f in finals.items()
                 for s in f.get("steps", [])
-                if s.get("step") == step.name and s.get("status") == "warmup_failed"
+                if s.get("index", k) == k
+                and s.get("step") == step.name
+                and s.get("status") == "warmup_failed"
             }
             if failures:
                 entry.warmup_failed = failures
                 entry.status = f"warm-up failed: {next(iter(failures.values()))}"
+        results.rounds = rounds_result(self.plan, results)
+        self._flag_events(results)
         ingest = [f["ingest"] for f in finals.values() if f.get("ingest")]
         if ingest and results.ingest is not None:
             results.ingest.docs_sent = sum(i["docs_sent"] for i in ingest)
@@ -268,6 +294,16 @@ class StreamSink:
         self.writer.write(final)
         self.writer.close()
         return results
+
+    def _flag_events(self, results: Results) -> None:
+        """One warning event per step whose numbers need a second look."""
+        for k, step in enumerate(results.steps):
+            if step.steadiness is not None and not step.steadiness.steady:
+                self.event("unsteady", f"{step.name}: {step.steadiness.label}", "warning", k)
+            if step.caches is not None and step.caches.flag:
+                self.event("cached", f"{step.name}: {step.caches.flag}", "warning", k)
+            if step.status.startswith(("ended early", "lost ranks")):
+                self.event("step_incomplete", f"{step.name}: {step.status}", "warning", k)
 
     def _step_events(self, finals: dict[int, JsonObject]) -> None:
         for rank, final in sorted(finals.items()):

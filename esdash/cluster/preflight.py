@@ -17,9 +17,11 @@ from esdash.cluster.distribution import resolve_home
 from esdash.cluster.users import resolve_owner
 from esdash.errors import BadInput
 from esdash.plugin.api import Owner
+from esdash.plugin.capabilities import runnable_steps
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck, Stage, run_checks
 from esdash.plugin.manager import PluginSet, get_plugins
 from esdash.session import Session
+from esdash.stats.order import minimum_repetitions
 
 
 class EncryptionOptions(PreflightCheck):
@@ -81,8 +83,50 @@ class DataRoot(PreflightCheck):
             yield Finding("", str(exc))
 
 
+class StepOrder(PreflightCheck):
+    """``benchmark.order = "balanced"`` has a number of rounds its design can balance.
+
+    A Williams design over k steps needs k rounds (2k for odd k), or a multiple: the check
+    names the minimum for this session's steps.  The steps counted are those the session's
+    distribution can run (when it is installed; all steps otherwise), as the plan orders them.
+    """
+
+    name = "step-order"
+    description = "a balanced step order has a multiple of its minimum rounds"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        bench = session.benchmark
+        if bench.order != "balanced":
+            return
+        try:
+            steps = session.query_steps(context.plugins.track(session.track.name))
+        except BadInput:
+            return  # the session's own validation reports a broken track or query file
+        count = len(steps)
+        try:
+            backend = context.plugins.backend(session.cluster.backend.name)
+            count = runnable_steps(steps, backend.inspect(resolve_home(session)))
+        except BadInput:
+            pass  # no distribution here yet: every step counts
+        needed = minimum_repetitions(count, "balanced")
+        if count and bench.repetitions % needed:
+            yield Finding(
+                "benchmark.repetitions",
+                f'order = "balanced" over {count} step(s) needs a multiple of {needed} '
+                f"rounds (minimum {needed}), found {bench.repetitions}; set repetitions = "
+                f'{needed * max(1, round(bench.repetitions / needed))} or order = "random"',
+            )
+
+
 #: esdash's own checks, run before the plugins' (in this order).
-CORE_CHECKS: tuple[PreflightCheck, ...] = (EncryptionOptions(), Distribution(), DataRoot())
+CORE_CHECKS: tuple[PreflightCheck, ...] = (
+    EncryptionOptions(),
+    StepOrder(),
+    Distribution(),
+    DataRoot(),
+)
 
 
 def all_checks(plugins: PluginSet) -> list[PreflightCheck]:

@@ -97,7 +97,12 @@ class Registrable(ABC):
 
 @dataclass(frozen=True)
 class Distribution:
-    """A search-engine distribution found on disk, as a backend understood it."""
+    """A search-engine distribution found on disk, as a backend understood it.
+
+    ``plugins`` are the engine plugins installed beside the modules (OpenSearch's security
+    plugin) and ``mappers`` the field types it can map, where the backend knows them (empty:
+    not reported), so a plan can refuse a mapping the distribution cannot hold.
+    """
 
     home: Path
     version: str
@@ -105,6 +110,8 @@ class Distribution:
     modules: tuple[str, ...]
     scripting: bool
     problems: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
+    mappers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

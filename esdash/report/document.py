@@ -52,6 +52,7 @@ from esdash.report.tables import (
     run_rows,
     wide_tables,
 )
+from esdash.report.trust import trust_tables
 from esdash.rundir import files
 from esdash.rundir.records import JsonObject
 from esdash.view.inputs import BASELINE, Inputs
@@ -93,7 +94,7 @@ def build_report(inputs: Inputs, baseline: str = BASELINE) -> Report:
             f"setup with the same cluster size, workers and interconnect (setups here: "
             f"{', '.join(sorted(setups))})."
         )
-    tables += [overhead, environment_table(env)]
+    tables += [overhead, *trust_tables(entries), environment_table(env)]
     names = [c.name for c in inputs.campaigns]
     title = (
         f"campaign {names[0]}"

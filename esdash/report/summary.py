@@ -31,6 +31,7 @@ from esdash.rundir.records import (
 )
 from esdash.stats import summarize
 from esdash.view import format as fmt
+from esdash.view.trust import before_steps, definitions, rounds_lines, step_flags
 
 __all__ = [
     "check_thresholds",
@@ -45,10 +46,11 @@ __all__ = [
 
 
 def _throughput_cell(op: OpResult) -> str:
+    """req/s as results.json defines it (successful / seconds measured), +- the spread of
+    the per-interval rates (one definition of throughput everywhere)."""
     intervals = op.throughput.intervals
-    if intervals.n:
-        return f"{fmt.rate(intervals.mean)} +- {fmt.rate(intervals.std)}"
-    return f"{fmt.rate(op.throughput.requests_per_s)} +- {fmt.NA}"
+    spread = fmt.rate(intervals.std) if intervals.n else fmt.NA
+    return f"{fmt.rate(op.throughput.requests_per_s)} +- {spread}"
 
 
 def _op_row(step: str, name: str, op: OpResult) -> list[str]:
@@ -72,7 +74,7 @@ SUMMARY_HEADERS = (
     "step",
     "query",
     "requests",
-    "req/s (mean +- std)",
+    "req/s (+- std)",
     "docs/s",
     "gmean ms",
     "gstd",
@@ -109,11 +111,13 @@ def render_summary(results: Results) -> str:
                 else ""
             )
         )
+    lines.extend(before_steps(results))
+    rounds = results.rounds is not None and results.rounds.repetitions > 1
     rows = []
     for name, op in (ingest.ops if ingest else {}).items():
         rows.append(_op_row("ingest", name, op))
     for step in results.steps:
-        label = f"{step.index} {step.name}"
+        label = f"{step.index} {step.name}" + (f" r{step.round + 1}" if rounds else "")
         if not step.queries:
             status = step.status
             if status.startswith(("not run", "warm-up failed")):
@@ -123,7 +127,9 @@ def render_summary(results: Results) -> str:
             rows.append(_op_row(label, name, op))
     lines.append("")
     lines.extend(fmt.table(SUMMARY_HEADERS, rows, left=2))
-    notes = _step_notes(results)
+    lines.extend(definitions(results))
+    lines.extend(rounds_lines(results))
+    notes = step_flags(results) + _step_notes(results)
     if notes:
         lines.append("")
         lines.extend(notes)

@@ -47,6 +47,7 @@ from esdash.view.inputs import (
     Entry,
     config_label,
     op_of,
+    ops_of,
     queries_of,
     query_label,
 )
@@ -214,15 +215,18 @@ def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonO
     queries = queries_of(entries)
     for group in group_configs(entries, baseline):
         for step, query in queries:
-            pairs = [(e, op) for e in group if (op := op_of(e, step, query)) is not None]
+            pairs = [(e, op) for e in group for op in ops_of(e, step, query)]
             if not pairs:
                 continue
             ops = [op for _e, op in pairs]
-            n, mean, std = pooled_spread([op.throughput.intervals for op in ops])
-            basis = "intervals"
-            if not n:
-                mean, std = _mean_std([op.throughput.requests_per_s for op in ops])
-                n, basis = len(ops), "runs"
+            # req/s as results.json defines it: successful requests / seconds measured;
+            # several measurements (runs, rounds): their mean +- std; one: +- the spread of
+            # its per-interval rates
+            mean, std = _mean_std([op.throughput.requests_per_s for op in ops])
+            n, basis = len(ops), "runs and rounds"
+            if len(ops) == 1:
+                intervals = ops[0].throughput.intervals
+                std, n, basis = intervals.std, intervals.n, "intervals"
             docs_n, docs_mean, _docs_std = pooled_spread(
                 [op.throughput.docs_intervals for op in ops]
             )
@@ -242,8 +246,8 @@ def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonO
                     **_config_record(group),
                     "step": step,
                     "query": query,
-                    "runs": len(ops),
-                    "run_ids": [e.id for e, _op in pairs],
+                    "runs": len({e.id for e, _op in pairs}),
+                    "run_ids": list(dict.fromkeys(e.id for e, _op in pairs)),
                     "requests": requests,
                     "failed": failed,
                     "error_rate": failed / requests if requests else None,
@@ -272,7 +276,8 @@ def query_table(records: Sequence[JsonMapping]) -> Table:
     table = Table(
         "queries",
         "Query throughput and latency",
-        "req/s: mean +- std over measured intervals (repetitions pooled); latency of "
+        "req/s: successful requests / seconds measured; mean +- std over runs and rounds "
+        "(one measurement: +- std over its intervals); latency of "
         "successful requests in ms: geometric mean, geometric std (a factor), p1 and p99 "
         "('-' where the sample count cannot support the percentile).",
         [
@@ -280,7 +285,7 @@ def query_table(records: Sequence[JsonMapping]) -> Table:
             "query",
             "runs",
             "requests",
-            "req/s (mean +- std)",
+            "req/s (+- std)",
             "docs/s",
             "gmean ms",
             "gstd",

@@ -182,6 +182,7 @@ def follow(
 
 def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout) -> int:
     """The whole job; returns the documented exit code."""
+    from esdash.report.references import judge, misses, render_references
     from esdash.report.summary import evaluate_thresholds, parse_thresholds, render_summary
 
     thresholds = parse_thresholds(options.thresholds)
@@ -235,11 +236,21 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
         failures = evaluate_thresholds(thresholds, results)
         for failure in failures:
             print(f"threshold failed: {failure}", file=out)
+        judged = judge(results, session.references)
+        for line in render_references(judged):
+            print(line, file=out)
+        missed = misses(judged)
+        if missed:
+            print(
+                f"{len(missed)} reference figure(s) missed: "
+                + "; ".join(j.message for j in missed),
+                file=out,
+            )
         if interrupted or results.status == "aborted":
             status = EXIT_ABORT
         elif results.status != "ok":
             status = EXIT_FAILURE
-        elif failures:
+        elif failures or missed:
             status = EXIT_THRESHOLD
         else:
             status = EXIT_OK

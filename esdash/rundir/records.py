@@ -28,7 +28,7 @@ CLUSTER_SCHEMA = "esdash.cluster/1"
 STREAM_SCHEMA = "esdash.stream/1"
 RESULTS_SCHEMA = "esdash.results/1"
 #: ``results.json`` format: 2 adds ``format`` itself (files without it are format 1).
-RESULTS_FORMAT = 2
+RESULTS_FORMAT = 3
 BENCH_SCHEMA = "esdash.bench/1"
 CAMPAIGN_SCHEMA = "esdash.campaign/1"
 POINT_SCHEMA = "esdash.campaign-point/1"
@@ -386,6 +386,8 @@ class PlannedStepInfo(Record, kw_only=True):
     warmup: float | None = None
     duration: float | None = None
     target_throughput: float | None = None
+    round: int = 0
+    position: int = 0
 
 
 class RankInfo(Record, kw_only=True):
@@ -447,7 +449,8 @@ class Interval(Record, kw_only=True, tag_field="type", tag="interval"):
     ingest: IngestProgress | None = None
 
     def __post_init__(self) -> None:
-        if self.phase != "ingest" and self.step is None:
+        # a warm-up interval without a step is the global warm-up (before the first step)
+        if self.phase == "measure" and self.step is None:
             raise ValueError(f"step: a {self.phase} interval needs a step index")
 
 
@@ -612,19 +615,130 @@ class WarmupCounts(Record, kw_only=True):
     errors: int | None = 0
 
 
+class Trend(Record, kw_only=True):
+    """How a per-interval series moved over a step (:func:`esdash.stats.trend.steadiness`)."""
+
+    n: int = 0
+    #: Theil–Sen slope relative to the mean, in % per minute.
+    slope_pct_per_min: float | None = None
+    #: Two-sided Mann–Kendall p-value (None: too few intervals to judge).
+    p_value: float | None = None
+    #: Coefficient of variation of the series (std / mean).
+    cv: float | None = None
+    steady: bool = True
+    label: str = ""
+
+
+class Steadiness(Record, kw_only=True):
+    """Steadiness of a measured step: per-interval throughput and mean latency."""
+
+    steady: bool = True
+    #: ``steady``, or e.g. ``not steady: throughput +38 %/min``.
+    label: str = ""
+    throughput: Trend = msgspec.field(default_factory=Trend)
+    latency: Trend = msgspec.field(default_factory=Trend)
+
+
+class CacheCounts(Record, kw_only=True):
+    """Index cache activity and segment count over one step's measurement (all shards)."""
+
+    request_cache_hits: int | None = None
+    request_cache_misses: int | None = None
+    query_cache_hits: int | None = None
+    query_cache_misses: int | None = None
+    #: Segments at the end of the measurement (all shard copies).
+    segments: int | None = None
+    #: Why the step's numbers may come from a cache rather than from search (None: they do not).
+    flag: str | None = None
+
+
 class StepResult(Record, kw_only=True):
     """One query step: its plan, what happened, and every query's numbers."""
 
     index: int
     name: str
     planned: StepPlan = msgspec.field(default_factory=StepPlan)
-    #: ``measured``, ``no data``, ``not run: ...``, ``warm-up failed: ...``
+    #: ``measured``, ``ended early``, ``lost ranks``, ``no data``, ``not run: ...``,
+    #: ``warm-up failed: ...``
     status: str = "no data"
+    #: Seconds actually measured (the throughput's denominator; format >= 3).
     duration_s: float | None = None
     warmup: WarmupCounts = msgspec.field(default_factory=WarmupCounts)
     queries: dict[str, OpResult] = {}
     unsupported: dict[str, str] = {}
     warmup_failed: dict[str, str | None] | None = None
+    #: The round (0-based) and the position inside it (``benchmark.repetitions``/``order``).
+    round: int = 0
+    position: int = 0
+    steadiness: Steadiness | None = None
+    caches: CacheCounts | None = None
+
+
+class SettleAction(Record, kw_only=True):
+    action: str
+    seconds: float
+    ok: bool = True
+    detail: str = ""
+
+
+class SettleResult(Record, kw_only=True):
+    """What was done between ingest and the first measurement, and how long it took."""
+
+    after_ingest: str = "none"
+    seconds: float = 0.0
+    timed_out: bool = False
+    actions: list[SettleAction] = []
+
+
+class WarmupQuery(Record, kw_only=True):
+    #: Cluster throughput (req/s) of the query in each global warm-up round.
+    rounds: list[float] = []
+    converged: bool = False
+    cv: float | None = None
+    p_value: float | None = None
+    errors: int = 0
+
+
+class GlobalWarmup(Record, kw_only=True):
+    """The global warm-up: rounds per query until every query is steady, or the bound."""
+
+    rounds: int = 0
+    round_seconds: float = 0.0
+    seconds: float = 0.0
+    bound_seconds: float = 0.0
+    converged: bool = False
+    queries: dict[str, WarmupQuery] = {}
+
+
+class QueryRounds(Record, kw_only=True):
+    """One query over the rounds of a run: the median and its interval."""
+
+    step: str
+    query: str
+    #: req/s in each round (round order); None where a round has no measurement.
+    values: list[float | None] = []
+    median: float | None = None
+    low: float | None = None
+    high: float | None = None
+    n: int = 0
+    #: ``ci`` (order-statistic confidence interval, ``coverage``) or ``range`` (n < 6).
+    kind: str = "range"
+    coverage: float | None = None
+    p50_ms: list[float | None] = []
+
+
+class RoundsResult(Record, kw_only=True):
+    """Rounds of all steps inside one run (``benchmark.repetitions``), and their order."""
+
+    order: str = "listed"
+    repetitions: int = 1
+    seed: int | None = None
+    #: The step names in each round, as run.
+    sequences: list[list[str]] = []
+    queries: list[QueryRounds] = []
+    #: Median throughput by position relative to each query's median (all queries pooled).
+    position_effect: list[float | None] = []
+    first_to_last: float | None = None
 
 
 class RankSummary(Record, kw_only=True):
@@ -657,6 +771,11 @@ class Results(Record, kw_only=True):
     recovered_from_stream: bool = False
     #: The file an imported result came from: ``{"format", "path"}``.
     imported_from: dict[str, str] | None = None
+    #: How req/s is defined in this file (format >= 3: successful / seconds measured).
+    throughput_definition: str | None = None
+    settle: SettleResult | None = None
+    global_warmup: GlobalWarmup | None = None
+    rounds: RoundsResult | None = None
 
     def step(self, name: str) -> StepResult | None:
         return next((step for step in self.steps if step.name == name), None)
@@ -681,6 +800,9 @@ class PlannedStep(FrozenRecord, kw_only=True, frozen=True):
     duration: float
     target_throughput: float | None
     think_time: float = 0.0
+    #: The round (0-based) this run of the step belongs to, and its position in the round.
+    round: int = 0
+    position: int = 0
 
     @property
     def runnable(self) -> tuple[PlannedQuery, ...]:
@@ -708,6 +830,16 @@ class BenchPlan(FrozenRecord, kw_only=True, frozen=True):
     #: The session's encryption mode, and the client codec's secret-free spec.
     encryption: str = "none"
     client_codec: JsonObject | None = None
+    #: Settling after ingest (``force-merge``, ``wait``, ``none``) and its bounds.
+    after_ingest: str = "none"
+    max_num_segments: int = 1
+    settle_timeout: float = 600.0
+    #: Global warm-up bound and round length per query (0: no global warm-up).
+    warmup_max: float = 0.0
+    warmup_round: float = 5.0
+    #: How steps were ordered and how many rounds (``steps`` holds every round, in order).
+    order: str = "listed"
+    repetitions: int = 1
 
 
 # ------------------------------------------------------------------------ campaign

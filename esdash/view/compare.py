@@ -7,15 +7,19 @@ by step and query name (the authors' unnamed queries by their request bodies, se
 output has the baseline's and the contender's value, the difference and the difference in
 percent of the baseline.
 
-Metrics: throughput (successful requests per second over the step's window), latency
-gmean and p99 (ms).  A side with repetitions contributes the mean of its runs' values.
+Metrics: throughput (successful requests per second measured, the one definition of
+``results.json`` format 3; runs of older formats divided by the planned duration and are
+recomputed from their stream when mixed with newer ones, or refused), latency gmean and
+p99 (ms).  A side with repetitions contributes the mean of its values.
 
 **When is a difference inside the noise?**  (The note column; ``~`` marks it.)
 
-* If either side has repetitions (two or more runs): the difference is *within run-to-run
-  spread* when the ranges [min, max] of the two sides' run values overlap (a side with one
-  run is a range of one value).  This is the Accumulo study's view of five iterations:
-  what matters is whether the fastest run of one setup beats the slowest of the other.
+* If either side has repetitions (two or more runs, or rounds inside a run with
+  ``benchmark.repetitions``; every run's every round is one value): the difference is
+  *within the spread of repetitions* when the ranges [min, max] of the two sides' values
+  overlap (a side with one value is a range of one value).  This is the Accumulo study's
+  view of five iterations: what matters is whether the fastest run of one setup beats the
+  slowest of the other.  The output says which repetitions each side has.
 * If both sides are single runs: the spread is the interval-to-interval standard deviation
   of the metric inside the run (throughput: the per-interval request rates in
   ``results.json``; latency: the per-interval gmean or p99 from ``stream.jsonl``); the
@@ -42,6 +46,7 @@ from esdash.view.inputs import (
     config_label,
     load_inputs,
     op_of,
+    ops_of,
     queries_of,
     query_label,
 )
@@ -98,6 +103,53 @@ METRICS = (
 )
 
 
+#: results.json formats whose req/s divides by the seconds actually measured (format 3 on).
+MEASURED_SECONDS_FORMAT = 3
+
+
+def _old_definition(entry: Entry) -> bool:
+    """An esdash run whose req/s divided by the *planned* step duration (format < 3)."""
+    return entry.results.imported_from is None and entry.results.format < MEASURED_SECONDS_FORMAT
+
+
+def recomputed_rates(sides: Sequence[Side]) -> dict[str, dict[tuple[str, str], list[float]]]:
+    """req/s of old-format runs recomputed from their streams, when formats are mixed.
+
+    Throughput has one definition (successful requests / seconds actually measured); a run
+    written before it (results format < 3) divided by the planned duration.  Comparing the
+    two would compare definitions, so such a run's req/s is recomputed from its stream's
+    measured intervals; without a stream the comparison is refused.
+    """
+    entries = [e for side in sides for e in side.entries if e.results.imported_from is None]
+    old = [e for e in entries if _old_definition(e)]
+    if not old or len(old) == len(entries):
+        return {}
+    found: dict[str, dict[tuple[str, str], list[float]]] = {}
+    for entry in old:
+        if entry.stream is None or not entry.stream.is_file():
+            raise BadInput(
+                f"{entry.id}: its req/s divides by the planned step duration (results format "
+                f"{entry.results.format}) and it has no stream to recompute from; compare it "
+                f"only with runs of the same format"
+            )
+        rates: dict[tuple[str, str], list[float]] = {}
+        for step, query in queries_of([entry]):
+            ops = measured(read_intervals(entry.stream)[1], step, query)
+            seconds = sum(o.elapsed for o in ops)
+            if seconds > 0:
+                rates.setdefault((step, query), []).append(sum(o.ok for o in ops) / seconds)
+        found[entry.id] = rates
+    return found
+
+
+def repetitions_label(side: Side) -> str:
+    """Which repetitions a side has: separate runs, rounds inside a run, or both."""
+    runs = len(side.entries)
+    rounds = {e.results.rounds.repetitions for e in side.entries if e.results.rounds is not None}
+    inside = f" x {max(rounds)} rounds inside each run" if rounds else ""
+    return f"{runs} run(s){inside}"
+
+
 def _single_spread(side: Side, entry: Entry, metric: Metric, step: str, query: str) -> float | None:
     op = op_of(entry, step, query)
     if op is None:
@@ -141,8 +193,8 @@ def judge(
     if len(base) > 1 or len(other) > 1:
         overlap = max(min(base), min(other)) <= min(max(base), max(other))
         if overlap:
-            return False, "~ within run-to-run spread (ranges overlap)"
-        return True, "outside run-to-run spread"
+            return False, "~ within the spread of repetitions (ranges overlap)"
+        return True, "outside the spread of repetitions"
     spreads = [s for s in (base_spread, other_spread) if s is not None]
     if not spreads:
         return None, "no spread known"
@@ -155,22 +207,26 @@ def judge(
 def compare(baseline: Side, contenders: Sequence[Side]) -> list[JsonObject]:
     """One record per contender x query x metric (see the module docstring)."""
     align_queries([e for side in (baseline, *contenders) for e in side.entries])
+    recomputed = recomputed_rates([baseline, *contenders])
+
+    def values(side: Side, metric: Metric, step: str, query: str) -> list[float]:
+        """Every measurement of the side: each run's each round (``ops_of``)."""
+        found = []
+        for entry in side.entries:
+            if metric.name == "req/s" and entry.id in recomputed:
+                found += recomputed[entry.id].get((step, query), [])
+                continue
+            found += [v for op in ops_of(entry, step, query) if (v := metric.value(op)) is not None]
+        return found
+
     records = []
     for contender in contenders:
         queries = queries_of(baseline.entries)
         queries += [q for q in queries_of(contender.entries) if q not in queries]
         for step, query in queries:
             for metric in METRICS:
-                base = [
-                    v
-                    for e in baseline.entries
-                    if (op := op_of(e, step, query)) and (v := metric.value(op)) is not None
-                ]
-                other = [
-                    v
-                    for e in contender.entries
-                    if (op := op_of(e, step, query)) and (v := metric.value(op)) is not None
-                ]
+                base = values(baseline, metric, step, query)
+                other = values(contender, metric, step, query)
                 record: JsonObject = {
                     "contender": contender.label,
                     "step": step,
@@ -180,6 +236,13 @@ def compare(baseline: Side, contenders: Sequence[Side]) -> list[JsonObject]:
                     "value": statistics.fmean(other) if other else None,
                     "baseline_runs": base,
                     "contender_runs": other,
+                    "baseline_repetitions": repetitions_label(baseline),
+                    "contender_repetitions": repetitions_label(contender),
+                    "recomputed": sorted(
+                        e.id for e in (*baseline.entries, *contender.entries) if e.id in recomputed
+                    )
+                    if metric.name == "req/s"
+                    else [],
                 }
                 if not base or not other:
                     side = "baseline" if not base else "contender"
@@ -234,12 +297,20 @@ def render(baseline: Side, records: Sequence[JsonMapping], output: str) -> str:
             json.dumps({"baseline": baseline.label, "comparisons": list(records)}, indent=2) + "\n"
         )
     rows = [_cells(r) for r in records]
+    said = [f"repetitions: baseline {repetitions_label(baseline)}"]
+    said += sorted({f"{r['contender']}: {r['contender_repetitions']}" for r in records})
+    recomputed = sorted({run for r in records for run in r.get("recomputed", [])})
+    if recomputed:
+        said.append(
+            "req/s of " + ", ".join(recomputed) + " recomputed from the stream (successful "
+            "requests / seconds measured): their results divide by the planned duration"
+        )
     if output == "md":
-        lines = [f"Baseline: {baseline.label}", ""]
+        lines = [f"Baseline: {baseline.label}", ""] + [f"- {line}" for line in said] + [""]
         lines.append("| " + " | ".join(HEADERS) + " |")
         lines.append("|" + "|".join("---" for _ in HEADERS) + "|")
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
         return "\n".join(lines) + "\n"
-    lines = [f"baseline: {baseline.label}", ""] + fmt.table(HEADERS, rows, left=3)
+    lines = [f"baseline: {baseline.label}", *said, ""] + fmt.table(HEADERS, rows, left=3)
     lines += ["", "~ : the difference is inside the spread (see `esdash compare --help`)"]
     return "\n".join(lines) + "\n"

@@ -429,5 +429,14 @@ def op_of(entry: Entry, step: str, query: str) -> OpResult | None:
     return None
 
 
+def ops_of(entry: Entry, step: str, query: str) -> list[OpResult]:
+    """Every measurement of ``query`` in step ``step``: one per round of the run."""
+    return [
+        candidate.queries[query]
+        for candidate in entry.results.steps
+        if candidate.name == step and query in candidate.queries
+    ]
+
+
 def query_label(step: str, query: str) -> str:
     return query if step == query else f"{step}/{query}"

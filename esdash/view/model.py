@@ -54,6 +54,7 @@ from esdash.rundir.records import (
     StreamRecord,
 )
 from esdash.stats import Bucket, bucket_counts, geometric, supported_percentiles
+from esdash.view.trust import trust_lines
 
 #: Percentiles the dashboard shows (each only where the sample count supports it).
 SHOWN_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 99.0, 99.9)
@@ -483,6 +484,8 @@ class Snapshot:
     problems: tuple[str, ...] = ()
     last_seq: int | None = None
     last_wall: float | None = None
+    #: When the run has results: settling, warm-up, flagged steps, medians over rounds.
+    trust: tuple[str, ...] = ()
 
 
 def _session_field(session: JsonMapping, table: str, key: str, default: Any) -> Any:
@@ -720,6 +723,7 @@ class RunModel:
             cluster=self._cluster(record.wall if record is not None and not following else None),
             log=self.log,
             problems=tuple(self.problems[-5:]),
+            trust=tuple(trust_lines(self.results)) if self.results is not None else (),
             last_seq=record.seq if record is not None else None,
             last_wall=record.wall if record is not None else None,
         )

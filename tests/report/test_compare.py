@@ -74,10 +74,10 @@ def test_repetitions_use_the_run_to_run_ranges(tmp_path: Path) -> None:
     gocryptfs, abe = rows(document["comparisons"], "req/s")
     assert gocryptfs["baseline_runs"] == [100, 104, 98] and gocryptfs["value"] == 97.0
     assert gocryptfs["diff"] == pytest.approx(97 - 302 / 3)
-    assert gocryptfs["note"] == "~ within run-to-run spread (ranges overlap)"  # 98 <= 99
-    assert abe["significant"] is True and abe["note"] == "outside run-to-run spread"
+    assert gocryptfs["note"] == "~ within the spread of repetitions (ranges overlap)"  # 98 <= 99
+    assert abe["significant"] is True and abe["note"] == "outside the spread of repetitions"
     text = esdash("compare", f"{campaign}#mode=none", f"{campaign}#mode=abe", env_runs=tmp_path)
-    assert "-38.7%" in text.stdout and "outside run-to-run spread" in text.stdout
+    assert "-38.7%" in text.stdout and "outside the spread of repetitions" in text.stdout
     with pytest.raises(BadInput, match="holds 3 configurations"):
         load_side(str(campaign))
 

@@ -36,14 +36,16 @@ def test_a_single_runs_numbers_are_its_own(tmp_path: Path) -> None:
     report = build_report(load_inputs([str(run)]))
     (row,) = report.table("queries").records
     op = json.loads((run / "results.json").read_text())["steps"][0]["queries"]["age"]
-    assert row["throughput_mean"] == pytest.approx(12.0) and row["throughput_std"] == 2.0
+    # req/s = successful requests / seconds measured (7 in 10 s); +- its intervals' spread
+    assert row["throughput_mean"] == pytest.approx(0.7) and row["throughput_std"] == 2.0
+    assert row["throughput_basis"] == "intervals" and row["throughput_n"] == 3
     assert row["latency_gmean_ms"] == op["latency"]["gmean"]
     assert row["latency_gstd"] == op["latency"]["gstd"]
     assert row["latency_p1_ms"] == op["latency"]["p1"] and row["latency_p99_ms"] is None
     assert row["requests"] == 7 and row["runs"] == 1
     cells = report.table("queries").rows[0]
     assert cells[:5] == ["none", "loopback", "1", "1", "age"]
-    assert cells[7] == "12.0 +- 2.0"
+    assert cells[7] == f"{fmt.rate(0.7)} +- 2.0"
     assert cells[9] == fmt.ms(fmt.from_ms(op["latency"]["gmean"]))
     (ingest,) = report.table("ingest").records
     assert ingest["duration_s_mean"] == 4.0 and ingest["docs_per_s_mean"] == 250.0
@@ -53,8 +55,8 @@ def test_repetitions_are_pooled_exactly(tmp_path: Path) -> None:
     first = synthetic.write_run(tmp_path, "r1", {"s": {"q": synthetic.op(A, rates=[10, 12, 14])}})
     second = synthetic.write_run(tmp_path, "r2", {"s": {"q": synthetic.op(B, rates=[20, 22])}})
     (row,) = build_report(load_inputs([str(first), str(second)])).table("queries").records
-    rates = [10, 12, 14, 20, 22]
-    assert row["runs"] == 2 and row["throughput_n"] == 5
+    rates = [7 / 10, 5 / 10]  # each run's successful requests / seconds measured
+    assert row["runs"] == 2 and row["throughput_n"] == 2
     assert row["throughput_mean"] == pytest.approx(statistics.fmean(rates))
     assert row["throughput_std"] == pytest.approx(statistics.stdev(rates))
     logs = [math.log(v / 1000) for v in A + B]
@@ -167,7 +169,7 @@ def test_markdown_html_and_figures(tmp_path: Path) -> None:
     age = dev["steps"][2]["queries"]["age"]
     intervals = age["throughput"]["intervals"]
     row = f"| none | loopback | 1 | 1 | age | 1 | {age['requests']:,} | "
-    row += f"{fmt.rate(intervals['mean'])} +- {fmt.rate(intervals['std'])} |"
+    row += f"{fmt.rate(age['throughput']['requests_per_s'])} +- {fmt.rate(intervals['std'])} |"
     assert row in markdown
     assert "![Latency distribution of age](figures/latency-age.png)" in markdown
     assert "```toml\n# Short run for dashboard fixtures." in markdown

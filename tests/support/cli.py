@@ -32,6 +32,15 @@ def free_port_block(count: int, host: str = "127.0.0.1") -> int:
     raise RuntimeError("no block of free ports found")
 
 
+def quick_warmup(tables: str) -> str:
+    """``tables`` with ``benchmark.warmup_max = "0s"`` unless it sets its own."""
+    if "warmup_max" in tables:
+        return tables
+    if "[benchmark]" in tables:
+        return tables.replace("[benchmark]\n", '[benchmark]\nwarmup_max = "0s"\n', 1)
+    return tables + '\n[benchmark]\nwarmup_max = "0s"\n'
+
+
 def write_session(
     directory: Path,
     name: str,
@@ -47,8 +56,10 @@ def write_session(
     """A session file for a small test cluster on free ports.
 
     ``track`` is the body of the ``[track]`` table; ``tables`` is appended verbatim (e.g. an
-    ``[encryption]`` or ``[benchmark]`` table).
+    ``[encryption]`` or ``[benchmark]`` table).  The global warm-up is off unless ``tables``
+    sets ``warmup_max``: run until steady (up to 5 minutes) it would dominate a short test.
     """
+    tables = quick_warmup(tables)
     http, transport = free_port_block(nodes), free_port_block(nodes)
     path = directory / f"{name}.toml"
     path.write_text(

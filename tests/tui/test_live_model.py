@@ -243,3 +243,59 @@ def test_step_queries_and_histograms_from_results_and_from_the_stream():
         assert step_counts(from_stream, *key).sum() == step_counts(with_results, *key).sum()
     assert relative_change(100.0, 110.0) == pytest.approx(0.1)
     assert relative_change(None, 1.0) is None and relative_change(0.0, 1.0) is None
+
+
+def test_a_finished_runs_trust_findings_reach_the_dashboard():
+    """Unsteady steps, the warm-up's outcome and the medians over rounds are in the snapshot
+    and in the panel that shows events (the same lines the summary prints)."""
+    from esdash.rundir.records import (
+        GlobalWarmup,
+        QueryRounds,
+        RoundsResult,
+        Steadiness,
+        Trend,
+        WarmupQuery,
+    )
+    from esdash.tui.widgets.panels import ProgressPanel
+
+    model = model_of(RUN_B)
+    results = files.read(FIXTURES / RUN_B / "results.json", Results)
+    results.steps[0].steadiness = Steadiness(
+        steady=False,
+        label="not steady: throughput +38 %/min",
+        throughput=Trend(n=30, slope_pct_per_min=38.0, p_value=0.001, steady=False),
+    )
+    results.global_warmup = GlobalWarmup(
+        rounds=4,
+        round_seconds=30.0,
+        seconds=120.0,
+        bound_seconds=300.0,
+        converged=False,
+        queries={"age": WarmupQuery(rounds=[1.0, 2.0], converged=False, cv=0.2)},
+    )
+    results.rounds = RoundsResult(
+        order="balanced",
+        repetitions=6,
+        seed=7,
+        queries=[
+            QueryRounds(
+                step="age",
+                query="age",
+                median=412.0,
+                low=398.0,
+                high=431.0,
+                n=6,
+                kind="ci",
+                coverage=0.96875,
+            )
+        ],
+    )
+    model.results = results
+    snap = model.snapshot(ViewParams(), NOW)
+    text = "\n".join(snap.trust)
+    assert f"{results.steps[0].name}: not steady: throughput +38 %/min" in text
+    assert "global warm-up: 4 round(s)" in text and "NOT converged: age" in text
+    assert "rounds: 6 in balanced order (seed 7)" in text
+    assert "398.0 .. 431.0 (CI 96.9 %)" in text
+    shown = ProgressPanel.renderable_for(snap).plain
+    assert "not steady: throughput +38 %/min" in shown and "CI 96.9 %" in shown

@@ -241,7 +241,14 @@ The live screen follows a run as it happens, or replays a finished one.
             "histogram": (snap.histogram, snap.hist_count, snap.selected, which),
             "rate": (last_point, len(snap.series), snap.span, snap.t, snap.selected),
             "cluster": (snap.cluster, snap.ranks_all, snap.ranks_missing, snap.ranks_lost),
-            "progress": (snap.ingest, snap.errors, snap.events, snap.problems, snap.count == 0),
+            "progress": (
+                snap.ingest,
+                snap.errors,
+                snap.events,
+                snap.problems,
+                snap.trust,
+                snap.count == 0,
+            ),
             "log": snap.log,
         }
         parts["p99"] = parts["rate"]

@@ -168,6 +168,13 @@ class ProgressPanel(Static):
                 style = {"warning": "yellow", "error": "bold red"}.get(event.level, "dim")
                 text.append(f"\n {fmt.duration(event.t):>6} ", style="dim")
                 text.append(f"{event.kind}: {event.message}", style=style)
+        if snap.trust:
+            text.append("\ncan these numbers be trusted?", style="bold")
+            for line in snap.trust:
+                flagged = any(
+                    word in line for word in ("not steady", "NOT", "cache", "ended early", "lost")
+                )
+                text.append(f"\n {line}", style="yellow" if flagged else "")
         if snap.problems:
             text.append("\nunreadable stream lines", style="bold yellow")
             for problem in snap.problems[-3:]:

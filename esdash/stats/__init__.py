@@ -109,7 +109,8 @@ class Summary:
                     return value
             return None
         if name in ("count", "min", "max", "mean", "gmean", "gstd"):
-            return getattr(self, name)
+            found: float | None = getattr(self, name)
+            return found
         raise KeyError(name)
 
     def to_dict(self, scale: float = 1.0, digits: int = 6) -> JsonObject:

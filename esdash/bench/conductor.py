@@ -1,0 +1,280 @@
+"""Rank 0's timeline between ingest and the steps: settle, global warm-up, cache snapshots.
+
+The coordinator's loop (:class:`esdash.bench.rank.Coordinator`) must keep receiving interval
+payloads and writing the stream while the cluster settles (a force-merge of a large index
+takes minutes) and while the warm-up runs, so this conductor is polled from that loop and
+never blocks it: control operations (settle, index statistics) run one at a time on a
+single helper thread that makes no MPI calls, and every message to the workers is sent from
+the loop itself.
+
+Phases: ``ingest`` (until every worker is done or lost) -> ``settle`` -> ``warmup`` (only
+with ``benchmark.warmup_max`` > 0) -> ``steps``.  Once the steps' start is known, the index's
+cache counters and segment count are read at the start and end of each step's measurement,
+so every step says how much of it a cache answered.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from esdash.bench.settle import settle
+from esdash.bench.warmup import WarmupJudge, WarmupSchedule
+from esdash.plugin.control import ControlClient
+from esdash.rundir.records import (
+    BenchPlan,
+    CacheCounts,
+    GlobalWarmup,
+    JsonObject,
+    SettleResult,
+)
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+    from esdash.bench.sink import StreamSink
+
+TAG_START = 13
+TAG_WARMUP_ROUND = 15
+TAG_WARMUP_END = 16
+#: Share of a step's requests answered by the request cache above which it is flagged.
+REQUEST_CACHE_FLAG = 0.5
+#: Query-cache hit ratio above which a step's filters are flagged as cached.
+QUERY_CACHE_FLAG = 0.9
+#: Pause between deciding and starting (messages must reach every worker first).
+LEAD = 1.0
+
+
+@dataclass(frozen=True)
+class StepWindow:
+    """When step ``index`` of the plan measures (wall clock)."""
+
+    index: int
+    start: float
+    end: float
+
+
+def step_windows(plan: BenchPlan, steps_start: float) -> list[StepWindow]:
+    """Every runnable step's measurement window, as the workers' schedule runs them."""
+    windows = []
+    moment = steps_start
+    for k, step in enumerate(plan.steps):
+        if not step.runnable:
+            continue
+        begin = moment + step.warmup
+        moment = begin + step.duration
+        windows.append(StepWindow(k, begin, moment))
+    return windows
+
+
+def cache_counters(stats: JsonObject) -> JsonObject:
+    """Cache hits and misses and the segment count of all shard copies of an index."""
+    total = (stats.get("_all") or {}).get("total") or {}
+    request = total.get("request_cache") or {}
+    query = total.get("query_cache") or {}
+    return {
+        "request_cache_hits": request.get("hit_count"),
+        "request_cache_misses": request.get("miss_count"),
+        "query_cache_hits": query.get("hit_count"),
+        "query_cache_misses": query.get("miss_count"),
+        "segments": (total.get("segments") or {}).get("count"),
+    }
+
+
+def cache_delta(before: JsonObject, after: JsonObject, requests: int) -> CacheCounts:
+    """The counters' change over a step, and a flag when a cache served most of it."""
+
+    def delta(key: str) -> int | None:
+        a, b = after.get(key), before.get(key)
+        return None if a is None or b is None else max(0, int(a) - int(b))
+
+    counts = CacheCounts(
+        request_cache_hits=delta("request_cache_hits"),
+        request_cache_misses=delta("request_cache_misses"),
+        query_cache_hits=delta("query_cache_hits"),
+        query_cache_misses=delta("query_cache_misses"),
+        segments=after.get("segments"),
+    )
+    hits = counts.request_cache_hits or 0
+    if requests and hits >= REQUEST_CACHE_FLAG * requests:
+        counts.flag = f"mostly from the request cache ({hits} hits for {requests} requests)"
+    else:
+        q_hits, q_misses = counts.query_cache_hits or 0, counts.query_cache_misses or 0
+        if q_hits + q_misses and q_hits / (q_hits + q_misses) >= QUERY_CACHE_FLAG:
+            counts.flag = (
+                f"filters mostly from the query cache "
+                f"({q_hits / (q_hits + q_misses):.0%} hit ratio)"
+            )
+    return counts
+
+
+class Conductor:
+    """Drives rank 0 from "ingest done" to "steps running" without blocking its loop."""
+
+    def __init__(
+        self,
+        comm: MPI.Comm,
+        workers: int,
+        plan: BenchPlan,
+        control: ControlClient | None,
+        sink: StreamSink,
+        ingested: bool,
+    ) -> None:
+        self.comm, self.workers, self.plan, self.control = comm, workers, plan, control
+        self.sink, self.ingested = sink, ingested
+        self.phase = "ingest"
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control")
+        self.settling: Future[SettleResult] | None = None
+        self.settled: SettleResult | None = None
+        self.judge: WarmupJudge | None = None
+        self.steps_start: float | None = None
+        self.snapshots: dict[tuple[int, str], Future[JsonObject]] = {}
+        self.windows: list[StepWindow] = []
+        #: Events the control thread has to say, written to the stream by :meth:`poll`.
+        self.said: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+
+    # ------------------------------------------------------------------ messages
+    def _send_all(self, message: JsonObject, tag: int) -> None:
+        for worker in range(1, self.workers + 1):
+            try:
+                self.comm.isend(message, dest=worker, tag=tag)
+            except Exception as exc:  # a lost rank: the others still get theirs
+                self.sink.event("send_failed", f"rank {worker}: {exc}", level="warning")
+
+    def add_warmup_round(self, message: JsonObject) -> None:
+        if self.judge is not None:
+            self.judge.add(int(message["rank"]), int(message["round"]), message["counts"])
+
+    # -------------------------------------------------------------------- phases
+    def ingest_finished(self, done_by: int) -> None:
+        """Every worker finished ingest (or was lost): start settling."""
+        self.phase = "settle"
+        self.sink.event("ingest_done", f"ingest done by {done_by} of {self.workers} workers")
+        if self.control is None:
+            self.settled = SettleResult(after_ingest=self.plan.after_ingest)
+            return
+        control, plan = self.control, self.plan
+        if plan.after_ingest != "none" or self.ingested:
+            self.sink.event("settle", f"settling the index ({plan.after_ingest} after ingest)")
+
+        def say(message: str, level: str) -> None:
+            # called on the control thread: the stream is written by the loop only
+            self.said.put((message, level))
+
+        self.settling = self.pool.submit(
+            settle,
+            control,
+            plan.index,
+            plan.after_ingest,
+            ingested=self.ingested,
+            max_num_segments=plan.max_num_segments,
+            timeout=plan.settle_timeout,
+            say=say,
+        )
+
+    def _start_warmup_or_steps(self, now: float) -> None:
+        plan = self.plan
+        queries = tuple(dict.fromkeys(q.name for step in plan.steps for q in step.runnable))
+        if plan.warmup_max > 0 and queries:
+            schedule = WarmupSchedule(now + LEAD, queries, plan.warmup_round, plan.warmup_max)
+            self.judge = WarmupJudge(schedule)
+            self.phase = "warmup"
+            self._send_all({"warmup": schedule.to_message()}, TAG_START)
+            self.sink.event(
+                "warmup",
+                f"global warm-up: rounds of {schedule.round_seconds:g} s over "
+                f"{len(queries)} queries until steady, at most {plan.warmup_max:g} s",
+            )
+            return
+        self._start_steps(now + LEAD)
+
+    def _start_steps(self, moment: float, message: JsonObject | None = None) -> None:
+        """Tell the workers when the steps start (after the warm-up: with its last round)."""
+        self.phase = "steps"
+        self.steps_start = moment
+        self.windows = step_windows(self.plan, moment)
+        if message is None:
+            self._send_all({"steps_start": moment}, TAG_START)
+        else:
+            self._send_all({**message, "steps_start": moment}, TAG_WARMUP_END)
+        self.sink.event("steps", f"query steps start in {max(0.0, moment - time.time()):.1f} s")
+
+    def poll(self, now: float, expected: set[int]) -> None:
+        """Advance the phases that can advance now (never blocks)."""
+        self._say_queued()
+        if self.phase == "settle":
+            if self.settling is not None and not self.settling.done():
+                return
+            if self.settling is not None:
+                try:
+                    self.settled = self.settling.result()
+                except Exception as exc:  # recorded; the run still measures, flagged
+                    self.settled = SettleResult(after_ingest=self.plan.after_ingest)
+                    self.sink.event("settle", f"settling failed: {exc}", level="warning")
+                self._say_queued()
+            self._start_warmup_or_steps(time.time())
+        elif self.phase == "warmup" and self.judge is not None:
+            decided = self.judge.poll(now, expected)
+            if decided is not None:
+                last_round, steps_start = decided
+                warm = self.judge.result()
+                self.sink.event(
+                    "warmup",
+                    f"global warm-up ends after round {last_round + 1}"
+                    + ("" if warm.converged else " without converging (bound reached)"),
+                    level="info" if warm.converged else "warning",
+                )
+                self._start_steps(steps_start, {"last_round": last_round})
+        elif self.phase == "steps":
+            self._snapshot_due(now)
+
+    def _say_queued(self) -> None:
+        while not self.said.empty():
+            message, level = self.said.get()
+            self.sink.event("settle", message, level=level)
+
+    def _snapshot_due(self, now: float) -> None:
+        if self.control is None:
+            return
+        control, index = self.control, self.plan.index
+        for window in self.windows:
+            for edge, moment in (("start", window.start), ("end", window.end)):
+                key = (window.index, edge)
+                if key not in self.snapshots and now >= moment:
+                    read: Callable[[], JsonObject] = lambda: cache_counters(  # noqa: E731
+                        control.index_stats(index, ("request_cache", "query_cache", "segments"))
+                    )
+                    self.snapshots[key] = self.pool.submit(read)
+
+    # ------------------------------------------------------------------- results
+    @property
+    def schedule_end(self) -> float | None:
+        """When the last step ends (None until the steps' start is known)."""
+        if self.steps_start is None:
+            return None
+        return self.windows[-1].end if self.windows else self.steps_start
+
+    def caches(self, requests: Callable[[int], int]) -> dict[int, CacheCounts]:
+        """Per step index, the cache deltas over its measurement (steps with both readings)."""
+        found: dict[int, CacheCounts] = {}
+        for window in self.windows:
+            before, after = (self.snapshots.get((window.index, e)) for e in ("start", "end"))
+            if before is None or after is None:
+                continue
+            try:
+                found[window.index] = cache_delta(
+                    before.result(timeout=30), after.result(timeout=30), requests(window.index)
+                )
+            except Exception:  # a failed reading leaves that step without cache figures
+                continue
+        return found
+
+    def global_warmup(self) -> GlobalWarmup | None:
+        return self.judge.result() if self.judge is not None else None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,115 @@
+"""Whether a run's numbers can be trusted, as text: shared by the summary and the dashboard.
+
+From ``results.json`` (format >= 3): what was done to settle the cluster and how the global
+warm-up ended, each query's median over rounds with its interval, and every step whose
+numbers need a second look (not steady, mostly cached, ended early, lost ranks).  Plain
+ASCII, one finding per line, so batch logs and the dashboard say the same thing.
+"""
+
+from __future__ import annotations
+
+from esdash.rundir.records import QueryRounds, Results
+from esdash.view import format as fmt
+
+
+def before_steps(results: Results) -> list[str]:
+    """What happened between ingest and the first step: settling and the global warm-up."""
+    lines = []
+    settle = results.settle
+    if settle is not None:
+        done = ", ".join(
+            f"{a.action} {a.seconds:.1f} s" + ("" if a.ok else f" FAILED ({a.detail})")
+            for a in settle.actions
+        )
+        lines.append(
+            f"settle ({settle.after_ingest} after ingest): {done or 'nothing to do'}"
+            + (" -- TIMED OUT: the cluster was still busy" if settle.timed_out else "")
+        )
+    warm = results.global_warmup
+    if warm is not None:
+        line = (
+            f"global warm-up: {warm.rounds} round(s) of {warm.round_seconds:g} s "
+            f"= {warm.seconds:.0f} s (bound {warm.bound_seconds:.0f} s), "
+        )
+        if warm.converged:
+            line += "every query steady"
+        else:
+            unsteady = [
+                f"{name} (cv {fmt.percent(q.cv)})"
+                for name, q in warm.queries.items()
+                if not q.converged
+            ]
+            line += "NOT converged: " + ", ".join(unsteady)
+        lines.append(line)
+    return lines
+
+
+def definitions(results: Results) -> list[str]:
+    """What the columns mean where it differs between steps."""
+    lines = []
+    if results.throughput_definition:
+        lines.append(f"  req/s = {results.throughput_definition}")
+    closed = [s.name for s in results.steps if s.queries and not s.planned.target_throughput]
+    if closed:
+        lines.append("  closed loop (no target throughput): latency percentiles are service times")
+    return lines
+
+
+def interval_cell(entry: QueryRounds) -> str:
+    if entry.low is None or entry.high is None:
+        return fmt.NA
+    if entry.kind == "ci":
+        coverage = f"{entry.coverage * 100:.1f} %" if entry.coverage else ""
+        return f"{fmt.rate(entry.low)} .. {fmt.rate(entry.high)} (CI {coverage})"
+    return f"{fmt.rate(entry.low)} .. {fmt.rate(entry.high)} (range, n={entry.n})"
+
+
+def rounds_lines(results: Results) -> list[str]:
+    """Per query: the median over rounds and its interval; the position effect."""
+    rounds = results.rounds
+    if rounds is None:
+        return []
+    lines = [
+        "",
+        f"rounds: {rounds.repetitions} in {rounds.order} order (seed {rounds.seed}), "
+        "per query the median over rounds",
+    ]
+    rows = [
+        [entry.step, entry.query, fmt.rate(entry.median), interval_cell(entry), str(entry.n)]
+        for entry in rounds.queries
+    ]
+    lines.extend(
+        fmt.table(("step", "query", "median req/s", "interval of the median", "n"), rows, left=2)
+    )
+    if rounds.position_effect:
+        cells = ", ".join(
+            f"{k + 1}: {fmt.NA if v is None else f'{v:.2f}'}"
+            for k, v in enumerate(rounds.position_effect)
+        )
+        lines.append(f"  position effect (throughput / query median, by position): {cells}")
+        if rounds.first_to_last is not None:
+            lines.append(f"  first / last position: {rounds.first_to_last:.2f}")
+    return lines
+
+
+def step_flags(results: Results) -> list[str]:
+    """Steps whose numbers need a second look: unsteady, cached, ended early, lost ranks."""
+    flags = []
+    for step in results.steps:
+        label = f"  {step.index} {step.name}"
+        if step.status.startswith(("ended early", "lost ranks")):
+            flags.append(f"{label}: {step.status}")
+        if step.steadiness is not None and not step.steadiness.steady:
+            flags.append(f"{label}: {step.steadiness.label}")
+        if step.caches is not None and step.caches.flag:
+            flags.append(f"{label}: {step.caches.flag}")
+    return flags
+
+
+def trust_lines(results: Results) -> list[str]:
+    """Everything above, for a panel: settling, warm-up, flags, then the rounds' medians."""
+    return (
+        before_steps(results)
+        + [line.strip() for line in step_flags(results)]
+        + [line for line in rounds_lines(results) if line]
+    )
