@@ -22,12 +22,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from esdash.bench.facts import read_facts
 from esdash.bench.settle import settle
 from esdash.bench.warmup import WarmupJudge, WarmupSchedule
 from esdash.plugin.control import ControlClient
 from esdash.rundir.records import (
     BenchPlan,
     CacheCounts,
+    ClusterFacts,
     GlobalWarmup,
     JsonObject,
     SettleResult,
@@ -134,6 +136,7 @@ class Conductor:
         self.steps_start: float | None = None
         self.snapshots: dict[tuple[int, str], Future[JsonObject]] = {}
         self.windows: list[StepWindow] = []
+        self.facts: Future[ClusterFacts] | None = None
         #: Events the control thread has to say, written to the stream by :meth:`poll`.
         self.said: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
 
@@ -216,6 +219,9 @@ class Conductor:
                     self.settled = SettleResult(after_ingest=self.plan.after_ingest)
                     self.sink.event("settle", f"settling failed: {exc}", level="warning")
                 self._say_queued()
+            if self.control is not None:
+                control, index = self.control, self.plan.index
+                self.facts = self.pool.submit(read_facts, control, index)
             self._start_warmup_or_steps(time.time())
         elif self.phase == "warmup" and self.judge is not None:
             decided = self.judge.poll(now, expected)
@@ -272,6 +278,16 @@ class Conductor:
             except Exception:  # a failed reading leaves that step without cache figures
                 continue
         return found
+
+    def cluster_facts(self) -> ClusterFacts | None:
+        """Engine, JVMs, heaps and index settings read back after settling (None: unread)."""
+        if self.facts is None:
+            return None
+        try:
+            return self.facts.result(timeout=30)
+        except Exception as exc:  # recorded as missing: a comparison then says so
+            self.sink.event("facts", f"could not read the cluster's facts: {exc}", "warning")
+            return None
 
     def global_warmup(self) -> GlobalWarmup | None:
         return self.judge.result() if self.judge is not None else None

@@ -689,6 +689,7 @@ def run_coordinator(
             settle=conductor.settled,
             global_warmup=conductor.global_warmup(),
             caches=conductor.caches(sink.step_requests),
+            cluster=conductor.cluster_facts(),
         )
     finally:
         conductor.close()

@@ -26,6 +26,7 @@ from esdash.rundir.records import (
     BenchInfo,
     BenchPlan,
     CacheCounts,
+    ClusterFacts,
     Event,
     Final,
     GlobalWarmup,
@@ -195,6 +196,7 @@ class StreamSink:
         settle: SettleResult | None = None,
         global_warmup: GlobalWarmup | None = None,
         caches: Mapping[int, CacheCounts] | None = None,
+        cluster: ClusterFacts | None = None,
     ) -> Results:
         """Write the final record, ``results.json`` and the authors' export.
 
@@ -257,6 +259,7 @@ class StreamSink:
         results.per_rank = {str(r): _rank_summary(f) for r, f in sorted(finals.items())}
         results.settle = settle
         results.global_warmup = global_warmup
+        results.cluster = cluster
         for k, counts in (caches or {}).items():
             results.steps[k].caches = counts
         for k, step in enumerate(self.plan.steps):

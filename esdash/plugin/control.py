@@ -127,6 +127,17 @@ class ControlClient(Protocol):
         """``<index>/_stats`` (of ``metrics``, or all): the engine's answer as it is."""
         ...
 
+    def index_settings(self, index: str) -> JsonObject:
+        """``<index>/_settings`` with defaults, flat (``index.number_of_shards``): as it is.
+
+        What a comparison of engines reads back to show both ran the same index.
+        """
+        ...
+
+    def nodes_info(self, metrics: Sequence[str] = ()) -> JsonObject:
+        """``_nodes`` (of ``metrics``, e.g. ``jvm``, or all): the engine's answer as it is."""
+        ...
+
     def put_index_template(self, name: str, body: Mapping[str, object]) -> None: ...
 
     def put_component_template(self, name: str, body: Mapping[str, object]) -> None: ...

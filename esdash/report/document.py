@@ -37,6 +37,7 @@ from jinja2 import pass_eval_context
 from jinja2.nodes import EvalContext
 from markupsafe import Markup
 
+from esdash.report.engines import engine_tables
 from esdash.report.tables import (
     RUN_FIELDS,
     Table,
@@ -94,7 +95,7 @@ def build_report(inputs: Inputs, baseline: str = BASELINE) -> Report:
             f"setup with the same cluster size, workers and interconnect (setups here: "
             f"{', '.join(sorted(setups))})."
         )
-    tables += [overhead, *trust_tables(entries), environment_table(env)]
+    tables += [overhead, *engine_tables(entries), *trust_tables(entries), environment_table(env)]
     names = [c.name for c in inputs.campaigns]
     title = (
         f"campaign {names[0]}"

@@ -103,6 +103,8 @@ def group_configs(entries: Sequence[Entry], baseline: str = BASELINE) -> list[li
 
 def config_cells(config: JsonMapping, source: str) -> list[str]:
     setup = str(config.get("setup"))
+    if config.get("engine"):
+        setup += f" on {config['engine']}"
     if source != "esdash":
         setup += f" [{source}]"
     return [

@@ -741,6 +741,21 @@ class RoundsResult(Record, kw_only=True):
     first_to_last: float | None = None
 
 
+class NodeFacts(Record, kw_only=True):
+    jvm: str | None = None
+    heap_max_bytes: int | None = None
+
+
+class ClusterFacts(Record, kw_only=True):
+    """What the cluster said it was, read back after settling (:mod:`esdash.bench.facts`)."""
+
+    engine: str | None = None
+    version: str | None = None
+    nodes: dict[str, NodeFacts] = {}
+    #: Flat index settings: shards, replicas, refresh interval, codec.
+    index: dict[str, str] = {}
+
+
 class RankSummary(Record, kw_only=True):
     host: str | None = None
     status: str | None = None
@@ -776,6 +791,8 @@ class Results(Record, kw_only=True):
     settle: SettleResult | None = None
     global_warmup: GlobalWarmup | None = None
     rounds: RoundsResult | None = None
+    #: Engine, JVMs, heaps and index settings as the cluster reported them.
+    cluster: ClusterFacts | None = None
 
     def step(self, name: str) -> StepResult | None:
         return next((step for step in self.steps if step.name == name), None)

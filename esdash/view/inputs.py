@@ -46,6 +46,8 @@ from esdash.session import tomllib
 
 #: Configuration fields every entry has, in display order.
 CONFIG_FIELDS = ("setup", "interconnect", "nodes", "workers_per_node")
+#: The engine a run without ``cluster.backend`` used; other engines go into the configuration.
+DEFAULT_ENGINE = "elasticsearch"
 #: Baseline setup for overheads: the encryption mode without encryption.
 BASELINE = "none"
 _ALIASES = {"ppn": "workers_per_node", "workers": "workers_per_node", "mode": "setup"}
@@ -131,12 +133,17 @@ def _session_config(session: JsonMapping) -> JsonObject:
     setup = str(encryption.get("mode", "none"))
     if cluster.get("security", True) is False:
         setup += " (no TLS)"
-    return {
+    config: JsonObject = {
         "setup": setup,
         "interconnect": cluster.get("interconnect", "loopback"),
         "nodes": cluster.get("nodes", 1),
         "workers_per_node": (session.get("benchmark") or {}).get("workers_per_node", 1),
     }
+    backend = cluster.get("backend", DEFAULT_ENGINE)
+    if backend != DEFAULT_ENGINE:
+        # another engine is another configuration (never pooled with Elasticsearch runs)
+        config["engine"] = backend
+    return config
 
 
 def _plan(run: RunDir) -> list[JsonObject]:
@@ -259,6 +266,7 @@ def load_campaign_dir(path: Path, meta: Mapping[str, str], inputs: Inputs) -> No
                 "benchmark.workers_per_node",
                 "encryption.mode",
                 "cluster.interconnect",
+                "cluster.backend",
             )
             and not isinstance(value, dict)
         }

@@ -74,6 +74,9 @@ def test_index_lifecycle(control: ControlClient) -> None:
     control.force_merge(INDEX, max_num_segments=1)
     stats = control.index_stats(INDEX, ["docs"])
     assert stats["indices"][INDEX]["primaries"]["docs"]["count"] == 0
+    flat = control.index_settings(INDEX)[INDEX]
+    assert flat["settings"]["index.number_of_shards"] == "2"
+    assert "index.codec" in flat["defaults"]  # read back with the defaults
     with pytest.raises(ControlError) as refused:
         control.create_index(INDEX, body)
     assert refused.value.status == 400 and refused.value.operation == "create index"
@@ -86,6 +89,8 @@ def test_node_stats_have_every_node(control: ControlClient) -> None:
     nodes = control.node_stats(["jvm", "thread_pool"])["nodes"]
     assert len(nodes) == 2
     assert all("heap_used_percent" in n["jvm"]["mem"] for n in nodes.values())
+    info = control.nodes_info(["jvm"])["nodes"]
+    assert len(info) == 2 and all(n["jvm"]["version"] for n in info.values())
 
 
 def test_templates_and_data_streams(control: ControlClient, es_home: Path) -> None:

@@ -93,11 +93,18 @@ def op(
 
 
 def session(
-    nodes: int = 1, workers: int = 1, mode: str = "none", interconnect: str = "loopback"
+    nodes: int = 1,
+    workers: int = 1,
+    mode: str = "none",
+    interconnect: str = "loopback",
+    backend: str | None = None,
 ) -> dict[str, Any]:
+    cluster: dict[str, Any] = {"nodes": nodes, "interconnect": interconnect}
+    if backend is not None:
+        cluster["backend"] = backend
     return {
         "name": "synthetic",
-        "cluster": {"nodes": nodes, "interconnect": interconnect},
+        "cluster": cluster,
         "encryption": {"mode": mode},
         "track": {"name": "mri", "documents": 1000},
         "benchmark": {"workers_per_node": workers},
@@ -111,8 +118,10 @@ def write_run(
     config: Mapping[str, Any] | None = None,
     ingest: Mapping[str, Any] | None = None,
     bodies: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> Path:
-    """A run directory: ``queries`` maps step name -> {query name: op}."""
+    """A run directory: ``queries`` maps step name -> {query name: op}; ``extra`` adds
+    top-level results fields (``cluster``, ``rounds`` ...)."""
     path = directory / run_id
     path.mkdir(parents=True)
     steps = [
@@ -136,6 +145,7 @@ def write_run(
         "ranks": 2,
         "ingest": dict(ingest) if ingest else None,
         "steps": steps,
+        **(extra or {}),
     }
     (path / "results.json").write_text(json.dumps(results))
     (path / "session.toml").write_text(tomli_w.dumps(session(**(config or {}))))

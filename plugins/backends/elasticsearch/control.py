@@ -170,6 +170,20 @@ class ElasticsearchControl:
             arguments["metric"] = ",".join(metrics)
         return dict(self._call("index stats", self.client.indices.stats, **arguments).body)
 
+    def index_settings(self, index: str) -> JsonObject:
+        answer = self._call(
+            "index settings",
+            self.client.indices.get_settings,
+            index=index,
+            flat_settings=True,
+            include_defaults=True,
+        )
+        return dict(answer.body)
+
+    def nodes_info(self, metrics: Sequence[str] = ()) -> JsonObject:
+        arguments: dict[str, Any] = {"metric": ",".join(metrics)} if metrics else {}
+        return dict(self._call("nodes info", self.client.nodes.info, **arguments).body)
+
     def put_index_template(self, name: str, body: Mapping[str, object]) -> None:
         self._call(
             "put index template", self.client.indices.put_index_template, name=name, body=dict(body)
