@@ -446,6 +446,8 @@ class Snapshot:
     track: str
     encryption: str
     interconnect: str
+    #: The search engine and its version (``opensearch 3.4.0``), as the run recorded them.
+    engine: str
     nodes: int | None
     ranks: int | None
     slurm_job: str | None
@@ -686,6 +688,16 @@ class RunModel:
             track=str(_session_field(session, "track", "name", "?")),
             encryption=str(_session_field(session, "encryption", "mode", "none")),
             interconnect=str(_session_field(session, "cluster", "interconnect", "loopback")),
+            engine=" ".join(
+                filter(
+                    None,
+                    (
+                        self.run_info.engine
+                        or str(_session_field(session, "cluster", "backend", "elasticsearch")),
+                        self.run_info.version,
+                    ),
+                )
+            ),
             nodes=nodes,
             ranks=header.bench.ranks if header is not None else None,
             slurm_job=(header.slurm_job_id if header is not None else None)

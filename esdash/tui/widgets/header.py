@@ -68,6 +68,7 @@ class RunHeader(Static):
         ranks = "?" if snap.ranks is None else str(snap.ranks)
         parts = [
             ("session " if wide else "", snap.session),
+            ("", snap.engine),
             ("track " if wide else "", snap.track),
             ("enc ", snap.encryption),
             ("net " if wide else "", snap.interconnect),
