@@ -201,3 +201,14 @@ def test_run_and_cluster_up_refuse_with_the_same_message(tmp_path: Path) -> None
         assert "Traceback" not in result.stderr
     assert not runs.exists()
     assert not (tmp_path / "data").exists()
+
+
+def test_a_reference_to_a_query_the_steps_never_run_is_named_before_a_run(tmp_path: Path) -> None:
+    path = session(tmp_path, "refs", 'mode = "none"')
+    path.write_text(path.read_text() + "[references.age_wieght]\nthroughput = [1, -0.1, 0.1]\n")
+    result = check(path)
+    assert result.returncode == 2
+    assert (
+        "references.age_wieght: no query called 'age_wieght' in the session's steps "
+        '(did you mean "age_weight"?)' in result.stderr
+    )

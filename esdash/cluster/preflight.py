@@ -20,6 +20,7 @@ from esdash.plugin.api import Owner
 from esdash.plugin.capabilities import runnable_steps
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck, Stage, run_checks
 from esdash.plugin.manager import PluginSet, get_plugins
+from esdash.plugin.options import suggest
 from esdash.session import Session
 from esdash.stats.order import minimum_repetitions
 
@@ -120,10 +121,39 @@ class StepOrder(PreflightCheck):
             )
 
 
+class References(PreflightCheck):
+    """Every ``[references.QUERY]`` names a query the session's steps run.
+
+    A reference to a query that never runs would be a miss after the whole benchmark; a
+    typo is cheaper to hear about before a node starts.
+    """
+
+    name = "references"
+    description = "references name queries the session runs"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        if not session.references:
+            return
+        try:
+            steps = session.query_steps(context.plugins.track(session.track.name))
+        except BadInput:
+            return  # the session's own validation reports a broken track or query file
+        known = {q.name for step in steps for q in step.queries}
+        for query in sorted({r.query for r in session.references} - known):
+            yield Finding(
+                f"references.{query}",
+                f"no query called {query!r} in the session's steps{suggest(query, sorted(known))}"
+                f"; queries: {', '.join(sorted(known))}",
+            )
+
+
 #: esdash's own checks, run before the plugins' (in this order).
 CORE_CHECKS: tuple[PreflightCheck, ...] = (
     EncryptionOptions(),
     StepOrder(),
+    References(),
     Distribution(),
     DataRoot(),
 )
