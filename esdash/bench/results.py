@@ -202,11 +202,8 @@ class RunAccumulator:
         nominal = self._nominal(part)
         first = min(part.intervals)
         points = []
-        for seq in sorted(part.intervals):
-            interval = part.intervals[seq]
+        for seq, interval in self._full_intervals(part):
             length = interval.length
-            if length <= 0 or length < MIN_INTERVAL_SHARE * nominal:
-                continue
             ok = sum(counts[0] for counts in interval.ops.values())
             mean = interval.latency_sum / interval.latency_count if interval.latency_count else None
             points.append(((seq - first) * (self.interval or nominal), ok / length, mean))
@@ -215,6 +212,16 @@ class RunAccumulator:
     def _nominal(self, part: _PartData) -> float:
         lengths = [i.length for i in part.intervals.values() if i.length > 0]
         return self.interval or (sorted(lengths)[len(lengths) // 2] if lengths else 0.0)
+
+    def _full_intervals(self, part: _PartData) -> list[tuple[int, _Interval]]:
+        """The part's intervals in ``seq`` order, boundary slivers left out."""
+        nominal = self._nominal(part)
+        return [
+            (seq, part.intervals[seq])
+            for seq in sorted(part.intervals)
+            if part.intervals[seq].length > 0
+            and part.intervals[seq].length >= MIN_INTERVAL_SHARE * nominal
+        ]
 
     def interval_throughputs(self, phase: str, step: int | None, op: str) -> list[float]:
         """Successful requests per second of ``op`` in each full interval, in ``seq`` order."""
@@ -225,15 +232,10 @@ class RunAccumulator:
         part = self._parts.get((phase, step))
         if part is None:
             return []
-        nominal = self._nominal(part)
         rates = []
-        for seq in sorted(part.intervals):
-            interval = part.intervals[seq]
-            length = interval.length
-            if length <= 0 or length < MIN_INTERVAL_SHARE * nominal:
-                continue
+        for _seq, interval in self._full_intervals(part):
             ok, docs = interval.ops.get(op, (0, 0))
-            rates.append((ok / length, docs / length))
+            rates.append((ok / interval.length, docs / interval.length))
         return rates
 
 

@@ -35,6 +35,14 @@ def engine_of(entry: Entry) -> str:
     return str(entry.config.get("engine") or DEFAULT_ENGINE)
 
 
+def by_engine_of(entries: Sequence[Entry]) -> dict[str, list[Entry]]:
+    """The entries grouped by the engine they ran on."""
+    found: dict[str, list[Entry]] = {}
+    for entry in entries:
+        found.setdefault(engine_of(entry), []).append(entry)
+    return found
+
+
 def node_load(entry: Entry) -> tuple[float | None, float | None]:
     """Mean CPU % and heap-used % over every node and sample of the run's ``cluster.jsonl``."""
     if entry.source != "esdash":
@@ -73,9 +81,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 def engines_table(entries: Sequence[Entry]) -> Table | None:
     """Per query and engine: req/s, p50, p99; ingest and node load (None: one engine only)."""
-    by_engine: dict[str, list[Entry]] = {}
-    for entry in entries:
-        by_engine.setdefault(engine_of(entry), []).append(entry)
+    by_engine = by_engine_of(entries)
     if len(by_engine) < 2:
         return None
     engines = sorted(by_engine)
@@ -144,9 +150,7 @@ EXPECTED_TO_DIFFER = {"version", "JVM"}
 
 def fairness_table(entries: Sequence[Entry]) -> Table | None:
     """What each engine's cluster reported, with differences flagged (None: one engine)."""
-    by_engine: dict[str, list[Entry]] = {}
-    for entry in entries:
-        by_engine.setdefault(engine_of(entry), []).append(entry)
+    by_engine = by_engine_of(entries)
     if len(by_engine) < 2:
         return None
     engines = sorted(by_engine)
