@@ -35,7 +35,7 @@ def before_steps(results: Results) -> list[str]:
             line += "every query steady"
         else:
             unsteady = [
-                f"{name} (cv {fmt.percent(q.cv)})"
+                f"{name} (cv {fmt.percent(None if q.cv is None else q.cv * 100)})"
                 for name, q in warm.queries.items()
                 if not q.converged
             ]
