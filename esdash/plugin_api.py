@@ -31,7 +31,9 @@ Contents, by what a plugin provides:
 * a backend's **security**: :class:`NodeSecurity` (TLS files, :class:`Credentials`),
   :class:`TlsFiles`, and the private-file helpers (:func:`write_private`,
   :func:`make_private_dir`, :func:`owner_ids`, :class:`SecurityFilesError`);
-* a backend's **distribution**: :func:`find_maven`, :func:`maven_copy`,
+* a backend's **distribution**: :func:`default_distribution` (the newest one of an engine in
+  esdash's cache: what a session without ``cluster.home`` runs), :func:`find_maven`,
+  :func:`maven_copy`,
   :func:`unzip_keeping_modes`, :func:`make_world_readable`, :func:`workspace`,
   :func:`install_into_cache`, :class:`FetchError`; Java: :func:`find_java`,
   :func:`java_version`, :func:`java_check`, :class:`JavaRuntime`;
@@ -46,6 +48,7 @@ Contents, by what a plugin provides:
 from __future__ import annotations
 
 from esdash.errors import BadInput, ClusterError, EsdashError
+from esdash.paths import default_distribution
 from esdash.plugin.api import (
     REQUIRED,
     Backend,
@@ -177,6 +180,7 @@ __all__ = [
     "Topology",
     "Track",
     "check_corpus",
+    "default_distribution",
     "engine_of",
     "find_java",
     "find_maven",

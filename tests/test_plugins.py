@@ -25,6 +25,7 @@ GUIDE = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
 #: (kind, item) -> the built-in entry point that registers it.
 BUILTINS = {
     ("backend", "elasticsearch"): "elasticsearch",
+    ("backend", "opensearch"): "opensearch",
     ("interconnect", "loopback"): "interconnects",
     ("interconnect", "ethernet"): "interconnects",
     ("interconnect", "opa"): "interconnects",

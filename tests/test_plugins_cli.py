@@ -41,6 +41,12 @@ BUILTIN_PLUGINS = [
         "registered": {"backend": ["elasticsearch"]},
     },
     {
+        "name": "opensearch",
+        "distribution": "esdash",
+        "version": esdash.__version__,
+        "registered": {"backend": ["opensearch"], "check": ["opensearch-launch"]},
+    },
+    {
         "name": "encryption-none",
         "distribution": "esdash",
         "version": esdash.__version__,

@@ -127,6 +127,41 @@ def _check_es() -> str | None:
     return None
 
 
+def os_home() -> Path | None:
+    """``ESDASH_TEST_OS_HOME``, else the newest OpenSearch distribution in the esdash cache."""
+    configured = os.environ.get("ESDASH_TEST_OS_HOME")
+    if configured:
+        return Path(configured)
+    return paths.default_distribution("opensearch")
+
+
+def _check_opensearch() -> str | None:
+    """The OpenSearch distribution (painless and security included) and a Java >= 21."""
+    from esdash_plugins.backends.opensearch import distribution, java
+
+    user = _user_problem(es_user())
+    if user:
+        return user
+    home = os_home()
+    if home is None or not distribution.is_unpacked(home):
+        where = home or f"{paths.cache_dir()}/opensearch-*"
+        return f"no OpenSearch distribution at {where} (esdash fetch opensearch)"
+    found = distribution.inspect(home)
+    if not found.scripting or not distribution.has_security(found):
+        return (
+            f"{home} lacks painless or the security plugin; remove it and run "
+            "`esdash fetch opensearch`"
+        )
+    try:
+        runtime = java.resolve_java(home)
+    except Exception as exc:
+        return f"no Java for OpenSearch: {exc}"
+    major = java.release_major(runtime.java_home)
+    if major is None or major < java.MIN_JAVA_MAJOR:
+        return f"Java {major} from {runtime.source} is too old for OpenSearch: {java.FIX}"
+    return None
+
+
 def _check_mpi() -> str | None:
     if not (venv_bin() / "mpiexec").is_file():
         return f"no mpiexec next to {sys.executable} (pip install '.[mpich]')"
@@ -174,6 +209,7 @@ def _check_netns() -> str | None:
 
 CHECKS: dict[str, Callable[[], str | None]] = {
     "es": _check_es,
+    "opensearch": _check_opensearch,
     "mpi": _check_mpi,
     "slurm": _check_slurm,
     "gocryptfs": _check_gocryptfs,
