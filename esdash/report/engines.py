@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 from collections.abc import Sequence
+from pathlib import Path
 
 import msgspec
 
@@ -53,7 +54,9 @@ def node_load(entry: Entry) -> tuple[float | None, float | None]:
         path = RunDir(entry.path).cluster_samples_file
         cluster_run = entry.env.get("cluster_run")
         if not path.is_file() and cluster_run:
-            path = RunDir(cluster_run).cluster_samples_file  # --cluster runs sample there
+            path = RunDir(
+                Path(str(cluster_run))
+            ).cluster_samples_file  # --cluster runs sample there
         for line in path.read_bytes().splitlines():
             try:
                 sample = msgspec.json.decode(line, type=ClusterSample)
