@@ -8,6 +8,7 @@ for 2 s, so it checks behaviour, not numbers.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,30 @@ def test_mri_run_has_all_seven_queries_with_throughput_and_percentiles(
     for name in QUERIES:
         assert f"{name} " in summary
     assert "not run" not in summary
+
+
+def test_client_side_abe_runs_on_opensearch(os_cluster: Cluster, shared_tmp: Path) -> None:
+    """The ABE mode against OpenSearch: documents and queries encrypted on the client, the
+    queries ABE can express measured without errors, the others reported as not possible."""
+    key = shared_tmp / "os-abe.key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    tables = f'[encryption]\nmode = "abe"\nkey_file = "{key}"\n' + BENCH
+    session = os_session(
+        shared_tmp, "os-abe", 2, track='name = "mri"\ndocuments = 800', tables=tables
+    )
+    result = esdash(
+        "run", str(session), "--cluster", str(os_cluster.run), "--reingest",
+        env_runs=os_cluster.runs, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("results: "))
+    results = json.loads(Path(line.split(": ", 1)[1]).read_text())
+    assert results["encryption"] == "abe" and results["ingest"]["docs_rejected"] == 0
+    measured = [step for step in results["steps"] if step["queries"]]
+    assert len(measured) >= 3  # ABE expresses most of the paper's queries
+    for step in measured:
+        for name, query in step["queries"].items():
+            assert query["ok"] > 0 and query["errors"] == {}, (name, query["errors"])
+    refused = [reason for step in results["steps"] for reason in step["unsupported"].values()]
+    assert refused and all(r.startswith("not possible under ABE") for r in refused), refused
