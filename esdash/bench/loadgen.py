@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,15 @@ if TYPE_CHECKING:
 
 #: Bulk responses start with this when no item failed (checked without parsing the JSON).
 _NO_BULK_ERRORS = b'"errors":false'
+#: A search response opens with ``took``, ``timed_out`` and ``_shards`` (both engines), so a
+#: partial answer is seen in its first bytes without parsing the rest.
+_TIMED_OUT = b'"timed_out":true'
+_SHARDS = re.compile(
+    rb'"_shards":\{"total":(\d+),"successful":\d+,(?:"skipped":\d+,)?"failed":(\d+)'
+)
+_HEAD = 256
+#: The error class of a partial answer (HTTP 200 from only some shards, or timed out).
+PARTIAL = "partial"
 #: Back-off after a connection error, so a lost node is not hammered in a tight loop.
 CONNECTION_BACKOFF = 0.1
 
@@ -70,6 +80,23 @@ def server_message(status: int, body: bytes) -> str:
         root = (error.get("root_cause") or [error])[0]
         return f"{root.get('type', 'error')}: {root.get('reason', '')}"[:300]
     return str(error)[:300]
+
+
+def partial_reason(body: bytes) -> str | None:
+    """Why a 2xx search answer is partial (some shards failed, or timed out), else None.
+
+    A node that died answers nothing, but the others answer HTTP 200 for the shards they
+    hold (``_shards.failed`` > 0): counted as a success, a third of the data would look like
+    a fast query.  Such answers are errors of their own class, :data:`PARTIAL`.
+    """
+    head = body[:_HEAD]
+    if _TIMED_OUT in head:
+        return "the search timed out: partial results"
+    found = _SHARDS.search(head)
+    if found is not None and found.group(2) != b"0":
+        total, failed = int(found.group(1)), int(found.group(2))
+        return f"{failed} of {total} shards failed: partial results"
+    return None
 
 
 def returned_documents(body: bytes) -> int:
@@ -188,6 +215,9 @@ def warm_up(
             raise WarmupFailed(query.name, str(exc)) from exc
         if status >= 300:
             raise WarmupFailed(query.name, f"HTTP {status}: {server_message(status, body)}")
+        partial = partial_reason(body)
+        if partial is not None:
+            raise WarmupFailed(query.name, partial)
         if decode is not None:
             try:
                 decode(query, body)
@@ -264,6 +294,8 @@ def measure(
                     server_message(status, body),
                     done - intended,
                 )
+            elif (partial := partial_reason(body)) is not None:
+                recorder.record_error(query.name, node, PARTIAL, status, partial, done - intended)
             else:
                 recorder.record(
                     query.name,

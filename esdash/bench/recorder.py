@@ -25,6 +25,7 @@ Error classes (a small, closed taxonomy; anything else is a programming error)::
     connection              connect/reset/closed: no HTTP response at all
     http_<status>           a non-2xx response, e.g. http_429 (rejected), http_503
     other                   any other client-side failure (e.g. an unreadable response)
+    partial                 a 2xx search answer from only some shards, or timed out
     bulk_item_<type>        documents a bulk request rejected, by Elasticsearch error type,
                             e.g. bulk_item_mapper_parsing_exception (counts documents, not
                             requests: see record_bulk_rejections)
@@ -70,7 +71,7 @@ RECORD_BATCH = 1024
 LAST_ERRORS = 3
 MESSAGE_LIMIT = 300
 
-_REQUEST_ERROR_RE = re.compile(r"^(timeout|connection|other|http_[1-5][0-9][0-9])$")
+_REQUEST_ERROR_RE = re.compile(r"^(timeout|connection|other|partial|http_[1-5][0-9][0-9])$")
 _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 
 # The bucket index arithmetic of esdash.rundir.hdr.index_of, inlined in _count below: module
@@ -346,7 +347,8 @@ class Recorder:
     ) -> None:
         """Count one failed request.
 
-        ``error_class`` is one of ``timeout``, ``connection``, ``other`` or ``http_<status>``
+        ``error_class`` is one of ``timeout``, ``connection``, ``other``, ``partial`` (a 2xx
+        answer from only some shards) or ``http_<status>``
         (see the module docstring); anything else raises :class:`ValueError`, because a
         misspelt class would silently split one kind of error into two.  ``latency`` (seconds
         until the failure was known), when given, is summed separately: it never enters the
@@ -354,8 +356,8 @@ class Recorder:
         """
         if not _REQUEST_ERROR_RE.match(error_class):
             raise ValueError(
-                f"unknown request error class {error_class!r}: use timeout, connection, other "
-                f"or http_<status>"
+                f"unknown request error class {error_class!r}: use timeout, connection, other, "
+                f"partial or http_<status>"
             )
         self._count_batch()  # keeps everything in the order it came
         state = self._op(op)

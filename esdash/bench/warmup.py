@@ -127,6 +127,11 @@ def run_round(
                 entry["errors"] += 1
                 entry["error"] = f"HTTP {status}: {loadgen.server_message(status, body)}"
                 continue
+            partial = loadgen.partial_reason(body)
+            if partial is not None:
+                entry["errors"] += 1
+                entry["error"] = partial
+                continue
             record(query, perf() - started, body)
             slot_second = min(bins - 1, int((time.time() - begin) * bins / schedule.slot))
             entry["bins"][slot_second] += 1

@@ -49,7 +49,9 @@ JsonValue = Mapping[str, Any] | list[Any] | str | int | float | bool | None
 
 #: The error classes (a small, closed taxonomy; docs/stream.md):
 #: ``timeout``, ``connection``, ``other``, ``http_<status>``, ``bulk_item_<type>``.
-ERROR_CLASS_PATTERN = r"^(timeout|connection|other|http_[1-5][0-9][0-9]|bulk_item_[a-z0-9_]+)$"
+ERROR_CLASS_PATTERN = (
+    r"^(timeout|connection|other|partial|http_[1-5][0-9][0-9]|bulk_item_[a-z0-9_]+)$"
+)
 ERROR_CLASS_RE = re.compile(ERROR_CLASS_PATTERN)
 ErrorClass = Annotated[str, msgspec.Meta(pattern=ERROR_CLASS_PATTERN)]
 Count = Annotated[int, msgspec.Meta(ge=0)]
