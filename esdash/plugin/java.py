@@ -23,7 +23,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,20 +138,31 @@ def java_version(executable: Path, timeout: float = 30.0) -> JavaVersion:
     return parse_java_version(output)
 
 
-def java_check(home: Path | None, home_variable: str, need: int, for_what: str) -> HostCheck:
+def java_check(
+    home: Path | None,
+    home_variable: str,
+    need: int,
+    for_what: str,
+    *,
+    resolve: Callable[[Path | None], JavaRuntime] | None = None,
+    fix: str | None = None,
+) -> HostCheck:
     """The doctor's ``java`` check: the runtime the nodes get, and whether it is new enough.
 
     ``need`` is the oldest Java major the engine version runs on; ``for_what`` names that
-    version in the report (``Elasticsearch 8.19.21``).
+    version in the report (``Elasticsearch 8.19.21``).  A backend that picks its nodes'
+    runtime in its own way (OpenSearch: a JDK >= 21 under ``/usr/lib/jvm`` when the
+    system's is too old) passes that as ``resolve`` (default: :func:`find_java`), and may
+    name its own ``fix``.
     """
-    install = (
+    install = fix or (
         "apt-get install openjdk-17-jre-headless, then "
         f"export {home_variable}=/usr/lib/jvm/java-17-openjdk-amd64"
         if need <= 17
         else f"install a JDK >= {need} (e.g. Eclipse Temurin) and export {home_variable}=<its home>"
     )
     try:
-        runtime = find_java(home, home_variable)
+        runtime = resolve(home) if resolve is not None else find_java(home, home_variable)
     except EsdashError as exc:
         return HostCheck("java", "fail", f"{exc}; {for_what} needs Java >= {need}", install)
     data: JsonObject = {
@@ -175,4 +186,6 @@ def java_check(home: Path | None, home_variable: str, need: int, for_what: str) 
         detail += (
             f"; the engine's launcher ignores {runtime.source}, esdash passes it as {home_variable}"
         )
+    elif runtime.source not in ("bundled JDK", home_variable):
+        detail += f"; passed to the nodes as {home_variable}"
     return HostCheck("java", "pass", detail, data=data)

@@ -19,7 +19,7 @@ from esdash.plugin_api import (
     HostCheck,
     HostProbe,
     JsonObject,
-    java_version,
+    java_check,
     last_line,
     run_as_user,
     shorten,
@@ -51,30 +51,15 @@ def probes(home: Path | None, user: str, cache: Path) -> list[HostProbe]:
 
 
 def check_java(home: Path | None, need: int, for_what: str) -> HostCheck:
-    """The runtime the nodes get, and whether it is new enough (3.x: Java 21)."""
-    try:
-        runtime = resolve_java(home, need)
-    except EsdashError as exc:
-        return HostCheck("java", "fail", f"{exc}; {for_what} needs Java >= {need}", JAVA_FIX)
-    data: JsonObject = {
-        "java_home": str(runtime.java_home),
-        "source": runtime.source,
-        "required_major": need,
-    }
-    try:
-        version = java_version(runtime.executable)
-    except EsdashError as exc:
-        return HostCheck("java", "fail", str(exc), JAVA_FIX, data)
-    data.update(version=version.version, major=version.major)
-    detail = (
-        f"{version.vendor} {version.version} from {runtime.source} "
-        f"({runtime.java_home}); {for_what} needs >= {need}"
+    """The runtime the nodes get (:func:`.java.resolve_java`), and whether it is new enough."""
+    return java_check(
+        home,
+        JAVA_HOME_VARIABLE,
+        need,
+        for_what,
+        resolve=lambda found: resolve_java(found, need),
+        fix=JAVA_FIX,
     )
-    if version.major < need:
-        return HostCheck("java", "fail", detail, JAVA_FIX, data)
-    if runtime.source != "bundled JDK":
-        detail += f"; passed to the nodes as {JAVA_HOME_VARIABLE}"
-    return HostCheck("java", "pass", detail, data=data)
 
 
 def load_distribution(home: Path | None, cache: Path) -> tuple[HostCheck, Distribution | None]:
