@@ -133,8 +133,9 @@ def recomputed_rates(sides: Sequence[Side]) -> dict[str, dict[tuple[str, str], l
                 f"only with runs of the same format"
             )
         rates: dict[tuple[str, str], list[float]] = {}
+        intervals = read_intervals(entry.stream)[1]  # the stream once, not once per query
         for step, query in queries_of([entry]):
-            ops = measured(read_intervals(entry.stream)[1], step, query)
+            ops = measured(intervals, step, query)
             seconds = sum(o.elapsed for o in ops)
             if seconds > 0:
                 rates.setdefault((step, query), []).append(sum(o.ok for o in ops) / seconds)
