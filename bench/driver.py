@@ -6,8 +6,8 @@ Runs the same query at the same number of connections against the same local clu
 - **raw**: a minimal ``http.client`` keep-alive loop that sends the pre-encoded body and
   reads the response (the same headers esdash sends; nothing else per request);
 - **esdash on**: ``loadgen.measure`` in a closed loop with a real ``Recorder`` and the real
-  ``Reporter.tick`` draining it every interval (the MPI send replaced by pickling the message,
-  as mpi4py does, so the per-interval cost is still paid);
+  ``Reporter.tick`` draining it every interval into a real channel file (a temporary one),
+  so the per-interval cost is paid as in a run;
 - **esdash off**: the same call with a no-op recorder (same call shape, same tick).
 
 Every connection runs in its own process (``multiprocessing``, spawn: no GIL shared between
@@ -35,7 +35,6 @@ import http.client
 import json
 import multiprocessing
 import os
-import pickle
 import resource
 import shutil
 import ssl
@@ -107,28 +106,24 @@ class NullRecorder:
         return {}
 
 
-class _Sent:
-    @staticmethod
-    def test() -> tuple[bool, None]:
-        return True, None
+class CountingChannel:
+    """The real channel writer (a temporary file), counting what the recorder reported."""
 
+    def __init__(self, path: Path) -> None:
+        from esdash.bench.channel import ChannelWriter
 
-class LocalComm:
-    """Stands in for MPI: ``isend`` pickles the message as mpi4py does and completes at once."""
-
-    def __init__(self) -> None:
+        self.writer = ChannelWriter(path)
         self.recorded = 0
         self.errors = 0
         self.payloads = 0
 
-    def isend(self, message: Any, dest: int, tag: int) -> _Sent:
-        pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        data = message.get("data")  # a RankPayload when recording, {} from the no-op recorder
+    def write(self, record: dict[str, Any]) -> None:
+        self.writer.write(record)
+        data = record.get("data")  # a RankPayload when recording, {} from the no-op recorder
         for op in getattr(data, "ops", {}).values():
             self.recorded += op.requests
             self.errors += sum(op.errors.values())
         self.payloads += 1
-        return _Sent()
 
 
 def _raw_headers(spec: Spec) -> tuple[dict[str, str], ssl.SSLContext | None]:
@@ -194,9 +189,10 @@ def worker(variant: str, spec: Spec, pipe: Any) -> None:
         outcome = _raw_loop(spec, raw, headers, until)
         ended = time.perf_counter()
     else:
-        comm = LocalComm()
+        scratch = tempfile.mkdtemp(prefix="esdash-driver-")
+        comm = CountingChannel(Path(scratch) / "channel.jsonl")
         recorder: Any = Recorder(1) if variant == "on" else NullRecorder()
-        reporter = Reporter(comm, 1, recorder, Schedule(start, spec.interval), RankState())
+        reporter = Reporter(comm, 1, recorder, Schedule(start, spec.interval), RankState())  # type: ignore[arg-type]
         sent = loadgen.measure(connection, [query], until, recorder, reporter.tick)
         ended = time.perf_counter()
         reporter.flush(partial=True)
@@ -205,6 +201,7 @@ def worker(variant: str, spec: Spec, pipe: Any) -> None:
         else:
             outcome = {"requests": sent, "errors": recorder.errors, "recorded": sent}
         outcome["payloads"] = comm.payloads
+        shutil.rmtree(scratch, ignore_errors=True)
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     outcome.update(seconds=ended - began, cpu=cpu)

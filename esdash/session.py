@@ -77,8 +77,26 @@ CLUSTER = (
     Option("data_dir", "path", "data root; node data lives under it keyed by rank"),
     Option("run_as", "str", "unprivileged user the nodes run as when esdash runs as root"),
     Option("security", "bool", "TLS and authentication (off only for comparison runs)", True),
-    Option("http_port", "int", "HTTP port of node-local rank 0", 9250, (), 1024, 65000),
-    Option("transport_port", "int", "transport port of node-local rank 0", 9350, (), 1024, 65000),
+    # Unset (the default): every rank chooses free ports on its own host (esdash.cluster.ports)
+    Option(
+        "http_port",
+        "int",
+        "HTTP port of node-local rank 0, rank k uses it + k (default: auto, a free port per node)",
+        None,
+        (),
+        1024,
+        65000,
+    ),
+    Option(
+        "transport_port",
+        "int",
+        "transport port of node-local rank 0, rank k uses it + k (default: auto, a free port "
+        "per node)",
+        None,
+        (),
+        1024,
+        65000,
+    ),
 )
 #: What ``benchmark.after_ingest`` may say (see :mod:`esdash.bench.settle`).
 AFTER_INGEST = ("force-merge", "wait", "none")
@@ -166,8 +184,9 @@ class ClusterSpec:
     data_dir: Path | None
     run_as: str | None
     security: bool
-    http_port: int
-    transport_port: int
+    #: Explicit base ports; None: chosen free on each host when the cluster starts ("auto").
+    http_port: int | None = None
+    transport_port: int | None = None
 
     @property
     def heap_option(self) -> str:

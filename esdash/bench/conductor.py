@@ -4,8 +4,8 @@ The coordinator's loop (:class:`esdash.bench.rank.Coordinator`) must keep receiv
 payloads and writing the stream while the cluster settles (a force-merge of a large index
 takes minutes) and while the warm-up runs, so this conductor is polled from that loop and
 never blocks it: control operations (settle, index statistics) run one at a time on a
-single helper thread that makes no MPI calls, and every message to the workers is sent from
-the loop itself.
+single helper thread, and every message to the workers is written from the loop itself (to
+the coordinator's channel, :mod:`esdash.bench.channel`).
 
 Phases: ``ingest`` (until every worker is done or lost) -> ``settle`` -> ``warmup`` (only
 with ``benchmark.warmup_max`` > 0) -> ``steps``.  Once the steps' start is known, the index's
@@ -36,13 +36,12 @@ from esdash.rundir.records import (
 )
 
 if TYPE_CHECKING:
-    from mpi4py import MPI
-
     from esdash.bench.sink import StreamSink
 
-TAG_START = 13
-TAG_WARMUP_ROUND = 15
-TAG_WARMUP_END = 16
+#: Kinds of rank 0's messages to the workers: when the steps start (or the warm-up's
+#: schedule), and which warm-up round is the last.
+KIND_START = "start"
+KIND_WARMUP_END = "warmup_end"
 #: Share of a step's requests answered by the request cache above which it is flagged.
 REQUEST_CACHE_FLAG = 0.5
 #: Query-cache hit ratio above which a step's filters are flagged as cached.
@@ -119,14 +118,14 @@ class Conductor:
 
     def __init__(
         self,
-        comm: MPI.Comm,
+        post: Callable[[JsonObject], None],
         workers: int,
         plan: BenchPlan,
         control: ControlClient | None,
         sink: StreamSink,
         ingested: bool,
     ) -> None:
-        self.comm, self.workers, self.plan, self.control = comm, workers, plan, control
+        self.post, self.workers, self.plan, self.control = post, workers, plan, control
         self.sink, self.ingested = sink, ingested
         self.phase = "ingest"
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control")
@@ -141,12 +140,9 @@ class Conductor:
         self.said: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
 
     # ------------------------------------------------------------------ messages
-    def _send_all(self, message: JsonObject, tag: int) -> None:
-        for worker in range(1, self.workers + 1):
-            try:
-                self.comm.isend(message, dest=worker, tag=tag)
-            except Exception as exc:  # a lost rank: the others still get theirs
-                self.sink.event("send_failed", f"rank {worker}: {exc}", level="warning")
+    def _send_all(self, message: JsonObject, kind: str) -> None:
+        """One message every worker reads (a lost worker simply never does)."""
+        self.post({"kind": kind, **message})
 
     def add_warmup_round(self, message: JsonObject) -> None:
         if self.judge is not None:
@@ -157,6 +153,7 @@ class Conductor:
         """Every worker finished ingest (or was lost): start settling."""
         self.phase = "settle"
         self.sink.event("ingest_done", f"ingest done by {done_by} of {self.workers} workers")
+        self.sink.phase_event("settle")
         if self.control is None:
             self.settled = SettleResult(after_ingest=self.plan.after_ingest)
             return
@@ -186,7 +183,8 @@ class Conductor:
             schedule = WarmupSchedule(now + LEAD, queries, plan.warmup_round, plan.warmup_max)
             self.judge = WarmupJudge(schedule)
             self.phase = "warmup"
-            self._send_all({"warmup": schedule.to_message()}, TAG_START)
+            self._send_all({"warmup": schedule.to_message()}, KIND_START)
+            self.sink.phase_event("warmup")
             self.sink.event(
                 "warmup",
                 f"global warm-up: rounds of {schedule.round_seconds:g} s over "
@@ -201,10 +199,11 @@ class Conductor:
         self.steps_start = moment
         self.windows = step_windows(self.plan, moment)
         if message is None:
-            self._send_all({"steps_start": moment}, TAG_START)
+            self._send_all({"steps_start": moment}, KIND_START)
         else:
-            self._send_all({**message, "steps_start": moment}, TAG_WARMUP_END)
+            self._send_all({**message, "steps_start": moment}, KIND_WARMUP_END)
         self.sink.event("steps", f"query steps start in {max(0.0, moment - time.time()):.1f} s")
+        self.sink.phase_event("steps")
 
     def poll(self, now: float, expected: set[int]) -> None:
         """Advance the phases that can advance now (never blocks)."""

@@ -14,6 +14,7 @@ the wait, so coordinated omission cannot hide a stall.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import time
@@ -41,6 +42,10 @@ _HEAD = 256
 PARTIAL = "partial"
 #: Back-off after a connection error, so a lost node is not hammered in a tight loop.
 CONNECTION_BACKOFF = 0.1
+#: The error class of a request with no answer yet when its step ended (plus the grace).
+OPEN = "open"
+#: Seconds past a step's end a request may still answer; then it is recorded as open.
+OPEN_GRACE = 1.0
 
 
 @dataclass(frozen=True)
@@ -244,6 +249,12 @@ def measure(
     ``decode`` (client-side encryption) is called with every successful response before the
     clock stops: decrypting what it read is part of the client's service time.  It raises
     :class:`DecodeFailed` for a response it cannot decode, which counts as a failed request.
+
+    A request still unanswered :data:`OPEN_GRACE` (to 2) seconds after the step's end is not
+    waited for: it is counted as an error of class :data:`OPEN` with the time it had been
+    open, so a frozen node's slowest requests stay in the step's numbers instead of
+    vanishing (the bound is rounded up to whole seconds: the socket's timeout then changes
+    once a second, not with every request).
     """
     node = connection.target.name
     sent = 0
@@ -268,12 +279,23 @@ def measure(
         query = order[sent % count]
         started = perf()
         intended = scheduled if period else started
+        bound = math.ceil(deadline - started + OPEN_GRACE)
         try:
-            status, body = connection.request("POST", query.path, query.body)
+            status, body = connection.request("POST", query.path, query.body, timeout=bound)
             if decode is not None and status < 300:
                 decode(query, body)
         except RequestFailed as exc:
             done = perf()
+            if exc.error_class == "timeout" and bound < connection.timeout:
+                recorder.record_error(
+                    query.name,
+                    node,
+                    OPEN,
+                    None,
+                    f"no answer {done - started:.1f} s after it was sent; its step had ended",
+                    done - intended,
+                )
+                break
             recorder.record_error(
                 query.name, node, exc.error_class, None, str(exc), done - intended
             )

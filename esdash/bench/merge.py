@@ -137,6 +137,7 @@ class OpData:
         self.doc_errors: dict[str, int] = {}
         self.error_time_count = 0
         self.error_time_sum = 0.0
+        self.error_time_max: float | None = None
         self.latency = SeriesData()
         self.service_time = SeriesData()
         self.nodes: dict[str, NodeData] = {}
@@ -159,6 +160,10 @@ class OpData:
             kept.sort(key=lambda item: item.wall or 0.0)
             del kept[:-LAST_ERRORS]
 
+    def _longest(self, seconds: float | None) -> None:
+        if seconds is not None and (self.error_time_max is None or seconds > self.error_time_max):
+            self.error_time_max = seconds
+
     def add_payload(self, data: OpPayload) -> None:
         self.requests += data.requests
         self.docs += data.docs
@@ -167,6 +172,7 @@ class OpData:
         _add_counts(self.doc_errors, data.doc_errors)
         self.error_time_count += data.error_time.count
         self.error_time_sum += data.error_time.sum
+        self._longest(data.error_time.max)
         self.latency.add_payload(data.latency)
         self.service_time.add_payload(data.service_time)
         for name, node in data.nodes.items():
@@ -181,6 +187,7 @@ class OpData:
         _add_counts(self.doc_errors, other.doc_errors)
         self.error_time_count += other.error_time_count
         self.error_time_sum += other.error_time_sum
+        self._longest(other.error_time_max)
         self.latency.merge(other.latency)
         self.service_time.merge(other.service_time)
         for name, node in other.nodes.items():
@@ -194,7 +201,9 @@ class OpData:
             bytes=self.bytes,
             errors=dict(self.errors),
             doc_errors=dict(self.doc_errors),
-            error_time=ErrorTime(count=self.error_time_count, sum=self.error_time_sum),
+            error_time=ErrorTime(
+                count=self.error_time_count, sum=self.error_time_sum, max=self.error_time_max
+            ),
             latency=self.latency.to_payload(),
             service_time=self.service_time.to_payload(),
             nodes={name: node.to_payload() for name, node in sorted(self.nodes.items())},

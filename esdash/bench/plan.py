@@ -13,9 +13,13 @@ every bench rank rebuilds the codec to encrypt documents and decode responses.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec
 
+from esdash.bench.index_reuse import REUSE_MODES, corpus_identity, stamp_index_body
 from esdash.errors import BadInput
+from esdash.paths import cache_dir
 from esdash.plugin.api import (
     ClientCodec,
     Corpus,
@@ -159,12 +163,28 @@ def make_plan(
     seed: int,
     reingest: bool = False,
     codec: ClientCodec | None = None,
+    reuse_index: str = "auto",
+    offsets_dir: Path | None = None,
 ) -> BenchPlan:
+    """The plan of one run; its index body carries the index's fingerprint.
+
+    The fingerprint (``_meta.esdash``: corpus identity, mapping, settings, a codec's
+    ciphertext layout) is computed here, once, so rank 0 only compares it with the one of
+    an existing index (:mod:`esdash.bench.index_reuse`).  ``offsets_dir`` is where the
+    corpus' offsets are cached when its own directory is read-only (default: esdash's
+    cache, as :func:`esdash.run.job.prepare_workload` scans it).
+    """
+    if reuse_index not in REUSE_MODES:
+        raise BadInput(
+            f"--reuse-index must be one of {', '.join(REUSE_MODES)}, not {reuse_index!r}"
+        )
     options = session.track.options
     index = track.index_name(options)
     index_body, notes = adapt_index_body(track.index_body(options), distribution)
     if codec is not None:
         index_body = codec.encode_index_body(index_body)
+    offsets = offsets_dir if offsets_dir is not None else cache_dir() / "offsets"
+    index_body = stamp_index_body(index_body, corpus_identity(corpus, offsets))
     return BenchPlan(
         index=index,
         index_body=index_body,
@@ -182,6 +202,7 @@ def make_plan(
         seed=seed,
         ranks=ranks,
         reingest=reingest,
+        reuse_index=reuse_index,
         track=track.name,
         encryption=session.encryption.name,
         client_codec=codec.spec() if codec is not None else None,

@@ -3,48 +3,62 @@
 Started as ``python -m esdash.bench.rank RUN_DIR`` by ``mpiexec`` or ``srun`` with
 ``workers + 1`` ranks.  Rank 0 does no load: it prepares the index, merges the workers'
 interval payloads into the run stream, releases the query steps once ingest is done, and
-writes the results.  Keeping it single-threaded and out of the load loops matters: MPICH
-aborts a multi-threaded rank when a peer dies, and merging must never stall on a slow
-request of its own.
+writes the results.  Merging must never stall on a slow request of its own, so rank 0 sends
+none.
 
-Timeline (wall clock, shared through one broadcast at the start):
+MPI is used only to start: the ranks gather who is where, and rank 0 broadcasts the start
+time ``T0`` and the index decision.  After that they exchange nothing over MPI (without
+fault-tolerant MPI a dead peer breaks every pending message and collective): each worker
+appends to its own file in the run directory and rank 0 to one file all workers read
+(:mod:`esdash.bench.channel`).  A rank that dies stops writing; the others go on.
 
-1. rank 0 creates the index (or keeps a reused one with the complete document count) and
-   broadcasts the start time ``T0``;
+Timeline (wall clock, shared through the broadcast):
+
+1. rank 0 creates the index (or keeps a reused one: :func:`_prepare_index`) and broadcasts
+   ``T0``;
 2. ingest: each worker sends its byte-range slice of the corpus to its node in bulk requests,
-   then tells rank 0 it is done;
-3. when every worker is done or lost (silent for :data:`LOST_AFTER` seconds), rank 0
-   settles the index (refresh, flush, force-merge or wait: :mod:`esdash.bench.settle`);
+   then says it is done;
+3. when every worker is done or lost, rank 0 settles the index (refresh, flush, force-merge
+   or wait: :mod:`esdash.bench.settle`);
 4. the global warm-up: rounds over every query until each runs steadily
    (:mod:`esdash.bench.warmup`); rank 0 decides when it ends and when the steps start;
 5. the steps run on a fixed schedule from that moment, in the plan's order and rounds:
    each step's warm-up, then measurement;
-6. every worker sends its final report; rank 0 writes ``results.json`` and the final record.
+6. every worker writes its final report; rank 0 writes ``results.json`` and the final record.
 
-Rank 0's side of 3-5 lives in :class:`esdash.bench.conductor.Conductor`.
+Rank 0's side of 3-5 lives in :class:`esdash.bench.conductor.Conductor`, its watch over the
+search nodes in :class:`esdash.bench.nodewatch.NodeWatch`.
 
-Every interval each worker sends the recorder's payload with a non-blocking send; it doubles
-as a heartbeat.  A worker whose payload is late is listed as missing in that interval's
-record (its data is still counted when it arrives); a lost worker is not waited for.
+Liveness is a heartbeat, independent of requests: a thread of every worker appends one every
+half interval, with the requests it has in flight.  A worker whose last heartbeat is older
+than :data:`SILENT_INTERVALS` intervals is lost (and back when it beats again); its data up
+to its last interval is kept.  A worker whose interval payload is late is listed as missing
+in that interval's record; its data still counts when it arrives.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import sys
+import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from esdash.bench import loadgen
-from esdash.bench.conductor import TAG_START, TAG_WARMUP_END, TAG_WARMUP_ROUND, Conductor
+from esdash.bench.channel import ChannelReader, ChannelWriter
+from esdash.bench.conductor import KIND_START, KIND_WARMUP_END, Conductor
+from esdash.bench.nodewatch import NodeWatch, http_ping
 from esdash.bench.plan import BenchPlan
+from esdash.bench.split import KIND_EXIT, run_split
 from esdash.bench.warmup import WarmupSchedule, run_round
 from esdash.cluster import pki
 from esdash.cluster.control import control_client
@@ -54,11 +68,9 @@ from esdash.plugin.api import ClientCodec
 from esdash.plugin.control import ControlClient
 from esdash.plugin.security import Credentials
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import JsonObject, NodePlan, PlannedQuery
+from esdash.rundir.records import JsonObject, NodePlan, PlannedQuery, RankPayload
 
 if TYPE_CHECKING:
-    from mpi4py import MPI
-
     from esdash.bench.recorder import Recorder
     from esdash.bench.sink import StreamSink
     from esdash.bench.slices import Batch
@@ -66,16 +78,24 @@ if TYPE_CHECKING:
 #: What a worker calls between requests (reports intervals, notices an abort).
 Tick = Callable[[], None]
 
-TAG_INTERVAL = 11
-TAG_FINAL = 12
-TAG_INGEST_DONE = 14
+#: Kinds of the records a worker appends to its channel.
+KIND_INTERVAL = "interval"
+KIND_HEARTBEAT = "heartbeat"
+KIND_INGEST_DONE = "ingest_done"
+KIND_WARMUP_ROUND = "warmup_round"
+KIND_FINAL = "final"
 #: How long past its end an interval waits for late workers before it is written.
 GRACE_INTERVALS = 2.0
-#: A worker silent for this long (no payload, no final) is considered lost: at least
-#: this many seconds, and at least ten intervals.
-LOST_AFTER = 15.0
+#: A worker whose last heartbeat is older than this many intervals (and at least
+#: :data:`SILENT_FLOOR` seconds) is lost.
+SILENT_INTERVALS = 3
+SILENT_FLOOR = 3.0
 #: How long workers wait for rank 0 to release the query steps.
 SYNC_TIMEOUT = 3600.0
+#: After a signal, how long rank 0 waits for the workers' final reports (seconds).
+ABORT_WAIT = 5.0
+#: How often rank 0 reads the workers' files (seconds).
+READ_EVERY = 0.05
 
 
 @dataclass
@@ -128,16 +148,20 @@ def _sleep_until(moment: float, state: RankState, tick: Tick | None = None) -> N
 
 
 class Reporter:
-    """Sends interval payloads to rank 0: on interval boundaries and at phase changes."""
+    """Writes interval payloads to this worker's channel: on boundaries and phase changes."""
 
     def __init__(
-        self, comm: MPI.Comm, rank: int, recorder: Recorder, schedule: Schedule, state: RankState
+        self,
+        channel: ChannelWriter,
+        rank: int,
+        recorder: Recorder,
+        schedule: Schedule,
+        state: RankState,
     ):
-        self.comm, self.rank, self.recorder = comm, rank, recorder
+        self.channel, self.rank, self.recorder = channel, rank, recorder
         self.schedule, self.state = schedule, state
         self.sent_through = -1
         self.next_boundary = schedule.boundary(schedule.seq(time.time()))
-        self.pending: list[MPI.Request] = []
         self.progress = 0
 
     def tick(self) -> None:
@@ -166,20 +190,75 @@ class Reporter:
         if not partial:
             self.sent_through = closing
         self.next_boundary = self.schedule.boundary(seq)
-        self.send(message, TAG_INTERVAL)
+        self.send(message, KIND_INTERVAL)
 
-    def send(self, message: JsonObject, tag: int) -> None:
-        self.pending.append(self.comm.isend(message, dest=0, tag=tag))
-        self.pending = [r for r in self.pending if not r.test()[0]]
+    def send(self, message: JsonObject, kind: str) -> None:
+        self.channel.write({"kind": kind, **message})
 
     def add_progress(self, docs: int) -> None:
         self.progress += docs
 
-    def drain_sends(self, timeout: float) -> None:
-        deadline = time.time() + timeout
-        while self.pending and time.time() < deadline:
-            self.pending = [r for r in self.pending if not r.test()[0]]
-            time.sleep(0.01)
+
+class Heartbeat(threading.Thread):
+    """Appends a heartbeat every ``period`` seconds, whatever the load loop is doing.
+
+    A worker blocked in a request to a frozen node is alive: its heartbeat says so, and
+    names the request in flight and how long it has been open, which is how rank 0 tells a
+    node that stopped answering from a rank that died.  The thread makes no MPI calls.
+    """
+
+    def __init__(
+        self,
+        reporter: Reporter,
+        connections: weakref.WeakSet[Connection],
+        period: float,
+    ) -> None:
+        super().__init__(name="heartbeat", daemon=True)
+        self.reporter, self.connections, self.period = reporter, connections, period
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            self.beat()
+            self.stopped.wait(self.period)
+
+    def beat(self) -> None:
+        now = time.monotonic()
+        in_flight = []
+        for connection in list(self.connections):
+            sent = connection.sent_at
+            if sent is not None:
+                in_flight.append({"node": connection.target.name, "seconds": round(now - sent, 3)})
+        state = self.reporter.state
+        self.reporter.send(
+            {
+                "rank": self.reporter.rank,
+                "wall": time.time(),
+                "phase": state.phase,
+                "step": state.step,
+                "open": in_flight,
+            },
+            KIND_HEARTBEAT,
+        )
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=5.0)
+
+
+class Inbox:
+    """Rank 0's word to the workers, read from the coordinator's channel."""
+
+    def __init__(self, path: Path) -> None:
+        self.reader = ChannelReader(path)
+        self.received: dict[str, JsonObject] = {}
+
+    def get(self, kind: str) -> JsonObject | None:
+        """The latest message of ``kind`` rank 0 wrote, or None (yet)."""
+        if kind not in self.received:
+            for message in self.reader.read():
+                self.received[str(message.get("kind"))] = message
+        return self.received.get(kind)
 
 
 @dataclass
@@ -194,10 +273,14 @@ class Worker:
     state: RankState = field(default_factory=RankState)
     #: The client-side encryption codec (None: documents and queries go out unchanged).
     codec: ClientCodec | None = None
+    #: Every connection opened, for the heartbeat's report of requests in flight.
+    connections: weakref.WeakSet[Connection] = field(default_factory=weakref.WeakSet)
 
     def connection(self, node: NodePlan, timeout: float = 120.0) -> Connection:
         target = Target(node.name, node.http_address, self.credentials is not None)
-        return Connection(target, self.credentials, timeout)
+        connection = Connection(target, self.credentials, timeout)
+        self.connections.add(connection)
+        return connection
 
     @property
     def ingest_node(self) -> NodePlan:
@@ -286,7 +369,7 @@ class Worker:
         return decode
 
     def global_warmup(
-        self, comm: MPI.Comm, recorder: Recorder, reporter: Reporter, schedule: WarmupSchedule
+        self, inbox: Inbox, recorder: Recorder, reporter: Reporter, schedule: WarmupSchedule
     ) -> float:
         """Warm-up rounds against this worker's own node until rank 0 ends them.
 
@@ -301,7 +384,6 @@ class Worker:
         ]
         decode = self.decoder(tuple(runnable.values()))
         connection = self.connection(node, timeout=max(30.0, 2 * schedule.slot))
-        ending = comm.irecv(source=0, tag=TAG_WARMUP_END)
         decision: JsonObject | None = None
 
         def record(query: loadgen.PreparedQuery, seconds: float, body: bytes) -> None:
@@ -327,11 +409,10 @@ class Worker:
                     decode,
                 )
                 reporter.send(
-                    {"rank": self.index + 1, "round": round_, "counts": counts}, TAG_WARMUP_ROUND
+                    {"rank": self.index + 1, "round": round_, "counts": counts}, KIND_WARMUP_ROUND
                 )
                 if decision is None:
-                    done, message = ending.test()
-                    decision = message if done else None
+                    decision = inbox.get(KIND_WARMUP_END)
                 if decision is not None and decision["last_round"] <= round_:
                     break
                 if round_ >= schedule.max_rounds + 1:
@@ -460,22 +541,20 @@ def _read_ahead(
         thread.join(timeout=5.0)
 
 
-def _wait_for_start(comm: MPI.Comm, state: RankState, reporter: Reporter) -> JsonObject:
+def _wait_for_start(inbox: Inbox, state: RankState, reporter: Reporter) -> JsonObject:
     """Rank 0's word after ingest: ``{"steps_start": t}`` or ``{"warmup": schedule}``."""
-    request = comm.irecv(source=0, tag=TAG_START)
     deadline = time.time() + SYNC_TIMEOUT
     while time.time() < deadline:
-        done, message = request.test()
-        if done:
-            assert isinstance(message, dict)  # rank 0 sends one of the two forms
+        message = inbox.get(KIND_START)
+        if message is not None:
             return message
         reporter.tick()
-        time.sleep(0.01)
+        time.sleep(0.05)
     raise RuntimeError("rank 0 never released the query steps (lost?)")
 
 
 def run_worker(
-    comm: MPI.Comm,
+    run: RunDir,
     rank: int,
     size: int,
     plan: BenchPlan,
@@ -491,7 +570,11 @@ def run_worker(
     _watch_signals(worker.state)
     schedule = Schedule(start["t0"], plan.interval)
     recorder = Recorder(rank)
-    reporter = Reporter(comm, rank, recorder, schedule, worker.state)
+    channel = ChannelWriter(run.rank_channel(rank))
+    reporter = Reporter(channel, rank, recorder, schedule, worker.state)
+    inbox = Inbox(run.coordinator_channel)
+    heartbeat = Heartbeat(reporter, worker.connections, min(1.0, max(0.1, plan.interval / 2)))
+    heartbeat.start()
     final: JsonObject = {"rank": rank, "status": "ok"}
     try:
         if codec_error:
@@ -503,11 +586,11 @@ def run_worker(
             final["ingest"] = worker.ingest(recorder, reporter)
             reporter.flush(partial=True)
         worker.state.phase = "sync"
-        reporter.send({"rank": rank}, TAG_INGEST_DONE)
-        word = _wait_for_start(comm, worker.state, reporter)
+        reporter.send({"rank": rank}, KIND_INGEST_DONE)
+        word = _wait_for_start(inbox, worker.state, reporter)
         if "warmup" in word:
-            schedule = WarmupSchedule.from_message(word["warmup"])
-            query_start = worker.global_warmup(comm, recorder, reporter, schedule)
+            warmup = WarmupSchedule.from_message(word["warmup"])
+            query_start = worker.global_warmup(inbox, recorder, reporter, warmup)
         else:
             query_start = float(word["steps_start"])
         final["steps"] = worker.query_steps(recorder, reporter, query_start)
@@ -521,8 +604,8 @@ def run_worker(
         )
     worker.state.phase = "done"
     reporter.flush(partial=True)
-    reporter.send(final, TAG_FINAL)
-    reporter.drain_sends(30.0)
+    heartbeat.stop()
+    reporter.send(final, KIND_FINAL)
     return 0 if final["status"] == "ok" else 1
 
 
@@ -530,52 +613,92 @@ def run_worker(
 
 
 class Coordinator:
-    """Rank 0: receives payloads, writes one stream record per interval, keeps totals."""
+    """Rank 0: reads the workers' channels, writes one stream record per interval."""
 
-    def __init__(self, comm: MPI.Comm, workers: int, schedule: Schedule, sink: StreamSink) -> None:
-        self.comm, self.workers, self.schedule, self.sink = comm, workers, schedule, sink
+    def __init__(
+        self,
+        run: RunDir,
+        workers: int,
+        schedule: Schedule,
+        sink: StreamSink,
+        watch: NodeWatch | None = None,
+    ) -> None:
+        self.workers, self.schedule, self.sink, self.watch = workers, schedule, sink, watch
+        self.readers = {r: ChannelReader(run.rank_channel(r)) for r in range(1, workers + 1)}
         self.reported: dict[int, set[int]] = {}
         self.buckets: dict[int, list[JsonObject]] = {}
         self.late: list[JsonObject] = []
         self.written_through = max(-1, schedule.seq(time.time()) - 1)  # nothing before T0
         self.finals: dict[int, JsonObject] = {}
         self.ingest_done: set[int] = set()
+        #: Rank 0's clock when each worker's channel last grew (clocks of other hosts are
+        #: never compared with this one).
         self.heard: dict[int, float] = {r: time.time() for r in range(1, workers + 1)}
+        self.last_beat: dict[int, float] = dict(self.heard)
+        self.intervals: dict[int, int] = {r: 0 for r in range(1, workers + 1)}
+        #: Workers whose parent reported how they ended without a final report.
+        self.exits: dict[int, str] = {}
+        #: Ranks silent now (since when), and silences that ended: (rank, from, to).
+        self.silent_since: dict[int, float] = {}
+        self.silences: list[tuple[int, float, float]] = []
         self.errors: list[str] = []
         self.conductor: Conductor | None = None
+        self.next_watch = 0.0
+
+    @property
+    def silence(self) -> float:
+        return max(SILENT_FLOOR, SILENT_INTERVALS * self.schedule.interval)
 
     @property
     def lost(self) -> set[int]:
         now = time.time()
-        silence = max(LOST_AFTER, 10 * self.schedule.interval)
         return {
-            r for r, seen in self.heard.items() if r not in self.finals and now - seen > silence
+            r
+            for r, seen in self.heard.items()
+            if r not in self.finals and now - seen > self.silence
         }
 
     def receive(self) -> bool:
-        """Take every message that has arrived; True if there were any."""
-        from mpi4py import MPI
-
-        status = MPI.Status()
+        """Take every record the workers appended; True if there were any."""
         busy = False
-        while self.comm.iprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=status):
+        for rank, reader in self.readers.items():
+            records = reader.read()
+            if not records:
+                continue
             busy = True
-            source, tag = status.Get_source(), status.Get_tag()
-            message = self.comm.recv(source=source, tag=tag)
-            self.heard[source] = time.time()
-            if tag == TAG_FINAL:
-                self.finals[source] = message
-            elif tag == TAG_INGEST_DONE:
-                self.ingest_done.add(source)
-            elif tag == TAG_WARMUP_ROUND:
-                if self.conductor is not None:
-                    self.conductor.add_warmup_round(message)
-            else:
-                self._add(message)
+            if rank not in self.exits:
+                self.heard[rank] = self.last_beat[rank] = time.time()
+            for message in records:
+                self._take(rank, message)
         return busy
+
+    def _take(self, rank: int, message: JsonObject) -> None:
+        kind = message.get("kind")
+        if kind == KIND_INTERVAL:
+            message["rank"] = rank
+            message["data"] = msgspec.convert(message["data"], RankPayload)
+            self.intervals[rank] += 1
+            self._add(message)
+        elif kind == KIND_HEARTBEAT:
+            if self.watch is not None:
+                self.watch.heartbeat(rank, message.get("open") or [])
+        elif kind == KIND_FINAL:
+            self.finals[rank] = message
+            if self.watch is not None:
+                self.watch.forget_rank(rank)
+        elif kind == KIND_EXIT:
+            # the rank's parent process: its worker ended without a final report
+            self.exits[rank] = str(message.get("reason") or "ended")
+            self.heard[rank] = float("-inf")  # lost now, not after the silence
+        elif kind == KIND_INGEST_DONE:
+            self.ingest_done.add(rank)
+        elif kind == KIND_WARMUP_ROUND and self.conductor is not None:
+            self.conductor.add_warmup_round(message)
 
     def _add(self, message: JsonObject) -> None:
         self.sink.accumulate(message)
+        if self.watch is not None:
+            self.watch.payload(message["decoded"])
         seq = message["seq"]
         if seq <= self.written_through:
             self.late.append(message)
@@ -605,13 +728,58 @@ class Coordinator:
             if now == float("inf") and not self.buckets:
                 return
 
+    def watch_due(self, now: float) -> None:
+        """Twice per interval, whatever the intervals' records wait for: :meth:`_watch`."""
+        if now >= self.next_watch:
+            self.next_watch = now + self.schedule.interval / 2
+            self._watch()
+
+    def _watch(self) -> None:
+        """Ranks gone silent or back, nodes lost or back."""
+        lost = self.lost
+        for rank in sorted(lost - set(self.silent_since)):
+            self.silent_since[rank] = self.last_beat.get(rank, self.heard[rank])
+            why = self.exits.get(rank) or (
+                f"no heartbeat for {time.time() - self.heard[rank]:.1f} s"
+            )
+            self.sink.event(
+                "rank_lost", f"rank {rank}: {why}", level="error", data={"rank": rank, "why": why}
+            )
+            if self.watch is not None:
+                self.watch.forget_rank(rank)
+        for rank in sorted(set(self.silent_since) - lost):
+            since = self.silent_since.pop(rank)
+            self.silences.append((rank, since, self.heard[rank]))
+            self.sink.event(
+                "rank_back",
+                f"rank {rank}: heartbeat again after {self.heard[rank] - since:.1f} s",
+                data={"rank": rank},
+            )
+        if self.watch is None:
+            return
+        for event in self.watch.poll(time.time()):
+            self.sink.event(
+                f"node_{event.kind}",
+                f"node {event.node} {event.kind}: {event.cause}",
+                level="error" if event.kind == "lost" else "info",
+                step=self.sink.step if self.sink.phase == "measure" else None,
+                data={"node": event.node, "cause": event.cause, "t": event.t},
+            )
+
+    def all_silences(self) -> list[tuple[int, float, float]]:
+        """(rank, silent from, heard again) on rank 0's clock; still silent: until now."""
+        now = time.time()
+        return self.silences + [(r, since, now) for r, since in self.silent_since.items()]
+
     def serve(self, state: RankState, conductor: Conductor) -> None:
         """The main loop: receive, emit, advance the conductor, until all finals are in."""
         self.conductor = conductor
+        aborted_at: float | None = None
         while True:
             busy = self.receive()
             now = time.time()
             self.emit_due(now)
+            self.watch_due(now)
             lost = self.lost
             done_or_lost = self.ingest_done | set(self.finals) | lost
             if conductor.phase == "ingest" and len(done_or_lost) >= self.workers:
@@ -622,64 +790,70 @@ class Coordinator:
                 break
             end = conductor.schedule_end
             deadline = None if end is None else end + max(60.0, 10 * self.schedule.interval)
-            if state.aborted and deadline is None:
-                deadline = now  # nothing will be released any more
+            if state.aborted:
+                # the workers got the same signal: a moment for their final reports
+                aborted_at = aborted_at or now
+                deadline = aborted_at + ABORT_WAIT
             if deadline is not None and now > deadline:
                 break
             if not busy:
-                time.sleep(0.02)
+                time.sleep(READ_EVERY)
         self.receive()
         self.emit_due(float("inf"))
 
 
 def _prepare_index(plan: BenchPlan, control: ControlClient) -> JsonObject:
-    """Create the index, or keep a reused one whose document count is complete.
+    """Create the index, keep one whose ``_meta.esdash`` fingerprint is the planned one, or
+    re-create or refuse it (``--reuse-index``): :mod:`esdash.bench.index_reuse` decides.
 
-    A reused index must also carry the planned mapping ``_meta``: a client-side encryption
-    mode records its ciphertext layout (key, schema) there, and an index written in
-    plaintext, or with another key, must not be reused.
+    Raises :class:`esdash.bench.index_reuse.IndexRefused` (an ``EsdashError``) to refuse.
     """
-    index = plan.index
-    exists = control.index_exists(index)
-    if exists and not plan.reingest and plan.corpus_documents:
-        count = control.count(index)
-        planned = (plan.index_body.get("mappings") or {}).get("_meta")
-        if count == plan.corpus_documents and control.index_meta(index) == planned:
-            return {"ingest": False, "reason": f"index {index} reused with {count} documents"}
-    if exists:
-        control.delete_index(index)
-    control.create_index(index, plan.index_body)
-    return {"ingest": True, "reason": f"index {index} created"}
+    from esdash.bench.index_reuse import prepare_index
+
+    return prepare_index(plan, control)
 
 
 def run_coordinator(
-    comm: MPI.Comm,
-    size: int,
     run: RunDir,
+    size: int,
     plan: BenchPlan,
     control: ControlClient | None,
     start: JsonObject,
     everyone: list[JsonObject],
+    credentials: Credentials | None = None,
 ) -> int:
     from esdash.bench.sink import StreamSink
 
     state = RankState()
     _watch_signals(state)
     schedule = Schedule(start["t0"], plan.interval)
-    sink = StreamSink(run, plan, size - 1, run.read_topology())
+    topology = run.read_topology()
+    sink = StreamSink(run, plan, size - 1, topology)
     sink.start(start, everyone)
-    coordinator = Coordinator(comm, size - 1, schedule, sink)
+    info = run.read_info()
+    watch = NodeWatch(
+        RunDir(Path(info.cluster_run or run.path)),
+        topology.nodes,
+        plan.interval,
+        start["t0"],
+        ping=http_ping(credentials),
+    )
+    coordinator = Coordinator(run, size - 1, schedule, sink, watch)
     ingested = bool(start["index"] and start["index"]["ingest"])
-    conductor = Conductor(comm, size - 1, plan, control, sink, ingested)
+    post = ChannelWriter(run.coordinator_channel)
+    conductor = Conductor(post.write, size - 1, plan, control, sink, ingested)
     try:
         if start["error"] is None:
             try:
+                if ingested:
+                    sink.phase_event("ingest")
                 coordinator.serve(state, conductor)
                 conductor.poll(time.time(), set())  # the last step's closing cache reading
             except Exception:
                 coordinator.errors.append(traceback.format_exc()[-2000:])
         else:
             coordinator.errors.append(start["error"])
+        sink.phase_event("results", aborted=lambda: bool(state.aborted))
         if state.aborted:
             coordinator.errors.append(state.aborted)
         sink.finish(
@@ -690,9 +864,19 @@ def run_coordinator(
             global_warmup=conductor.global_warmup(),
             caches=conductor.caches(sink.step_requests),
             cluster=conductor.cluster_facts(),
+            watch=watch,
+            lost={
+                rank: (coordinator.last_beat[rank], coordinator.intervals[rank])
+                for rank in coordinator.lost
+            },
+            exits=coordinator.exits,
+            intervals=coordinator.intervals,
+            windows=[(w.index, w.start, w.end) for w in conductor.windows],
+            silences=coordinator.all_silences(),
         )
     finally:
         conductor.close()
+        watch.close()
     return 0
 
 
@@ -710,49 +894,74 @@ def _worker_codec(plan: BenchPlan) -> tuple[ClientCodec | None, str | None]:
 
 
 def run_bench_rank(run_path: Path) -> int:
-    from mpi4py import MPI
+    """One bench rank: the MPI start exchange in this process, the work in its child.
 
-    comm = MPI.COMM_WORLD
-    # A lost rank must raise in the others (and be reported), not abort the whole job.
-    comm.Set_errhandler(MPI.ERRORS_RETURN)
-    rank, size = comm.Get_rank(), comm.Get_size()
+    See :mod:`esdash.bench.split` for why every rank is two processes.
+    """
     run = RunDir.open(run_path)
     plan = run.read_bench_plan()
     nodes = run.read_topology().nodes
     # a benchmark against a running cluster reads that cluster's credentials
     info = run.read_info()
     cluster_run = RunDir(Path(info.cluster_run or run.path))
-    credentials = (
-        pki.read_credentials(cluster_run.path) if cluster_run.credentials_file.exists() else None
-    )
-    start = None
-    control = None
-    if rank == 0:
+
+    def credentials() -> Credentials | None:
+        if not cluster_run.credentials_file.exists():
+            return None
+        return pki.read_credentials(cluster_run.path)
+
+    def exchange(worker_pid: int) -> JsonObject:
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+        # Errors of the start exchange are raised in Python, not an abort of the whole job.
+        comm.Set_errhandler(MPI.ERRORS_RETURN)
+        rank, size = comm.Get_rank(), comm.Get_size()
+        me = {"rank": rank, "host": MPI.Get_processor_name(), "pid": worker_pid}
+        if rank:
+            me["target"] = nodes[(rank - 1) % len(nodes)].name
+        everyone = comm.gather(me, root=0)
+        start = None
+        if rank == 0:
+            run.ranks_dir.mkdir(parents=True, exist_ok=True)
+            start = _start(plan, cluster_run, str(info.engine), nodes)
+        # The last MPI operation: from here on the ranks talk through files only.
+        start = comm.bcast(start, root=0)
+        return {"rank": rank, "size": size, "start": start, "everyone": everyone}
+
+    def role(handover: JsonObject) -> int:
+        rank, size, start = handover["rank"], handover["size"], handover["start"]
+        if rank == 0:
+            control = None
+            if start["error"] is None:
+                control = control_client(cluster_run, str(info.engine), nodes[:1], timeout=300.0)
+            try:
+                bench_ranks = handover["everyone"][1:]
+                return run_coordinator(run, size, plan, control, start, bench_ranks, credentials())
+            finally:
+                if control is not None:
+                    control.close()
+        if start["error"]:
+            return 1
+        codec, codec_error = _worker_codec(plan)
+        return run_worker(run, rank, size, plan, nodes, credentials(), start, codec, codec_error)
+
+    return run_split(run, exchange, role)
+
+
+def _start(
+    plan: BenchPlan, cluster_run: RunDir, engine: str, nodes: tuple[NodePlan, ...]
+) -> JsonObject:
+    """Rank 0's start decision: ``T0`` and the index (kept or created), or the error."""
+    try:
+        # merges and refreshes of a large index take minutes
+        control = control_client(cluster_run, engine, nodes[:1], timeout=300.0)
         try:
-            # merges and refreshes of a large index take minutes
-            control = control_client(cluster_run, str(info.engine), nodes[:1], timeout=300.0)
-            start = {
-                "t0": time.time() + 0.5,
-                "index": _prepare_index(plan, control),
-                "error": None,
-            }
-        except Exception as exc:
-            start = {"t0": time.time(), "index": None, "error": f"{type(exc).__name__}: {exc}"}
-    codec, codec_error = (None, None) if rank == 0 else _worker_codec(plan)
-    start = comm.bcast(start, root=0)
-    me = {"rank": rank, "host": MPI.Get_processor_name(), "pid": os.getpid()}
-    if rank:
-        me["target"] = nodes[(rank - 1) % len(nodes)].name
-    everyone = comm.gather(me, root=0)
-    if rank == 0:
-        try:
-            return run_coordinator(comm, size, run, plan, control, start, everyone[1:])
+            return {"t0": time.time() + 0.5, "index": _prepare_index(plan, control), "error": None}
         finally:
-            if control is not None:
-                control.close()
-    if start["error"]:
-        return 1
-    return run_worker(comm, rank, size, plan, nodes, credentials, start, codec, codec_error)
+            control.close()
+    except Exception as exc:
+        return {"t0": time.time(), "index": None, "error": f"{type(exc).__name__}: {exc}"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,7 +71,7 @@ RECORD_BATCH = 1024
 LAST_ERRORS = 3
 MESSAGE_LIMIT = 300
 
-_REQUEST_ERROR_RE = re.compile(r"^(timeout|connection|other|partial|http_[1-5][0-9][0-9])$")
+_REQUEST_ERROR_RE = re.compile(r"^(timeout|connection|other|partial|open|http_[1-5][0-9][0-9])$")
 _NOT_NAME = re.compile(r"[^a-z0-9_]+")
 
 # The bucket index arithmetic of esdash.rundir.hdr.index_of, inlined in _count below: module
@@ -155,6 +155,7 @@ class _Op:
         "doc_errors",
         "error_time_count",
         "error_time_sum",
+        "error_time_max",
         "last_errors",
     )
 
@@ -170,6 +171,7 @@ class _Op:
         self.doc_errors: dict[str, int] = {}
         self.error_time_count = 0
         self.error_time_sum = 0.0
+        self.error_time_max: float | None = None
         self.last_errors: dict[str, deque[ErrorSample]] = {}
 
     def node(self, node: str) -> list[Any]:
@@ -185,7 +187,9 @@ class _Op:
             bytes=self.nbytes,
             errors=dict(self.errors),
             doc_errors=dict(self.doc_errors),
-            error_time=ErrorTime(count=self.error_time_count, sum=self.error_time_sum),
+            error_time=ErrorTime(
+                count=self.error_time_count, sum=self.error_time_sum, max=self.error_time_max
+            ),
             latency=self.latency.payload(encoder),
             service_time=self.service_time.payload(encoder),
             nodes={
@@ -348,7 +352,8 @@ class Recorder:
         """Count one failed request.
 
         ``error_class`` is one of ``timeout``, ``connection``, ``other``, ``partial`` (a 2xx
-        answer from only some shards) or ``http_<status>``
+        answer from only some shards), ``open`` (no answer yet when its step ended; the
+        latency is how long it had been open) or ``http_<status>``
         (see the module docstring); anything else raises :class:`ValueError`, because a
         misspelt class would silently split one kind of error into two.  ``latency`` (seconds
         until the failure was known), when given, is summed separately: it never enters the
@@ -357,7 +362,7 @@ class Recorder:
         if not _REQUEST_ERROR_RE.match(error_class):
             raise ValueError(
                 f"unknown request error class {error_class!r}: use timeout, connection, other, "
-                f"partial or http_<status>"
+                f"partial, open or http_<status>"
             )
         self._count_batch()  # keeps everything in the order it came
         state = self._op(op)
@@ -369,6 +374,8 @@ class Recorder:
         if latency is not None:
             state.error_time_count += 1
             state.error_time_sum += latency
+            if state.error_time_max is None or latency > state.error_time_max:
+                state.error_time_max = latency
         self._remember(state, error_class, status, message, node)
 
     def record_bulk_rejections(

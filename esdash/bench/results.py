@@ -319,6 +319,9 @@ def _op_result(
         latency=_stats(summarize(data.latency)),
         service_time=_stats(summarize(data.service_time)),
         error_time_mean=error_time,
+        error_time_max=(
+            round(data.error_time_max * MS, 4) if data.error_time_max is not None else None
+        ),
         per_rank=per_rank,
         per_node={node: _node_result(n) for node, n in sorted(data.nodes.items())},
         last_errors=data.last_errors,

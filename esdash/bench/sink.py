@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
+from esdash.bench import pause
 from esdash.bench.merge import Merged
+from esdash.bench.nodewatch import NodeWatch
 from esdash.bench.results import RunAccumulator, build_results, export_authors_format
 from esdash.bench.rounds import rounds_result
 from esdash.errors import EsdashError
@@ -22,6 +24,7 @@ from esdash.plugin.manager import get_plugins
 from esdash.rundir import files
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import (
+    INCOMPLETE_STEP,
     STREAM_SCHEMA,
     BenchInfo,
     BenchPlan,
@@ -35,6 +38,7 @@ from esdash.rundir.records import (
     IngestProgress,
     Interval,
     JsonObject,
+    NodeEvent,
     Phase,
     PlannedStepInfo,
     RankInfo,
@@ -135,6 +139,15 @@ class StreamSink:
             )
         )
 
+    def phase_event(self, phase: str, aborted: Callable[[], bool] | None = None) -> None:
+        """Rank 0 enters ``phase`` (ingest, settle, warmup, steps, results): one event.
+
+        The fault tests send their signals when this event appears; the test-only hold of
+        :mod:`esdash.bench.pause` keeps a short phase going long enough to be hit.
+        """
+        self.event("phase", f"{phase} begins", data={"phase": phase})
+        pause.hold(phase, aborted)
+
     def accumulate(self, message: JsonObject) -> None:
         """Every payload, once: decoded into the run's totals."""
         message["decoded"] = self.acc.add_interval(
@@ -197,12 +210,26 @@ class StreamSink:
         global_warmup: GlobalWarmup | None = None,
         caches: Mapping[int, CacheCounts] | None = None,
         cluster: ClusterFacts | None = None,
+        watch: NodeWatch | None = None,
+        lost: Mapping[int, tuple[float, int]] | None = None,
+        intervals: Mapping[int, int] | None = None,
+        windows: Sequence[tuple[int, float, float]] = (),
+        silences: Sequence[tuple[int, float, float]] = (),
+        exits: Mapping[int, str] | None = None,
     ) -> Results:
         """Write the final record, ``results.json`` and the authors' export.
 
         Workers are ranks 1..N (rank 0 coordinates); ``finals`` is keyed by rank.  What
         rank 0 did between ingest and the steps (``settle``, ``global_warmup``) and the
-        per-step cache readings go into the results as they are.
+        per-step cache readings go into the results as they are.  ``watch`` holds the node
+        events and the cluster's health over the run; a node loss is named first in the
+        reason.  ``lost`` maps each worker that went silent to (its last heartbeat on rank
+        0's clock, its interval payloads received): its numbers up to then are kept, and
+        its per-rank entry says it was lost (and how it ended, from ``exits``, when its parent
+        process saw it die).  ``intervals`` counts every worker's payloads.
+        ``windows`` (step index, start, end; wall clock) are the steps' measurements: a step
+        during which a node was down says so in its status, as does one during which a worker
+        was silent (``silences``: rank, from, to) -- its load was not the planned load.
         """
         # workers never started when the start failed: nothing of theirs is missing
         missing = [r for r in range(1, self.ranks + 1) if r not in finals and self.started]
@@ -244,9 +271,23 @@ class StreamSink:
                 level="error",
                 data={"ranks": missing},
             )
-            reason = (reason + "; " if reason else "") + f"rank(s) {missing} lost"
+            causes = ", ".join(f"{r}: {(exits or {})[r]}" for r in missing if r in (exits or {}))
+            reason = (
+                (reason + "; " if reason else "")
+                + f"rank(s) {missing} lost"
+                + (f" ({causes})" if causes else "")
+            )
             if status == "ok":
                 status = "failed"  # the numbers are real, but not of the planned load
+        nodes_lost = watch.summary() if watch is not None else None
+        if nodes_lost:
+            # the first cause: everything else (failed warm-ups, partial answers) follows
+            if status == "aborted":
+                reason = (reason + "; " if reason else "") + nodes_lost
+            else:
+                reason = nodes_lost + ("; " + reason if reason else "")
+            if status == "ok":
+                status = "failed"  # measured on fewer nodes than planned
         self._step_events(finals)
         ingest_seconds = [f["ingest"]["seconds"] for f in finals.values() if f.get("ingest")]
         if ingest_seconds:
@@ -256,7 +297,28 @@ class StreamSink:
         results = build_results(self.header, self.acc, final)
         results.encryption = self.plan.encryption
         results.missing_ranks = missing
-        results.per_rank = {str(r): _rank_summary(f) for r, f in sorted(finals.items())}
+        results.per_rank = {
+            str(r): _rank_summary(f, (intervals or {}).get(r, 0)) for r, f in sorted(finals.items())
+        }
+        hosts = {info.rank: info.host for info in self.header.bench.per_rank}
+        for rank in missing:
+            heard, received = (lost or {}).get(rank, (None, (intervals or {}).get(rank, 0)))
+            ended = (exits or {}).get(rank)
+            results.per_rank[str(rank)] = RankSummary(
+                host=hosts.get(rank),
+                status="lost",
+                reason=(
+                    (f"{ended}; " if ended else "")
+                    + "no final report; its numbers up to its last interval are kept"
+                    + (f" ({received} interval payloads)" if received else "")
+                ),
+                last_heartbeat=heard,
+                intervals=received,
+            )
+        results.per_rank = dict(sorted(results.per_rank.items(), key=lambda item: int(item[0])))
+        if watch is not None:
+            results.node_events = list(watch.events)
+            results.cluster_health = list(watch.health)
         results.settle = settle
         results.global_warmup = global_warmup
         results.cluster = cluster
@@ -278,6 +340,19 @@ class StreamSink:
             if failures:
                 entry.warmup_failed = failures
                 entry.status = f"warm-up failed: {next(iter(failures.values()))}"
+        for k, begin, end in windows:
+            entry = results.steps[k]
+            quiet = {
+                rank: min(to, end) - max(since, begin)
+                for rank, since, to in silences
+                if since < end and to > begin
+            }
+            if quiet:
+                names = ", ".join(f"{r} ({s:.0f} s)" for r, s in sorted(quiet.items()))
+                entry.status = f"rank(s) silent: {names} ({entry.status})"
+            down = _nodes_down(watch.events, begin, end) if watch is not None else []
+            if down:
+                entry.status = f"node lost: {', '.join(down)} ({entry.status})"
         results.rounds = rounds_result(self.plan, results)
         self._flag_events(results)
         ingest = [f["ingest"] for f in finals.values() if f.get("ingest")]
@@ -305,7 +380,7 @@ class StreamSink:
                 self.event("unsteady", f"{step.name}: {step.steadiness.label}", "warning", k)
             if step.caches is not None and step.caches.flag:
                 self.event("cached", f"{step.name}: {step.caches.flag}", "warning", k)
-            if step.status.startswith(("ended early", "lost ranks")):
+            if step.status.startswith(INCOMPLETE_STEP):
                 self.event("step_incomplete", f"{step.name}: {step.status}", "warning", k)
 
     def _step_events(self, finals: dict[int, JsonObject]) -> None:
@@ -317,13 +392,31 @@ class StreamSink:
                     )
 
 
-def _rank_summary(final: JsonObject) -> RankSummary:
+def _nodes_down(events: Sequence[NodeEvent], begin: float, end: float) -> list[str]:
+    """Nodes that were lost at some moment of [begin, end] (wall clock)."""
+    down: set[str] = set()
+    for node in {e.node for e in events}:
+        lost_at: float | None = None
+        for event in (e for e in events if e.node == node):
+            if event.kind == "lost":
+                lost_at = event.wall
+            elif lost_at is not None:
+                if lost_at <= end and event.wall >= begin:
+                    down.add(node)
+                lost_at = None
+        if lost_at is not None and lost_at <= end:
+            down.add(node)
+    return sorted(down)
+
+
+def _rank_summary(final: JsonObject, intervals: int = 0) -> RankSummary:
     return RankSummary(
         host=final.get("host"),
         status=final.get("status"),
         reason=final.get("reason"),
         ingest_node=(final.get("ingest") or {}).get("node"),
         step_nodes={s["step"]: s.get("node") for s in final.get("steps", [])},
+        intervals=intervals,
     )
 
 

@@ -290,6 +290,66 @@ def plan_slices(
     return slices
 
 
+def corpus_digest(
+    corpus: Corpus, cache_dir: Path | None = None, max_line_bytes: int = MAX_LINE_BYTES
+) -> JsonObject:
+    """The corpus' identity without reading it again: size, counts and a hash of its offsets.
+
+    Index reuse compares this with what an index was ingested from (``_meta.esdash``).
+    Hashing a corpus of many gigabytes would take minutes on every run; the offsets cache
+    already describes its shape (document and line counts, whether it has action lines, the
+    byte offset of every ``CHECKPOINT_EVERY``-th document), so its hash, with the size, tells
+    one corpus from another at no cost.  Only the shape is hashed -- not the cache's path,
+    modification time or slices for other rank counts -- so a copied or re-generated file
+    with the same bytes keeps its identity.  Offsets alone miss an edit that keeps every
+    line's length (a value changed in place), so ``SAMPLE_BLOCKS`` blocks spread evenly over
+    the file (all of a small one) are hashed too: a few reads, whatever the corpus' size.
+    """
+    plan_slices(corpus, 1, cache_dir, max_line_bytes)  # scans once, later reads the cache
+    path = Path(corpus.path)
+    candidates = [offsets_path(path)]
+    if cache_dir is not None:
+        candidates.append(offsets_path(path, cache_dir))
+    data = _load_cache(candidates, path.stat())
+    if data is not None:
+        index = _index_from(data)
+    else:  # nowhere writable to cache the scan: scan again
+        index = _scan(path, has_action_lines(corpus, max_line_bytes), max_line_bytes)
+    shape = {
+        "paired": index.paired,
+        "documents": index.documents,
+        "lines": index.lines,
+        "checkpoint_every": CHECKPOINT_EVERY,
+        "checkpoints": index.checkpoints,
+    }
+    text = json.dumps(shape, sort_keys=True, separators=(",", ":"))
+    return {
+        "size": index.size,
+        "documents": index.documents,
+        "offsets": hashlib.sha256(text.encode()).hexdigest()[:32],
+        "sample": _sample_digest(path, index.size),
+    }
+
+
+#: Blocks of ``SAMPLE_BLOCK`` bytes a corpus' sample hash reads (first and last included).
+SAMPLE_BLOCKS = 16
+SAMPLE_BLOCK = 4096
+
+
+def _sample_digest(path: Path, size: int) -> str:
+    """SHA-256 of ``SAMPLE_BLOCKS`` blocks at evenly spaced offsets (the whole small file)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        if size <= SAMPLE_BLOCKS * SAMPLE_BLOCK:
+            digest.update(handle.read(size))
+        else:
+            step = (size - SAMPLE_BLOCK) / (SAMPLE_BLOCKS - 1)
+            for k in range(SAMPLE_BLOCKS):
+                handle.seek(int(k * step))
+                digest.update(handle.read(SAMPLE_BLOCK))
+    return digest.hexdigest()[:32]
+
+
 # ----------------------------------------------------------------------------- reading
 
 

@@ -80,6 +80,8 @@ class SweepOptions:
     quiet: bool = False
     timeout: float = start.DEFAULT_TIMEOUT
     dry_run: bool = False
+    #: Passed to every point's ``esdash run --reuse-index``.
+    reuse_index: str = "auto"
 
 
 @dataclass
@@ -392,6 +394,7 @@ class Sweep:
             "--run-dir",
             str(run.path),
             *(["--reingest"] if reingest else []),
+            f"--reuse-index={self.options.reuse_index}",
         )
         code = self._child(command, self.directory.log_file(point.id))
         results = _results(run.path)

@@ -45,8 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EsdashError as exc:
         print(f"esdash: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("esdash: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        # Ctrl-C, or SIGTERM/SIGHUP where a command handles them (esdash.run.stop.Interrupted,
+        # whose message names the signal and the phase)
+        print(f"esdash: interrupted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
         return EXIT_ABORT
 
 

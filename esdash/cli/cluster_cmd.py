@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 from esdash.cluster import health as cluster_health
+from esdash.errors import EXIT_ABORT
 from esdash.run import start, stop
 from esdash.rundir import files
 from esdash.rundir.layout import RunDir
 from esdash.session import load_session
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("cluster", help="start, inspect and stop search clusters")
     actions = parser.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
 
@@ -51,20 +53,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_up(args: argparse.Namespace) -> int:
+    """Start a cluster; with ``--foreground`` stay until a signal or ``down`` stops it.
+
+    SIGINT, SIGTERM or SIGHUP while the cluster starts stop everything started (exit 130,
+    state ``interrupted``); in the foreground afterwards they are the normal end (exit 0,
+    state ``stopped``); the reason names the signal either way.
+    """
     session = load_session(args.session)
     run = RunDir.open(args.run_dir) if args.run_dir else None
-    run, launcher, health = start.up(session, args.fresh, args.timeout, run)
-    ends = cluster_health.endpoints(run)
-    print(f"cluster {health.cluster_name} is {health.status} with {health.number_of_nodes} node(s)")
-    print(f"run directory: {run.path}")
-    for endpoint in ends.http:
-        print(f"  {ends.scheme}://{endpoint}")
-    if ends.credentials:
-        print(f"credentials (user, password, CA): {ends.credentials}")
-    else:
-        print("security is off (cluster.security = false): no TLS, no authentication")
-    if args.foreground:
-        return stop.stay(run, launcher)
+    with stop.Interrupts() as interrupts:
+        run, launcher, health = start.up(session, args.fresh, args.timeout, run, hold=True)
+        ends = cluster_health.endpoints(run)
+        print(
+            f"cluster {health.cluster_name} is {health.status} with "
+            f"{health.number_of_nodes} node(s)"
+        )
+        print(f"run directory: {run.path}")
+        for endpoint in ends.http:
+            print(f"  {ends.scheme}://{endpoint}")
+        if ends.credentials:
+            print(f"credentials (user, password, CA): {ends.credentials}")
+        else:
+            print("security is off (cluster.security = false): no TLS, no authentication")
+        sys.stdout.flush()
+        if args.foreground:
+            return stop.stay(run, launcher, interrupts)
+        if interrupts.first:  # arrived between "ready" and handing the cluster over
+            why = f"esdash received {interrupts.first} as the cluster became ready"
+            stop.stop_cluster(run, launcher, reason="interrupted", why=why)
+            print(f"esdash: {why}; the cluster is stopped", file=sys.stderr)
+            return EXIT_ABORT
     print(f"stop it with: esdash cluster down {run.path}")
     return 0
 
@@ -76,6 +94,8 @@ def run_status(args: argparse.Namespace) -> int:
         return 0
     print(f"run      {info.run}")
     print(f"session  {info.session}   state {info.state}")
+    if info.reason:
+        print(f"reason   {info.reason}")
     if info.slurm_job:
         print(f"slurm    job {info.slurm_job}  {info.slurm_state or ''}".rstrip())
     health = info.health

@@ -10,13 +10,14 @@ from esdash.run.start import DEFAULT_TIMEOUT
 from esdash.session import load_session
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "run",
         help="run a session's benchmark headless (starts and stops the cluster)",
         description=(
             "Exit codes: 0 success, 1 failure, 2 bad input, 3 a threshold failed, "
-            "4 the cluster failed, 5 a plugin is missing or broken, 130 aborted (Ctrl-C)."
+            "4 the cluster failed, 5 a plugin is missing or broken, 130 aborted by a signal "
+            "(Ctrl-C, SIGTERM, SIGHUP: everything started is stopped)."
         ),
     )
     parser.add_argument("session", metavar="SESSION", help="session file")
@@ -28,7 +29,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--reingest",
         action="store_true",
-        help="ingest even when the index already holds the whole corpus",
+        help="re-create and ingest the index even when it is the planned one (only an index "
+        "esdash created; one it did not is never deleted)",
+    )
+    parser.add_argument(
+        "--reuse-index",
+        choices=("auto", "require"),
+        default="auto",
+        help="an existing index whose fingerprint (corpus, mapping, settings, encryption "
+        "layout, document count) differs: auto re-ingests it and says why, require refuses "
+        "to run (default %(default)s)",
     )
     parser.add_argument(
         "--threshold",
@@ -54,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         keep=args.keep,
         fresh=args.fresh,
         reingest=args.reingest,
+        reuse_index=args.reuse_index,
         thresholds=tuple(args.threshold),
         timeout=args.timeout,
         run_dir=args.run_dir,

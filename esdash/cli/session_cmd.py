@@ -25,6 +25,7 @@ def run_check(args: argparse.Namespace) -> int:
     its keys, keys files or passwords on this machine.
     """
     from esdash.cluster import preflight
+    from esdash.cluster.ports import describe
 
     failed = 0
     for file in args.files:
@@ -43,7 +44,8 @@ def run_check(args: argparse.Namespace) -> int:
         c = session.cluster
         print(
             f"ok  {file}: {session.name}: {c.nodes} {c.backend.name} node(s) over "
-            f"{c.interconnect}, encryption {session.encryption.name}, "
+            f"{c.interconnect} (ports http {describe(c.http_port)}, transport "
+            f"{describe(c.transport_port)}), encryption {session.encryption.name}, "
             f"track {session.track.name}, {session.benchmark.workers_per_node} worker(s)/node"
         )
     return EXIT_BAD_INPUT if failed else 0

@@ -42,6 +42,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="wipe each data root before its first cluster starts (re-ingests everything)",
     )
     parser.add_argument(
+        "--reuse-index",
+        choices=("auto", "require"),
+        default="auto",
+        help="passed to every point's esdash run: an existing index that differs from the "
+        "point's is re-ingested (auto) or the point fails (require) (default %(default)s)",
+    )
+    parser.add_argument(
         "--submit",
         action="store_true",
         help="from a login node: submit one Slurm job per cluster size instead of running",
@@ -79,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
     if args.submit:
         from esdash.campaign.submit import submit_jobs
 
-        extra = ["--retries", str(args.retries)] + (["--fresh"] if args.fresh else [])
+        extra = ["--retries", str(args.retries), f"--reuse-index={args.reuse_index}"] + (
+            ["--fresh"] if args.fresh else []
+        )
         submit_jobs(campaign, directory, points, args.only, extra, _stdout(), args.dry_run)
         from esdash.campaign.plan import plan
 
@@ -93,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         timeout=args.timeout,
         dry_run=args.dry_run,
+        reuse_index=args.reuse_index,
     )
     return Sweep(campaign, directory, points, options, _stdout()).run()
 

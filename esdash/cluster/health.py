@@ -102,6 +102,8 @@ class ClusterStatus:
     state: str | None
     slurm_job: str | None
     nodes: dict[int, NodeStatus]
+    #: why it stopped, when something stopped it ("esdash received SIGTERM during ingest")
+    reason: str | None = None
     slurm_state: str | None = None
     launcher_alive: bool | None = None
     health: Health | None = None
@@ -133,6 +135,7 @@ def status(run: RunDir) -> ClusterStatus:
         state=info.state,
         slurm_job=info.slurm_job,
         nodes=run.node_statuses(),
+        reason=info.reason,
         slurm_state=slurm_state,
         launcher_alive=launcher_alive,
         health=health,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import ssl
+import time
 from dataclasses import dataclass
 
 from esdash.cluster.pki import basic_auth_header
@@ -55,6 +56,8 @@ class Connection:
         if credentials is not None:
             self._headers.update(basic_auth_header(credentials))
         self._conn: http.client.HTTPConnection | None = None
+        #: When the request in flight was sent (monotonic), None between requests.
+        self.sent_at: float | None = None
 
     def _open(self) -> http.client.HTTPConnection:
         if self._context is not None:
@@ -64,24 +67,44 @@ class Connection:
         return http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
 
     def request(
-        self, method: str, path: str, body: bytes | None = None, content_type: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
     ) -> tuple[int, bytes]:
-        """Send one request; return (status, body).  Raise :class:`RequestFailed` otherwise."""
+        """Send one request; return (status, body).  Raise :class:`RequestFailed` otherwise.
+
+        ``timeout`` bounds this request only (a step's end: see ``loadgen.measure``); the
+        connection's own timeout applies otherwise.  While the request is in flight
+        :attr:`sent_at` holds when it was sent (monotonic clock), so a heartbeat thread can
+        report how long it has been open.
+        """
         headers = self._headers
         if content_type is not None:
             headers = {**headers, "Content-Type": content_type}
         if self._conn is None:
             self._conn = self._open()
+        limit = self.timeout if timeout is None else min(timeout, self.timeout)
+        self.sent_at = time.monotonic()
         try:
+            if self._conn.sock is None:
+                self._conn.timeout = limit
+            elif limit != self._conn.timeout:  # settimeout costs system calls: only changes
+                self._conn.timeout = limit
+                self._conn.sock.settimeout(limit)
             self._conn.request(method, path, body=body, headers=headers)
             response = self._conn.getresponse()
             data = response.read()
         except TimeoutError as exc:
             self.close()
-            raise RequestFailed("timeout", f"no response within {self.timeout:g} s") from exc
+            raise RequestFailed("timeout", f"no response within {limit:g} s") from exc
         except (OSError, http.client.HTTPException) as exc:
             self.close()
             raise RequestFailed("connection", f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            self.sent_at = None
         if response.will_close:
             self.close()
         return response.status, data

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from esdash.cluster import ports
 from esdash.cluster.dataroot import check_data_root, cluster_name, data_root
 from esdash.cluster.distribution import resolve_home
 from esdash.cluster.users import resolve_owner
-from esdash.errors import BadInput
+from esdash.errors import BadInput, EsdashError
+from esdash.launch.mpi import in_allocation
 from esdash.plugin.api import Owner
 from esdash.plugin.capabilities import runnable_steps
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck, Stage, run_checks
@@ -149,6 +151,37 @@ class References(PreflightCheck):
             )
 
 
+class PortsFree(PreflightCheck):
+    """The session's explicit ports are free here, for the nodes that will run on this host.
+
+    Checked before anything starts, because a node that finds its port taken fails only
+    after its JVM has booted, deep in a stack trace.  Only explicit ports: automatic ones
+    are chosen free by the ranks.  Outside an allocation all nodes run here (``mpiexec``);
+    inside one this host runs its first ``nodes_per_host``.  Every rank checks again on its
+    own host before any node starts (:mod:`esdash.cluster.rank`), which covers the other
+    hosts of an allocation.  An interconnect without an address here is no finding of this
+    check: the ranks report it where they run.
+    """
+
+    name = "ports-free"
+    description = "the session's explicit ports are not in use on this host"
+    stage = "launch"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        if not ports.explicit_ports(session):
+            return
+        cluster = session.cluster
+        try:
+            endpoint = context.plugins.interconnect(cluster.interconnect).resolve(cluster.interface)
+        except EsdashError:
+            return
+        here = min(cluster.nodes, cluster.nodes_per_host) if in_allocation() else cluster.nodes
+        for line in ports.check_explicit(session, endpoint.address, range(here)):
+            key, _, message = line.partition(": ")
+            yield Finding(key, message)
+
+
 #: esdash's own checks, run before the plugins' (in this order).
 CORE_CHECKS: tuple[PreflightCheck, ...] = (
     EncryptionOptions(),
@@ -156,6 +189,7 @@ CORE_CHECKS: tuple[PreflightCheck, ...] = (
     References(),
     Distribution(),
     DataRoot(),
+    PortsFree(),
 )
 
 

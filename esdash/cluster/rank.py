@@ -2,8 +2,11 @@
 
 Started as ``python -m esdash.cluster.rank RUN_DIR`` by ``mpiexec`` or ``srun``:
 
-1. find this host's address on the session's interconnect;
-2. allgather (rank, host, interface, address, node-local rank);
+1. find this host's address on the session's interconnect; allgather the addresses (each
+   rank's index among the ranks on its address is its node-local rank);
+2. choose and hold free HTTP and transport ports on that address (or check the session's
+   explicit ones: base + node-local rank), then allgather (rank, host, interface, address,
+   ports) — :mod:`esdash.cluster.ports`;
 3. rank 0 plans the topology, checks the data root, creates the run's CA, node certificates
    and credentials, and broadcasts the plan (or the reason there is none);
 4. each rank prepares its data directory through the encryption plugin, writes its node's
@@ -17,15 +20,17 @@ Started as ``python -m esdash.cluster.rank RUN_DIR`` by ``mpiexec`` or ``srun``:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TypedDict
 
-from esdash.cluster import pki
+from esdash.cluster import pki, ports
 from esdash.cluster.control import control_client
 from esdash.cluster.dataroot import cluster_name, data_root, prepare_data_root
 from esdash.cluster.monitor import ClusterMonitor
@@ -37,31 +42,42 @@ from esdash.plugin.api import NodeDirs, NodeRequest
 from esdash.plugin.manager import get_plugins
 from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import Topology
+from esdash.rundir.records import NodePlan, Topology
 from esdash.session import Session, load_run_session
 
 POLL_SECONDS = 0.5
+#: A node's stop reason for a stop file without a recorded reason.
+STOP_REQUESTED = "stop requested (esdash cluster down)"
 
 
 class Supervisor:
-    """Stops the node on SIGTERM/SIGINT or a stop request, and records the outcome."""
+    """Stops the node on SIGTERM/SIGINT/SIGHUP or a stop request, and records the outcome.
+
+    The reason names what happened: the signal this rank received, or -- for the stop
+    file -- the reason its writer recorded in ``run.json`` (``esdash run received SIGTERM``),
+    so a node's status never says "cluster down" when a signal stopped the run.
+    """
 
     def __init__(self, run: RunDir, rank: int) -> None:
         self.run = run
         self.rank = rank
         self.signalled: str | None = None
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        self._requested: str | None = None
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
 
     def _on_signal(self, signum: int, _frame: object) -> None:
-        self.signalled = signal.Signals(signum).name
+        self.signalled = self.signalled or signal.Signals(signum).name
 
     def stop_reason(self) -> str | None:
         if self.signalled:
             return f"received {self.signalled}"
-        if self.run.stop_requested():
-            return "stop requested (esdash cluster down)"
-        return None
+        if self._requested is None and self.run.stop_requested():
+            reason = None
+            with contextlib.suppress(EsdashError):
+                reason = self.run.read_info().reason
+            self._requested = f"stop requested: {reason}" if reason else STOP_REQUESTED
+        return self._requested
 
 
 def _report(session: Session, rank: int) -> tuple[RankReport | None, str | None]:
@@ -72,6 +88,59 @@ def _report(session: Session, rank: int) -> tuple[RankReport | None, str | None]
     except EsdashError as exc:
         return None, f"rank {rank} on {host}: {exc}"
     return RankReport(rank, host, endpoint.interface, endpoint.address), None
+
+
+def _with_ports(
+    session: Session, report: RankReport, addresses: list[str | None]
+) -> tuple[RankReport | None, str | None, ports.Reservation | None]:
+    """The report with this rank's ports, or why there are none; and the held ports.
+
+    Automatic ports are chosen on this rank's own host and held until its node starts, so
+    no other rank or session chooses them meanwhile.  Explicit ones (base + node-local rank)
+    are checked here, on every host, before any node starts: a port in use is one line
+    naming the key, the port and the process holding it.
+    """
+    where = f"rank {report.rank} on {report.host}"
+    offset = ports.local_offset(report.rank, addresses)
+    explicit = ports.explicit_ports(session)
+    automatic = [key for key in (ports.HTTP_KEY, ports.TRANSPORT_KEY) if key not in explicit]
+    try:
+        clashes = ports.check_explicit(session, report.address, [offset])
+        if clashes:
+            return None, f"{where}: {'; '.join(clashes)}", None
+        reservation = None
+        if automatic:
+            # not a port some rank checks as its explicit one (base + node-local rank)
+            bases = {base + k for base in explicit.values() for k in range(len(addresses))}
+            reservation = ports.reserve(report.address, len(automatic), exclude=bases)
+    except OSError as exc:
+        return None, f"{where}: cannot choose ports on {report.address}: {exc}", None
+    chosen = {key: base + offset for key, base in explicit.items()}
+    if reservation is not None:
+        chosen.update(zip(automatic, reservation.ports, strict=True))
+    found = replace(
+        report, http_port=chosen[ports.HTTP_KEY], transport_port=chosen[ports.TRANSPORT_KEY]
+    )
+    return found, None, reservation
+
+
+def _record_port_clash(run: RunDir, session: Session, node: NodePlan, offset: int) -> None:
+    """After a failed node exit: if another process holds one of its ports, say so.
+
+    The engines explain a bind failure in their own words deep in a stack trace; this names
+    the session key, the port and the holder in one line, and records the key, so that the
+    start is retried once when esdash chose that port itself (:func:`ports.retry_reason`).
+    """
+    explicit = ports.explicit_ports(session)
+    planned = {ports.HTTP_KEY: node.http_port, ports.TRANSPORT_KEY: node.transport_port}
+    offsets = {key: offset for key in explicit}
+    with run.edit_node_status(node.rank) as status:
+        if status.state != "failed" or status.exit_code is None:
+            return  # no node ran, or it was stopped: no bind failure to explain
+        key, line = ports.node_clash(node.address, planned, offsets)
+        if key:
+            status.port_in_use = key
+            status.message = f"{node.name} exited with code {status.exit_code}: {line}"
 
 
 class _Plan(TypedDict, total=False):
@@ -95,8 +164,6 @@ def _plan(
         topology = plan_topology(
             cluster_name(session),
             [report for report, _ in gathered if report is not None],  # none: errors
-            session.cluster.http_port,
-            session.cluster.transport_port,
         )
         encryption = get_plugins().encryption(session.encryption.name)
         reuse = prepare_data_root(
@@ -120,7 +187,8 @@ def _plan(
     run.write_topology(topology)
     with run.edit_info() as info:
         info.data_root = str(data_root(session))
-        info.data_reuse = reuse
+        # a start retried with new ports keeps what its first attempt found in the data root
+        info.data_reuse = info.data_reuse or reuse
     return {"topology": topology}
 
 
@@ -138,15 +206,22 @@ def run_rank(run_path: Path, fresh: bool) -> int:
         report, error = _report(session, rank)
     except EsdashError as exc:
         report, error = None, f"rank {rank}: {exc}"
+    addresses: list[str | None] = comm.allgather(report.address if report else None)
+    reservation = None
+    if session is not None and report is not None:
+        report, error, reservation = _with_ports(session, report, addresses)
     gathered = comm.allgather((report, error))
     plan = _plan(run, session, gathered, fresh) if rank == 0 else None  # type: ignore[arg-type]
     plan = comm.bcast(plan, root=0)
+    if reservation is not None:
+        reservation.release()  # the node binds them next
     run.node_dir(rank).mkdir(parents=True, exist_ok=True)
     if "errors" in plan:
         with run.edit_node_status(rank) as status:
             status.state = "failed"
             status.message = "; ".join(plan["errors"])
         return 1
+    assert session is not None  # a rank that could not load it reported an error: no plan
     topology: Topology = plan["topology"]
     node = topology.nodes[rank]
     with run.edit_node_status(rank) as status:
@@ -159,12 +234,15 @@ def run_rank(run_path: Path, fresh: bool) -> int:
         status.master_eligible = node.master_eligible
         status.slurm_node = os.environ.get("SLURMD_NODENAME")
     try:
-        return _run_node(run, session, topology, rank, supervisor)
+        code = _run_node(run, session, topology, rank, supervisor)
     except EsdashError as exc:
         with run.edit_node_status(rank) as status:
             status.state = "failed"
             status.message = str(exc)
         return 1
+    if code:
+        _record_port_clash(run, session, node, ports.local_offset(rank, addresses))
+    return code
 
 
 def _run_node(
@@ -203,6 +281,12 @@ def _run_node(
         )
         backend.write_node_config(request, backend.node_settings(request))
         chown_tree(node_dir, owner)
+        reason = supervisor.stop_reason()
+        if reason:  # stopped while this rank prepared: start no node only to stop it
+            with run.edit_node_status(rank) as status:
+                status.state = "stopped"
+                status.message = f"{reason} (before the node started)"
+            return 0
         process = NodeProcess(backend.node_command(request), owner, run.node_stdout(rank))
         pid = process.start()
         with run.edit_node_status(rank) as status:
@@ -241,13 +325,26 @@ def _run_node(
     log_tail = tail(dirs.logs / f"{topology.cluster_name}.log", 40) or tail(
         run.node_stdout(rank), 40
     )
-    explanation = backend.explain_exit(code, log_tail) or "see the node's log"
+    explanation = backend.explain_exit(code, log_tail) or _killed_by(code) or "see the node's log"
     with run.edit_node_status(rank) as status:
         status.state = "failed"
         status.exit_code = code
         status.message = f"{topology.nodes[rank].name} exited with code {code}: {explanation}"
         status.log_tail = log_tail
     return 1
+
+
+def _killed_by(code: int | None) -> str | None:
+    """ "killed by SIGKILL" for an exit code that says a signal ended the node (-9 or 137)."""
+    if code is None:
+        return None
+    number = -code if code < 0 else code - 128 if 128 < code < 160 else None
+    if number is None:
+        return None
+    try:
+        return f"killed by {signal.Signals(number).name}"
+    except ValueError:
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,8 +10,10 @@ Rules (from the paper's setup, with the reference spawner's mistakes fixed):
 - every node holds data;
 - seed hosts are the master-eligible nodes' transport addresses;
 - a single node uses single-node discovery (no bootstrap voting at all);
-- several nodes on one address (one host, or hosts emulated on one machine) get ports offset
-  by their index among the nodes on that address.
+- ports are the ones each rank chose and reported (free ports on its own host, the default:
+  :mod:`esdash.cluster.ports`); explicit base ports give several nodes on one address (one
+  host, or hosts emulated on one machine) ports offset by their index among the nodes on
+  that address.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ class RankReport:
     host: str
     interface: str
     address: str
+    #: The ports the rank chose for its node (None: the session's base port + offset).
+    http_port: int | None = None
+    transport_port: int | None = None
 
 
 def master_count(nodes: int) -> int:
@@ -40,10 +45,15 @@ def master_count(nodes: int) -> int:
 def plan_topology(
     cluster_name: str,
     reports: Sequence[RankReport],
-    http_port: int,
-    transport_port: int,
+    http_port: int | None = None,
+    transport_port: int | None = None,
 ) -> Topology:
-    """Assign names, ports and roles to the ranks' reports (ordered by rank)."""
+    """Assign names, ports and roles to the ranks' reports (ordered by rank).
+
+    A port a rank reported is its node's; otherwise the base port (``http_port``,
+    ``transport_port``) plus the node's index among the nodes on its address.  Raises
+    :class:`ValueError` when a rank reported no port and there is no base either.
+    """
     ordered = sorted(reports, key=lambda r: r.rank)
     hosts_of: dict[str, set[str]] = {}
     for report in ordered:
@@ -68,9 +78,18 @@ def plan_topology(
                 host=r.host,
                 interface=r.interface,
                 address=r.address,
-                http_port=http_port + offset,
-                transport_port=transport_port + offset,
+                http_port=_port(r.http_port, http_port, offset, r.rank, "HTTP"),
+                transport_port=_port(r.transport_port, transport_port, offset, r.rank, "transport"),
                 master_eligible=r.rank < masters,
             )
         )
     return Topology(cluster_name=cluster_name, nodes=tuple(nodes))
+
+
+def _port(reported: int | None, base: int | None, offset: int, rank: int, kind: str) -> int:
+    """A node's port: what its rank reported, else the base port plus the node's offset."""
+    if reported is not None:
+        return reported
+    if base is None:
+        raise ValueError(f"rank {rank} reported no {kind} port and the session sets none")
+    return base + offset

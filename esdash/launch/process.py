@@ -12,6 +12,12 @@ module, it never adds a loop elsewhere.
 Processes started here get their own session (``start_new_session``): their process group
 is theirs, so group signals reach the ranks an MPI launcher started and nothing else, and a
 Ctrl-C in esdash's terminal reaches only what esdash forwards.
+
+A command whose processes must not outlive the one starting it (a search node: a launcher
+JVM and the server JVM it forks) is started with ``guard=GRACE``: it then runs under
+:mod:`esdash.launch.guard`, which leads the group, stops the whole group when its parent
+dies (even by SIGKILL) or when the command ends, and escalates to SIGKILL after ``GRACE``
+seconds.  :func:`stop` with ``group=True`` stops such a group from outside the same way.
 """
 
 from __future__ import annotations
@@ -21,16 +27,54 @@ import os
 import signal as signals
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
 
+from esdash.launch import guard as _guard
 from esdash.rundir.records import ProcessRecord
 
 #: psutil reads create times with the kernel's clock-tick resolution (1/100 s).
 CREATE_TIME_TOLERANCE = 0.05
+
+
+def guarded(argv: Sequence[str], grace: float, parent: int | None = None) -> list[str]:
+    """``argv`` run under :mod:`esdash.launch.guard` for ``parent`` (default: this process).
+
+    The guard runs as a script in isolated mode (``-I -S``): it needs the standard library
+    only, whatever the environment (a node's is minimal) and the account (the node owner).
+    """
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        str(Path(_guard.__file__).resolve()),
+        "--parent",
+        str(os.getpid() if parent is None else parent),
+        "--grace",
+        f"{grace:g}",
+        "--",
+        *(str(part) for part in argv),
+    ]
+
+
+def guarded_command(process: subprocess.Popen[bytes], timeout: float = 5.0) -> int | None:
+    """The pid of the command a guard started (its first child), once it runs.
+
+    The guard forks it within milliseconds of starting; None if the guard ended first or
+    took longer than ``timeout``.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            children = psutil.Process(process.pid).children()
+            if children:
+                return min(children, key=lambda child: child.create_time()).pid
+        time.sleep(0.01)
+    return None
 
 
 def start(
@@ -42,6 +86,7 @@ def start(
     restore_signals: bool = True,
     user: tuple[int, int] | None = None,
     preexec_fn: Callable[[], None] | None = None,
+    guard: float | None = None,
 ) -> tuple[subprocess.Popen[bytes], ProcessRecord]:
     """Start ``argv`` in its own session, stdout and stderr appended to ``output``.
 
@@ -49,9 +94,13 @@ def start(
     ``restore_signals=False`` keeps Python's ignored SIGPIPE in the child: an MPI launcher
     (hydra) otherwise dies writing to a lost rank.  ``user`` (uid, gid) runs it as that
     account with no supplementary groups (set by the kernel, no ``su`` in between, so
-    signals reach it); ``preexec_fn`` runs in the child just before ``exec``.
+    signals reach it); ``preexec_fn`` runs in the child just before ``exec``.  ``guard``
+    (seconds of grace) runs it under the guard (see the module): the process returned and
+    recorded is then the guard, and :func:`guarded_command` finds the command's own pid.
     """
     command = [str(part) for part in argv]
+    if guard is not None:
+        command = guarded(command, guard)
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(output.open("ab")) if output is not None else None
         process = subprocess.Popen(
@@ -154,15 +203,20 @@ def alive(record: ProcessRecord | None) -> bool:
     return find(record) is not None
 
 
-def send(record: ProcessRecord | None, sig: int, *, group: bool = False) -> bool:
+def send(
+    record: ProcessRecord | None, sig: int, *, group: bool = False, tree: bool = False
+) -> bool:
     """Signal the recorded process (``group``: its whole process group) if it is still it.
 
     Returns whether a signal was sent.  A group signal requires the process to lead its
-    group, as everything :func:`start` started does: anything else is refused.
+    group, as everything :func:`start` started does: anything else is refused.  ``tree``
+    also signals every descendant, found through the confirmed process (so they are ours):
+    an MPI launcher's ranks run in sessions of their own, out of reach of its group.
     """
     found = find(record)
     if found is None:
         return False
+    below = _descendants(found) if tree else []
     try:
         if group:
             if os.getpgid(found.pid) != found.pid:
@@ -172,7 +226,23 @@ def send(record: ProcessRecord | None, sig: int, *, group: bool = False) -> bool
             found.send_signal(sig)
     except (ProcessLookupError, psutil.NoSuchProcess):
         return False
+    _signal_all(below, sig)
     return True
+
+
+def _descendants(found: psutil.Process) -> list[psutil.Process]:
+    """Every process below ``found`` (a confirmed one), read before it is signalled."""
+    try:
+        return list(found.children(recursive=True))
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []
+
+
+def _signal_all(processes: Sequence[psutil.Process], sig: int) -> None:
+    """``sig`` to each process psutil still knows as itself (pid and create time)."""
+    for each in processes:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            each.send_signal(sig)  # psutil refuses a reused pid (create time)
 
 
 def wait_gone(
@@ -222,6 +292,7 @@ def stop(
     group: bool = True,
     kill_after: float = 15.0,
     process: subprocess.Popen[bytes] | subprocess.Popen[str] | None = None,
+    tree: bool = False,
 ) -> str:
     """Stop a process: ``first`` (unless 0), ``grace`` seconds, then TERM and KILL.
 
@@ -230,21 +301,27 @@ def stop(
     seconds, and finally SIGKILL.  ``process`` is our own child when we started it: it is
     signalled directly (an exec chain, like a launcher script that execs java, changes the
     command line but not the child) and reaped.  Otherwise ``record`` is signalled only
-    while :func:`find` confirms it.  Returns ``"gone"`` (it had already ended),
-    ``"exited"``, ``"terminated"`` or ``"killed"``.
+    while :func:`find` confirms it.  ``tree``: the final SIGKILL also reaches every
+    descendant (an MPI launcher's ranks, which run in sessions of their own).  Returns
+    ``"gone"`` (it had already ended), ``"exited"``, ``"terminated"`` or ``"killed"``.
     """
     if process is not None:
         if process.poll() is not None:
             return "gone"
 
         def signal(sig: int) -> None:
+            below: list[psutil.Process] = []
+            if tree and sig == signals.SIGKILL:
+                with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                    below = _descendants(psutil.Process(process.pid))
             signal_child(process, sig, group)
+            _signal_all(below, sig)
     else:
         if not alive(record):
             return "gone"
 
         def signal(sig: int) -> None:
-            send(record, sig, group=group)
+            send(record, sig, group=group, tree=tree and sig == signals.SIGKILL)
 
     if first:
         signal(first)

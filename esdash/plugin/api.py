@@ -545,11 +545,16 @@ class Corpus:
 
     With ``includes_action_and_meta_data`` every document line is preceded by its bulk
     action line, as in some Rally corpora.
+
+    ``origin`` names what generated the corpus (e.g. ``{"generator": "mri", "seed": 5}``) for
+    tracks that generate it: an index is reused only for the same origin, and a difference is
+    shown in these terms ("seed 5, planned 6") rather than as a file size.
     """
 
     path: Path
     documents: int | None = None
     includes_action_and_meta_data: bool = False
+    origin: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
 class Track(Registrable):

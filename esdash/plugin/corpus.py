@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, NoReturn, TypeGuard
+from typing import Any, BinaryIO, NoReturn, TypeGuard
 
 from esdash.errors import BadInput
 from esdash.plugin.api import Corpus
@@ -410,12 +410,16 @@ def write_atomically(path: Path, chunks: Iterable[bytes | str]) -> Path:
 
 
 def generated_corpus(
-    path: Path, documents: Iterable[JsonObject], count: int | None = None
+    path: Path,
+    documents: Iterable[JsonObject],
+    count: int | None = None,
+    origin: Mapping[str, Any] | None = None,
 ) -> Corpus:
     """The corpus at ``path``, written from ``documents`` (one JSON line each) if absent.
 
     Track generators use this: the first call writes the file atomically, later calls (with
-    the same file name, i.e. the same options) reuse it.
+    the same file name, i.e. the same options) reuse it.  ``origin`` (the generator and its
+    seed) becomes :attr:`Corpus.origin`, part of the index's fingerprint.
     """
     path = Path(path)
     if not path.exists():
@@ -426,4 +430,4 @@ def generated_corpus(
                 for doc in documents
             ),
         )
-    return Corpus(path, documents=count)
+    return Corpus(path, documents=count, origin=origin)

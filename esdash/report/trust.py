@@ -20,6 +20,7 @@ from esdash.errors import BadInput
 from esdash.references import Reference, parse_references
 from esdash.report.references import judge
 from esdash.report.tables import Table
+from esdash.rundir.records import INCOMPLETE_STEP
 from esdash.session import tomllib
 from esdash.view import format as fmt
 from esdash.view.inputs import Entry
@@ -126,7 +127,7 @@ def flags_table(entries: Sequence[Entry]) -> Table:
     for entry in entries:
         for step in entry.results.steps:
             found = []
-            if step.status.startswith(("ended early", "lost ranks")):
+            if step.status.startswith(INCOMPLETE_STEP):
                 found.append(step.status)
             if step.steadiness is not None and not step.steadiness.steady:
                 found.append(step.steadiness.label)

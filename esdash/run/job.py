@@ -39,7 +39,7 @@ from esdash.plugin.manager import get_plugins
 from esdash.run import start, stop
 from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import Interval, ProcessRecord, Results, StreamRecord
+from esdash.rundir.records import Event, Interval, ProcessRecord, Results, StreamRecord
 from esdash.session import Session
 
 #: Seconds the ranks may linger after the final record before they are terminated.
@@ -52,6 +52,8 @@ class RunOptions:
     keep: bool = False
     fresh: bool = False
     reingest: bool = False
+    #: ``auto``: re-ingest an index whose fingerprint differs; ``require``: refuse to run.
+    reuse_index: str = "auto"
     thresholds: tuple[str, ...] = ()
     timeout: float = start.DEFAULT_TIMEOUT
     #: a run directory prepared in advance (``esdash submit --bench`` creates it)
@@ -127,61 +129,127 @@ def launch_bench(run: RunDir, session: Session) -> tuple[subprocess.Popen[bytes]
     return launcher, record
 
 
+#: Seconds the bench ranks get to wrap up after a forwarded stop signal before they are
+#: killed: they abort within an interval and rank 0 writes the results; the cluster still
+#: has to stop within the 15 s a stop signal promises.
+ABORT_GRACE = 8.0
+
+#: What a stop signal to ``esdash run`` becomes for the bench ranks (they handle INT, TERM).
+FORWARDED = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM, "SIGHUP": signal.SIGTERM}
+
+#: How each phase of the bench stream (its ``phase`` events) is named in a stop reason.
+PHASE_WORDS = {
+    "ingest": "during ingest",
+    "settle": "while the index settled",
+    "warmup": "during the warm-up",
+    "steps": "during the query steps",
+    "results": "while the results were written",
+}
+
+
+@dataclass
+class Progress:
+    """The bench phase ``follow`` has seen in the stream, and the one a signal interrupted."""
+
+    phase: str | None = None
+    interrupted_in: str | None = None
+
+    def see(self, item: StreamRecord) -> None:
+        if isinstance(item, Event) and item.kind == "phase":
+            phase = item.data.get("phase")
+            if isinstance(phase, str):
+                self.phase = phase
+
+    def reason(self, interrupts: stop.Interrupts) -> str:
+        """``esdash received SIGTERM during ingest``: the signal and the phase it hit."""
+        phase = self.interrupted_in or self.phase
+        if phase is None:
+            where = "as the benchmark started"
+        else:
+            where = PHASE_WORDS.get(phase, f"in phase {phase}")
+        return f"esdash received {interrupts.first} {where}"
+
+
 def follow(
     run: RunDir,
     launcher: subprocess.Popen[bytes],
     record: ProcessRecord,
     out: TextIO,
     session: Session,
+    interrupts: stop.Interrupts,
+    progress: Progress | None = None,
 ) -> bool:
-    """Print the stream while the bench runs; forward Ctrl-C/SIGTERM to the ranks.
+    """Print the stream while the bench runs; forward a stop signal to the ranks.
 
-    Each interval record goes to the observer hooks once, as it is read.  Returns True
-    when the run was interrupted.
+    The signal that arrived is forwarded (SIGTERM stays SIGTERM, so the results name it):
+    the ranks abort and still write their results.  Once rank 0 writes the results nothing
+    is forwarded: everything is measured, and the workers, already finishing, would die of
+    the signal and take rank 0 down with them.  A second signal, or ranks still running
+    :data:`ABORT_GRACE` seconds later, kill the step: the launcher and every rank below it.
+    Each interval record goes to the observer hooks once, as it is read, and ``progress``
+    follows the phase events.  Returns True when the run was interrupted.
     """
     from esdash.report.live import LivePrinter
 
-    interrupted: list[int] = []
-
-    def on_signal(signum: int, _frame: object) -> None:
-        if not interrupted:
-            process.send(record, signal.SIGINT, group=True)  # ranks abort and still report
-        interrupted.append(signum)
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    progress = progress or Progress()
     plugins = get_plugins()
     printer = LivePrinter(run.stream_file, out, tty=out.isatty())
 
     def observe(records: list[StreamRecord]) -> None:
         for item in records:
+            progress.see(item)
             if isinstance(item, Interval):
                 plugins.interval(session, item)
 
     finished_at = None
-    try:
-        while launcher.poll() is None:
-            observe(printer.poll())
-            time.sleep(0.2)
-            if len(interrupted) > 1:  # a second Ctrl-C: stop waiting for the ranks
-                process.send(record, signal.SIGKILL, group=True)
-            if printer.reader.finished and finished_at is None:
-                finished_at = time.monotonic()
-            if finished_at is not None:
-                # the results are written; a hung rank must not keep the job alive
-                lingering = time.monotonic() - finished_at
-                if lingering > LINGER_SECONDS + 15:
-                    process.send(record, signal.SIGKILL, group=True)
-                elif lingering > LINGER_SECONDS:
-                    process.send(record, signal.SIGTERM, group=True)
-        observe(printer.close())
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return bool(interrupted)
+    forwarded_at: float | None = None
+    killed = False
+    while launcher.poll() is None:
+        observe(printer.poll())
+        first = interrupts.first
+        if first and forwarded_at is None:
+            progress.interrupted_in = progress.phase
+            forwarded_at = time.monotonic()
+            if progress.phase != "results" and not printer.reader.finished:
+                process.send(record, FORWARDED.get(first, signal.SIGTERM), group=True)
+        elif (
+            forwarded_at is not None
+            and not killed
+            and (len(interrupts.received) > 1 or time.monotonic() - forwarded_at > ABORT_GRACE)
+        ):
+            killed = True
+            process.send(record, signal.SIGKILL, group=True, tree=True)
+        if printer.reader.finished and finished_at is None:
+            finished_at = time.monotonic()
+        if finished_at is not None:
+            # the results are written; a hung rank must not keep the job alive
+            lingering = time.monotonic() - finished_at
+            if lingering > LINGER_SECONDS + 15:
+                process.send(record, signal.SIGKILL, group=True, tree=True)
+            elif lingering > LINGER_SECONDS:
+                process.send(record, signal.SIGTERM, group=True)
+        time.sleep(0.1)
+    observe(printer.close())
+    return bool(interrupts.received)
 
 
 def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout) -> int:
-    """The whole job; returns the documented exit code."""
+    """The whole job; returns the documented exit code.
+
+    SIGINT, SIGTERM and SIGHUP are handled from here to the end, in every phase, by one
+    :class:`esdash.run.stop.Interrupts`: while the cluster starts they raise (the start
+    stops what it started); from then on they are recorded, forwarded to the bench ranks
+    (which abort and still write what they measured), and the cluster is stopped the one
+    way (:func:`esdash.run.stop.stop_cluster`).  ``run.json`` ends ``interrupted`` with the
+    signal and the phase as its reason, and the exit code is ``EXIT_ABORT``.
+    """
+    with stop.Interrupts() as interrupts:
+        return _run_session(session, options, out, interrupts)
+
+
+def _run_session(
+    session: Session, options: RunOptions, out: TextIO, interrupts: stop.Interrupts
+) -> int:
     from esdash.report.references import judge, misses, render_references
     from esdash.report.summary import evaluate_thresholds, parse_thresholds, render_summary
 
@@ -200,13 +268,16 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
     plugins.session_started(session, run.path)
     if options.cluster is None:
         try:
-            cluster_process, _ = start.start_cluster(run, session, options.fresh, options.timeout)
+            cluster_process, _ = start.start_cluster(
+                run, session, options.fresh, options.timeout, hold=True
+            )
         except BaseException:
             plugins.session_finished(session, run.path, None)
             raise
         print(f"cluster up: {run.path}", file=out, flush=True)
     status = EXIT_FAILURE
     results: Results | None = None
+    progress = Progress()
     try:
         backend = plugins.backend(session.cluster.backend.name)
         distribution = backend.inspect(Path(str(run.read_info().home)))
@@ -215,11 +286,25 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
         if seed is None:
             seed = random.SystemRandom().randrange(2**31)
         plan = make_plan(
-            session, track, corpus, steps, distribution, ranks, seed, options.reingest, codec
+            session,
+            track,
+            corpus,
+            steps,
+            distribution,
+            ranks,
+            seed,
+            options.reingest,
+            codec,
+            reuse_index=options.reuse_index,
         )
         run.write_bench_plan(plan)
+        # From here on a signal is only recorded (a cluster start held them already): the
+        # ranks get it and still write what they measured, and the summary is printed.
+        stop.hold_interrupts()
+        if interrupts.first:
+            raise stop.Interrupted(interrupts.first, "as the benchmark started")
         launcher, record = launch_bench(run, session)
-        interrupted = follow(run, launcher, record, out, session)
+        interrupted = follow(run, launcher, record, out, session, interrupts, progress)
         results_file = run.results_file
         if not results_file.exists():
             # The MPI step ended before rank 0 wrote the results (with MPICH a lost rank
@@ -228,6 +313,8 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
                 f"the benchmark step ended early (exit code {launcher.returncode}); "
                 f"see {run.bench_log}: {tail(run.bench_log, 3)}"
             )
+            if interrupted:
+                reason = f"{progress.reason(interrupts)}; {reason}"
             if not run.stream_file.exists():
                 raise EsdashError(reason)
             results_from_stream(run, plan, reason)
@@ -256,12 +343,21 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
             status = EXIT_OK
         print(f"results: {results_file}", file=out)
     finally:
+        stop.hold_interrupts()  # the stop runs to its end, whatever arrives now
+        why = progress.reason(interrupts) if interrupts.first else None
         with run.edit_info() as info:
-            info.bench_exit = status
+            info.bench_exit = EXIT_ABORT if why else status
+            if why:
+                info.state, info.reason = "interrupted", why
         plugins.session_finished(session, run.path, results)
         if cluster_process is not None:
-            if options.keep:
+            if options.keep and not why:  # a signal stops everything, --keep or not
                 print(f"cluster kept running: esdash cluster down {run.path}", file=out)
             else:
-                stop.stop_cluster(run, cluster_process)
-    return status
+                stop.stop_cluster(
+                    run, cluster_process, reason="interrupted" if why else "stopped", why=why
+                )
+    if why:
+        said = why.removeprefix("esdash ")
+        print(f"esdash: interrupted: {said}; everything it started is stopped", file=sys.stderr)
+    return EXIT_ABORT if why else status

@@ -23,11 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from esdash.cluster import preflight
+from esdash.cluster import ports, preflight
 from esdash.cluster.distribution import resolve_home
 from esdash.cluster.health import wait_ready
 from esdash.cluster.users import resolve_owner
-from esdash.errors import BadInput
+from esdash.errors import BadInput, ClusterError
 from esdash.launch import mpi, process, slurm
 from esdash.paths import runs_dir
 from esdash.plugin.manager import get_plugins
@@ -80,30 +80,61 @@ def _check_reachable(path: Path, user: str, uid: int) -> None:
 
 def launch_cluster(run: RunDir, session: Session, fresh: bool) -> subprocess.Popen[bytes]:
     """Start the cluster step (one rank per node) detached from this terminal."""
+    from esdash.run.stop import check_interrupts, deferred_interrupts
+
+    check_interrupts("before the cluster started")  # nothing of this cluster runs yet
     args = ["esdash.cluster.rank", str(run.path)] + (["--fresh"] if fresh else [])
     command = mpi.rank_command(args, session.cluster.nodes, session.cluster.nodes_per_host)
-    launcher, record = process.start(
-        command, output=run.launcher_log, cwd=run.path, restore_signals=False
-    )
-    with run.edit_info() as info:
-        info.state = "starting"
-        info.launcher = record
-        info.slurm_job = os.environ.get("SLURM_JOB_ID") or info.slurm_job
+    # A signal between starting the launcher and recording it would leave an unrecorded
+    # cluster: it is only noted here, and raised by the caller (``check_interrupts``).
+    with deferred_interrupts():
+        launcher, record = process.start(
+            command, output=run.launcher_log, cwd=run.path, restore_signals=False
+        )
+        with run.edit_info() as info:
+            info.state = "starting"
+            info.launcher = record
+            info.slurm_job = os.environ.get("SLURM_JOB_ID") or info.slurm_job
     return launcher
 
 
 def start_cluster(
-    run: RunDir, session: Session, fresh: bool, timeout: float = DEFAULT_TIMEOUT
+    run: RunDir,
+    session: Session,
+    fresh: bool,
+    timeout: float = DEFAULT_TIMEOUT,
+    hold: bool = False,
 ) -> tuple[subprocess.Popen[bytes], Health]:
     """Launch the ranks of a prepared run and wait until the cluster is healthy.
 
     On any failure (Ctrl-C included) the cluster is stopped before the error propagates.
+    A command that holds :class:`esdash.run.stop.Interrupts` gets SIGTERM and SIGHUP handled
+    the same way, as :class:`esdash.run.stop.Interrupted` naming the signal; with ``hold``
+    its signals are only recorded from the moment the cluster is ready (the caller then
+    owns a running cluster and stops it itself: no signal may fall between the two).
     """
-    from esdash.run.stop import stop_cluster
+    from esdash.run.stop import Interrupted, check_interrupts, hold_interrupts, stop_cluster
 
     launcher = launch_cluster(run, session, fresh)
     try:
-        health = wait_ready(run, session.cluster.nodes, launcher, timeout)
+        check_interrupts()  # one that arrived while the launcher started
+        try:
+            health = wait_ready(run, session.cluster.nodes, launcher, timeout)
+        except ClusterError:
+            retried = _restart_with_new_ports(run, session, fresh, launcher)
+            if retried is None:
+                raise
+            launcher = retried
+            health = wait_ready(run, session.cluster.nodes, launcher, timeout)
+        if hold:
+            hold_interrupts()
+    except Interrupted as exc:
+        # SIGINT, SIGTERM or SIGHUP while waiting: everything started is stopped, and the
+        # run's status, every node's status and the CLI's message name the signal.
+        where = "while the cluster was starting"
+        why = f"esdash received {exc.signal_name} {where}"
+        stop_cluster(run, launcher, reason="interrupted", why=why)
+        raise Interrupted(exc.signal_name, where) from None
     except BaseException as exc:
         reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed to start"
         stop_cluster(run, launcher, reason=reason)
@@ -111,15 +142,42 @@ def start_cluster(
     return launcher, health
 
 
+def _restart_with_new_ports(
+    run: RunDir, session: Session, fresh: bool, launcher: subprocess.Popen[bytes]
+) -> subprocess.Popen[bytes] | None:
+    """Issue 15, item 6: the one retry of a start whose automatic port was taken meanwhile.
+
+    Ranks choose free ports seconds before their nodes bind them (:mod:`esdash.cluster.ports`);
+    when another process took one in between, the whole cluster starts again with newly
+    chosen ports (a master's transport port is in every node's seed hosts, so one node alone
+    cannot move).  The failed start is stopped first: then every rank has recorded why its
+    node failed.  Returns the new launcher, or None (nothing relaunched) for any other
+    failure, which the caller raises as before.
+    """
+    from esdash.run.stop import stop_cluster
+
+    stop_cluster(run, launcher, reason="failed to start")
+    reason = ports.retry_reason(run, session)
+    if not reason:
+        return None
+    print(f"esdash: {reason}; starting again with new ports", file=sys.stderr)
+    ports.forget_failed_start(run)
+    return launch_cluster(run, session, fresh)
+
+
 def up(
     session: Session,
     fresh: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     run: RunDir | None = None,
+    hold: bool = False,
 ) -> tuple[RunDir, subprocess.Popen[bytes], Health]:
-    """Prepare and start a cluster; return once it is healthy (or leave nothing running)."""
+    """Prepare and start a cluster; return once it is healthy (or leave nothing running).
+
+    ``hold``: see :func:`start_cluster`.
+    """
     run = prepare(session, run, fresh)
-    launcher, health = start_cluster(run, session, fresh, timeout)
+    launcher, health = start_cluster(run, session, fresh, timeout, hold)
     return run, launcher, health
 
 

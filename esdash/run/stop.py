@@ -11,6 +11,15 @@ stop key, sweeps, a failed start):
 3. ``scancel`` for a submitted job still in the queue;
 4. storage the ranks could not release themselves (a SIGKILLed rank leaves its gocryptfs
    mount): the encryption mode's ``release_storage``.
+
+Signals: a command that starts things (``esdash run``, ``esdash cluster up``) holds one
+:class:`Interrupts` from its start to the end of its stop path.  SIGINT (Ctrl-C), SIGTERM
+(``kill``, ``scancel``, a Slurm time limit) and SIGHUP are recorded by name; while nothing
+is half-started the first one raises :class:`Interrupted` at once, and inside a stop path
+(:func:`deferred_interrupts`) signals are only recorded, so a second Ctrl-C never cuts the
+stop short.  ``run.json`` keeps the state (``interrupted``) and the reason, which names the
+signal and the phase ("esdash received SIGTERM while the cluster was starting"); each rank
+copies that reason into its node's status.  The CLI exits with ``EXIT_ABORT`` (130).
 """
 
 from __future__ import annotations
@@ -20,8 +29,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 from esdash.cluster.health import failure_report, running_nodes
 from esdash.cluster.users import resolve_owner
@@ -31,8 +43,118 @@ from esdash.plugin.manager import get_plugins
 from esdash.rundir.layout import RunDir
 from esdash.session import load_run_session
 
-#: Seconds a cluster gets to stop on its own after the stop file before signals follow.
-STOP_GRACE = 90.0
+#: Seconds a cluster gets to stop on its own after the stop file before its launcher is
+#: signalled.  Ranks see the stop file within half a second and give their node
+#: ``esdash.cluster.node.STOP_GRACE`` (10 s) before SIGKILL, so a healthy cluster is gone
+#: long before; the launcher is signalled only when ranks hang.
+STOP_GRACE = 12.0
+
+#: The signals that stop a command of esdash (Ctrl-C, kill/scancel/time limit, hang-up).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal reached esdash; what it had started is stopped when this propagates.
+
+    A :class:`KeyboardInterrupt`, so code that already handles Ctrl-C handles SIGTERM and
+    SIGHUP alike; the CLI prints the message and exits with ``EXIT_ABORT``.
+    """
+
+    def __init__(self, signal_name: str, where: str = "") -> None:
+        self.signal_name = signal_name
+        self.where = where
+        super().__init__(f"received {signal_name}{f' {where}' if where else ''}")
+
+
+class Interrupts:
+    """The stop signals one command receives, by name, from its start to its last stop.
+
+    Use as a context manager in the main thread (elsewhere signals cannot be handled, and it
+    records nothing).  Outside :meth:`deferred` the first signal raises :class:`Interrupted`
+    at once -- nothing is half-started there -- and later ones are only recorded; inside,
+    every signal is only recorded and the code polls :attr:`received`.  The previous
+    handlers are restored on exit.
+    """
+
+    def __init__(self) -> None:
+        self.received: list[str] = []
+        self._deferred = 0
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {sig: signal.signal(sig, self._on_signal) for sig in STOP_SIGNALS}
+            _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._previous:
+            _ACTIVE.remove(self)
+            for sig, handler in self._previous.items():
+                signal.signal(sig, handler)  # type: ignore[arg-type]
+            self._previous = {}
+
+    @property
+    def first(self) -> str | None:
+        """The name of the first signal received (``SIGTERM``), or None."""
+        return self.received[0] if self.received else None
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.received.append(signal.Signals(signum).name)
+        if not self._deferred:
+            self.hold()  # what runs while this propagates is cleanup: never cut it short
+            raise Interrupted(self.received[0])
+
+    def hold(self) -> None:
+        """Only record signals from now on (the command owns something it must stop)."""
+        self._deferred += 1
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """Only record signals inside (starting a process and recording it, stopping)."""
+        self._deferred += 1
+        try:
+            yield
+        finally:
+            self._deferred -= 1
+
+    def check(self, where: str = "") -> None:
+        """Raise :class:`Interrupted` if a signal was recorded (outside :meth:`deferred`)."""
+        if self.received and not self._deferred:
+            raise Interrupted(self.received[0], where)
+
+
+_ACTIVE: list[Interrupts] = []
+
+
+def active_interrupts() -> Interrupts | None:
+    """The :class:`Interrupts` in force in this process, if a command installed one."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def hold_interrupts() -> None:
+    """From now on, only record stop signals (see :meth:`Interrupts.hold`)."""
+    current = active_interrupts()
+    if current is not None:
+        current.hold()
+
+
+def check_interrupts(where: str = "") -> None:
+    """Raise :class:`Interrupted` for a signal recorded meanwhile (see :meth:`Interrupts.check`)."""
+    current = active_interrupts()
+    if current is not None:
+        current.check(where)
+
+
+@contextlib.contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Record, never raise, stop signals inside (a stop path must run to its end)."""
+    current = active_interrupts()
+    if current is None:
+        yield
+        return
+    with current.deferred():
+        yield
 
 
 def stop_cluster(
@@ -40,34 +162,56 @@ def stop_cluster(
     launcher: subprocess.Popen[bytes] | None = None,
     grace: float = STOP_GRACE,
     reason: str = "stopped",
+    why: str | None = None,
 ) -> str:
     """Ask every rank to stop its node, wait, and escalate if the launcher lingers.
 
     ``launcher`` is the launcher process when this process started it (it is then also
     reaped).  Returns ``"stopped"`` or ``"killed"``; the run's state becomes ``reason``
-    (or that outcome).
+    (or that outcome) and ``run.json``'s reason ``why`` -- written before the stop file, so
+    every rank records it as its node's stop reason.  Signals are only recorded meanwhile
+    (:func:`deferred_interrupts`): the stop runs to its end.
     """
-    run.request_stop()
-    info = run.read_info()
-    record = info.launcher
-    outcome = "stopped"
-    if launcher is not None or process.here(record):
-        result = process.stop(record, grace=grace, first=0, group=True, process=launcher)
-        if result == "killed":
-            outcome = "killed"
-    else:
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and running_nodes(run):
-            time.sleep(0.5)
-    job = info.slurm_job
-    if job and info.submitted and slurm.job_state(job) not in ("FINISHED",):
-        slurm.cancel(job)
-    for message in release_storage(run):
-        print(f"esdash: {message}", file=sys.stderr)
-    with run.edit_info() as changed:
-        changed.state = reason if reason != "stopped" else outcome
-        changed.stopped = time.time()
+    with deferred_interrupts():
+        if why:
+            with run.edit_info() as changed:
+                changed.reason = why
+        run.request_stop()
+        info = run.read_info()
+        record = info.launcher
+        outcome = "stopped"
+        if launcher is not None or process.here(record):
+            result = process.stop(
+                record, grace=grace, first=0, group=True, process=launcher, tree=True
+            )
+            if result == "killed":
+                outcome = "killed"
+            _close_node_statuses(run, why or reason)
+        else:
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and running_nodes(run):
+                time.sleep(0.5)
+        job = info.slurm_job
+        if job and info.submitted and slurm.job_state(job) not in ("FINISHED",):
+            slurm.cancel(job)
+        for message in release_storage(run):
+            print(f"esdash: {message}", file=sys.stderr)
+        with run.edit_info() as changed:
+            changed.state = reason if reason != "stopped" else outcome
+            changed.stopped = time.time()
     return outcome
+
+
+def _close_node_statuses(run: RunDir, reason: str) -> None:
+    """After the launcher is gone: nodes whose rank died before it could record their end.
+
+    A rank killed outright leaves ``running`` (or ``starting``) in its status file while its
+    node's guard has already stopped the node; the status must not claim a live node.
+    """
+    for rank in running_nodes(run):
+        with run.edit_node_status(rank) as status:
+            status.state = "stopped"
+            status.message = f"{reason}; its rank ended before recording the node's end"
 
 
 def release_storage(run: RunDir) -> list[str]:
@@ -112,28 +256,21 @@ def release_storage(run: RunDir) -> list[str]:
     return done
 
 
-def stay(run: RunDir, launcher: subprocess.Popen[bytes]) -> int:
+def stay(run: RunDir, launcher: subprocess.Popen[bytes], interrupts: Interrupts) -> int:
     """Stay with a running cluster until it ends, a signal arrives or ``down`` is requested.
 
     ``esdash cluster up --foreground`` (a batch job's main step): SIGTERM from Slurm's time
-    limit or ``scancel``, SIGINT and SIGHUP stop the cluster the normal way.
+    limit or ``scancel``, SIGINT and SIGHUP stop the cluster the normal way -- its state is
+    ``stopped`` and the exit code 0, and the reason names the signal.  ``interrupts`` is the
+    command's own (installed before the cluster started).
     """
-    received: list[int] = []
-
-    def on_signal(signum: int, _frame: object) -> None:
-        received.append(signum)
-
-    watched = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-    previous = {sig: signal.signal(sig, on_signal) for sig in watched}
-    try:
-        while launcher.poll() is None and not received and not run.stop_requested():
-            time.sleep(0.5)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    if launcher.poll() is None:
-        stop_cluster(run, launcher, reason="stopped")
-        return 0
+    with interrupts.deferred():
+        while launcher.poll() is None and not interrupts.received and not run.stop_requested():
+            time.sleep(0.2)
+        if launcher.poll() is None:
+            why = f"esdash received {interrupts.first}" if interrupts.first else None
+            stop_cluster(run, launcher, reason="stopped", why=why)
+            return 0
     for message in release_storage(run):
         print(f"esdash: {message}", file=sys.stderr)
     failures = failure_report(run)

@@ -21,6 +21,8 @@ Run directory (``<runs>/<session>-<UTC time>/``)::
     bench.json                  the benchmark plan every bench rank reads
     bench.log                   output of the benchmark's mpiexec/srun
     stream.jsonl                header | interval | event | final records (docs/stream.md)
+    ranks/<rank>.jsonl          a bench worker's intervals and heartbeats, read by rank 0
+    ranks/coordinator.jsonl     rank 0's word to the workers (warm-up, steps' start)
     results.json                the numbers, per step and query (+ results-authors-format.json)
     esdash-run.log, tui-launch.json   an ``esdash run`` the dashboard started, and its pid
     job.sbatch, slurm-<job>.out       ``esdash submit``
@@ -77,6 +79,9 @@ CLUSTER_SAMPLES = "cluster.jsonl"
 BENCH_PLAN = "bench.json"
 BENCH_LOG = "bench.log"
 STREAM = "stream.jsonl"
+RANKS = "ranks"
+RANK_CHANNEL = "{rank}.jsonl"
+COORDINATOR_CHANNEL = "coordinator.jsonl"
 RESULTS = "results.json"
 RESULTS_AUTHORS = "results-authors-format.json"
 RUN_LOG = "esdash-run.log"
@@ -215,6 +220,19 @@ class RunDir:
     @property
     def stream_file(self) -> Path:
         return self.path / STREAM
+
+    @property
+    def ranks_dir(self) -> Path:
+        return self.path / RANKS
+
+    def rank_channel(self, rank: int) -> Path:
+        """Where bench worker ``rank`` appends its interval payloads and heartbeats."""
+        return self.ranks_dir / RANK_CHANNEL.format(rank=int(rank))
+
+    @property
+    def coordinator_channel(self) -> Path:
+        """Where bench rank 0 appends what the workers must hear (warm-up, steps' start)."""
+        return self.ranks_dir / COORDINATOR_CHANNEL
 
     @property
     def results_file(self) -> Path:

@@ -50,7 +50,7 @@ JsonValue = Mapping[str, Any] | list[Any] | str | int | float | bool | None
 #: The error classes (a small, closed taxonomy; docs/stream.md):
 #: ``timeout``, ``connection``, ``other``, ``http_<status>``, ``bulk_item_<type>``.
 ERROR_CLASS_PATTERN = (
-    r"^(timeout|connection|other|partial|http_[1-5][0-9][0-9]|bulk_item_[a-z0-9_]+)$"
+    r"^(timeout|connection|other|partial|open|http_[1-5][0-9][0-9]|bulk_item_[a-z0-9_]+)$"
 )
 ERROR_CLASS_RE = re.compile(ERROR_CLASS_PATTERN)
 ErrorClass = Annotated[str, msgspec.Meta(pattern=ERROR_CLASS_PATTERN)]
@@ -112,6 +112,10 @@ class RunInfo(Record, kw_only=True):
     owner: str | None = None
     #: prepared, queued, starting, running, stopped, killed, failed, interrupted, ...
     state: str | None = None
+    #: Why the run stopped, when something stopped it: "esdash run received SIGTERM while
+    #: the cluster was starting", "stop requested (esdash cluster down)".  Also what each
+    #: rank records as its node's stop reason.
+    reason: str | None = None
     created: float | None = None
     updated: float | None = None
     ready: float | None = None
@@ -207,6 +211,9 @@ class NodeStatus(Record, kw_only=True):
     message: str | None = None
     log_tail: str | None = None
     updated: float | None = None
+    #: The session key of a port the node found in use (``cluster.http_port``): an
+    #: automatically chosen one makes the start retry once with new ports.
+    port_in_use: str | None = None
 
 
 class DataRootEncryption(Record, kw_only=True):
@@ -319,6 +326,8 @@ class ErrorTime(Record, kw_only=True):
 
     count: Count = 0
     sum: float = 0.0
+    #: The longest: an ``open`` request (no answer when its step ended) is as long as any.
+    max: float | None = None
 
 
 class ErrorSample(Record, kw_only=True):
@@ -578,6 +587,8 @@ class OpResult(Record, kw_only=True):
     latency: LatencyStats = msgspec.field(default_factory=LatencyStats)
     service_time: LatencyStats = msgspec.field(default_factory=LatencyStats)
     error_time_mean: float | None = None
+    #: The longest failed request (ms): a request still open at its step's end counts here.
+    error_time_max: float | None = None
     per_rank: dict[str, RankOpResult] = {}
     per_node: dict[str, NodeOpResult] = {}
     last_errors: dict[str, list[ErrorSample]] = {}
@@ -652,6 +663,11 @@ class CacheCounts(Record, kw_only=True):
     segments: int | None = None
     #: Why the step's numbers may come from a cache rather than from search (None: they do not).
     flag: str | None = None
+
+
+#: Starts of a step status saying its numbers are not of the planned load on the planned
+#: cluster (a viewer flags such steps).
+INCOMPLETE_STEP = ("ended early", "lost ranks", "node lost", "rank(s) silent")
 
 
 class StepResult(Record, kw_only=True):
@@ -759,11 +775,40 @@ class ClusterFacts(Record, kw_only=True):
 
 
 class RankSummary(Record, kw_only=True):
+    """One load rank as rank 0 saw it: ``status`` is ok, failed, aborted or lost."""
+
     host: str | None = None
     status: str | None = None
     reason: str | None = None
     ingest_node: str | None = None
     step_nodes: dict[str, str | None] = {}
+    #: Wall clock of its last heartbeat (a lost rank: when it went silent).
+    last_heartbeat: float | None = None
+    #: Interval payloads of it that reached rank 0 (all of them are in the numbers).
+    intervals: int = 0
+
+
+class NodeEvent(Record, kw_only=True):
+    """A search node lost or back during the benchmark, as rank 0 noticed it."""
+
+    #: Seconds since the run's start (T0), and the wall clock.
+    t: float
+    wall: float
+    node: str
+    kind: Literal["lost", "back"]
+    #: What showed it: the node's process exited, it stopped answering, it left the cluster.
+    cause: str
+
+
+class HealthPoint(Record, kw_only=True):
+    """The cluster's health when it changed (status, nodes or shards), seconds since T0."""
+
+    t: float
+    status: str | None = None
+    number_of_nodes: int | None = None
+    active_shards: int | None = None
+    unassigned_shards: int | None = None
+    error: str | None = None
 
 
 class Results(Record, kw_only=True):
@@ -795,6 +840,10 @@ class Results(Record, kw_only=True):
     rounds: RoundsResult | None = None
     #: Engine, JVMs, heaps and index settings as the cluster reported them.
     cluster: ClusterFacts | None = None
+    #: Nodes lost (and back) during the benchmark, in order.
+    node_events: list[NodeEvent] = []
+    #: The cluster's health over the run: one point per change.
+    cluster_health: list[HealthPoint] = []
 
     def step(self, name: str) -> StepResult | None:
         return next((step for step in self.steps if step.name == name), None)
@@ -843,6 +892,9 @@ class BenchPlan(FrozenRecord, kw_only=True, frozen=True):
     ranks: int
     schema: str = BENCH_SCHEMA
     reingest: bool = False
+    #: ``esdash run --reuse-index``: ``auto`` re-ingests an index whose ``_meta.esdash``
+    #: fingerprint differs from ``index_body``'s, ``require`` refuses to run instead.
+    reuse_index: str = "auto"
     track: str = ""
     #: Notes the orchestrator shows as warnings (e.g. field types the distribution lacks).
     notes: tuple[str, ...] = ()

@@ -481,6 +481,8 @@ class Snapshot:
     ranks_all: tuple[int, ...] = ()
     ranks_missing: tuple[int, ...] = ()
     ranks_lost: tuple[int, ...] = ()
+    #: Search nodes lost (``node_lost`` and not ``node_back`` since), by name.
+    nodes_lost: tuple[str, ...] = ()
     cluster: ClusterView | None = None
     log: tuple[str, str] | None = None
     problems: tuple[str, ...] = ()
@@ -732,6 +734,7 @@ class RunModel:
             ranks_all=ranks_all,
             ranks_missing=missing,
             ranks_lost=lost,
+            nodes_lost=self._lost_nodes(t_pos if not following else None),
             cluster=self._cluster(record.wall if record is not None and not following else None),
             log=self.log,
             problems=tuple(self.problems[-5:]),
@@ -881,8 +884,23 @@ class RunModel:
             data = event.data
             if event.kind == "rank_lost" and data.get("rank") is not None:
                 lost.add(int(data["rank"]))
+            if event.kind == "rank_back" and data.get("rank") is not None:
+                lost.discard(int(data["rank"]))
             if event.kind == "ranks_missing":
                 lost.update(int(r) for r in data.get("ranks") or [])
+        return tuple(sorted(lost))
+
+    def _lost_nodes(self, upto_t: float | None) -> tuple[str, ...]:
+        """Nodes whose last ``node_lost``/``node_back`` event (up to ``upto_t``) says lost."""
+        lost: set[str] = set()
+        for event in self.events:
+            if upto_t is not None and event.t > upto_t:
+                continue
+            node = event.data.get("node")
+            if event.kind == "node_lost" and isinstance(node, str):
+                lost.add(node)
+            elif event.kind == "node_back" and isinstance(node, str):
+                lost.discard(node)
         return tuple(sorted(lost))
 
     def _series(self, position: int, t_pos: float | None, span: float | None) -> tuple[Point, ...]:

@@ -8,7 +8,7 @@ ASCII, one finding per line, so batch logs and the dashboard say the same thing.
 
 from __future__ import annotations
 
-from esdash.rundir.records import QueryRounds, Results
+from esdash.rundir.records import INCOMPLETE_STEP, QueryRounds, Results
 from esdash.view import format as fmt
 
 
@@ -97,7 +97,7 @@ def step_flags(results: Results) -> list[str]:
     flags = []
     for step in results.steps:
         label = f"  {step.index} {step.name}"
-        if step.status.startswith(("ended early", "lost ranks")):
+        if step.status.startswith(INCOMPLETE_STEP):
             flags.append(f"{label}: {step.status}")
         if step.steadiness is not None and not step.steadiness.steady:
             flags.append(f"{label}: {step.steadiness.label}")

@@ -464,7 +464,8 @@ class MriTrack(Track):
         values = self.resolved(options)
         count, seed = values["documents"], values["seed"]
         path = Path(cache_dir) / f"mri-{count}-{seed}.ndjson"
-        return generated_corpus(path, generate(count, seed), count)
+        origin = {"generator": "mri", "seed": seed}  # identifies the index's corpus
+        return generated_corpus(path, generate(count, seed), count, origin)
 
     def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         """One step per query, like the paper's tables; session warm-up and duration."""

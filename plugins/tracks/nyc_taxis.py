@@ -263,7 +263,8 @@ class NycTaxisTrack(Track):
             return Corpus(Path(values["documents_file"]))
         count, seed = values["documents"], values["seed"]
         path = Path(cache_dir) / f"nyc_taxis-{count}-{seed}.ndjson"
-        return generated_corpus(path, generate(count, seed), count)
+        origin = {"generator": "nyc_taxis", "seed": seed}  # identifies the index's corpus
+        return generated_corpus(path, generate(count, seed), count, origin)
 
     def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         """The authors' 18 steps, in their order."""

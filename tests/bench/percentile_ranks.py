@@ -2,11 +2,12 @@
 
 ``mpiexec -n N python percentile_ranks.py RUN_DIR RAW_JSON``.  Workers (ranks 1..N-1) each
 record a seeded set of latencies and service times into a real :class:`Recorder` and report
-it with the real :class:`Reporter` (interval payloads over MPI, then a final report), as
-``run_worker`` does.  Rank 0 runs the real :class:`Coordinator` and :class:`StreamSink`, so
-the stream and ``results.json`` come out of the code every run uses; it also gathers the raw
-values into ``RAW_JSON`` for the test to compute the reference statistics from.  Only the
-HTTP requests are missing: the values are recorded instead of measured.
+it with the real :class:`Reporter` (interval payloads appended to its channel file, then a
+final report), as ``run_worker`` does.  Rank 0 runs the real :class:`Coordinator` and
+:class:`StreamSink`, so the stream and ``results.json`` come out of the code every run uses;
+it also gathers the raw values into ``RAW_JSON`` for the test to compute the reference
+statistics from.  Only the HTTP requests are missing: the values are recorded instead of
+measured.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
-from esdash.bench.rank import TAG_FINAL, Coordinator, RankState, Reporter, Schedule
+from esdash.bench.channel import ChannelWriter
+from esdash.bench.rank import KIND_FINAL, Coordinator, RankState, Reporter, Schedule
 from esdash.bench.recorder import Recorder
 from esdash.rundir.layout import RunDir
 
@@ -43,12 +45,12 @@ def latencies(rank: int) -> tuple[list[float], list[float]]:
     return latency.tolist(), service.tolist()
 
 
-def worker(comm: MPI.Comm, rank: int, schedule: Schedule, node: str) -> None:
+def worker(run: RunDir, rank: int, schedule: Schedule, node: str) -> None:
     while time.time() < schedule.t0:
         time.sleep(0.01)
     recorder = Recorder(rank)
     state = RankState(phase="measure", step=0)
-    reporter = Reporter(comm, rank, recorder, schedule, state)
+    reporter = Reporter(ChannelWriter(run.rank_channel(rank)), rank, recorder, schedule, state)
     latency, service = latencies(rank)
     size = -(-REQUESTS // CHUNKS)
     for start in range(0, REQUESTS, size):
@@ -70,11 +72,10 @@ def worker(comm: MPI.Comm, rank: int, schedule: Schedule, node: str) -> None:
         "status": "ok",
         "steps": [{"index": 0, "step": "s", "status": "ok", "node": node, "requests": REQUESTS}],
     }
-    reporter.send(final, TAG_FINAL)
-    reporter.drain_sends(30.0)
+    reporter.send(final, KIND_FINAL)
 
 
-def coordinator(comm: MPI.Comm, size: int, run: RunDir, schedule: Schedule) -> None:
+def coordinator(size: int, run: RunDir, schedule: Schedule) -> None:
     """Rank 0: the real coordinator's receive and emit, the real sink's stream and results.
 
     ``Coordinator.serve`` also drives the step conductor (index, settling, warm-up), which
@@ -88,7 +89,7 @@ def coordinator(comm: MPI.Comm, size: int, run: RunDir, schedule: Schedule) -> N
     start = {"t0": schedule.t0, "index": {"ingest": False, "reason": "test"}, "error": None}
     everyone = [{"rank": r, "host": "localhost", "target": "node-0"} for r in range(1, size)]
     sink.start(start, everyone)
-    coordinating = Coordinator(comm, size - 1, schedule, sink)
+    coordinating = Coordinator(run, size - 1, schedule, sink)
     deadline = time.time() + 120
     while len(coordinating.finals) < size - 1 and time.time() < deadline:
         if not coordinating.receive():
@@ -106,9 +107,9 @@ def main(run_path: str, raw_path: str) -> int:
     t0 = comm.bcast(time.time() + 0.5 if rank == 0 else None, root=0)
     schedule = Schedule(t0, run.read_bench_plan().interval)
     if rank:
-        worker(comm, rank, schedule, run.read_topology().nodes[0].name)
+        worker(run, rank, schedule, run.read_topology().nodes[0].name)
     else:
-        coordinator(comm, size, run, schedule)
+        coordinator(size, run, schedule)
     raw = comm.gather(latencies(rank) if rank else None, root=0)
     if rank == 0:
         assert raw is not None

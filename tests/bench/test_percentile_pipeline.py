@@ -1,9 +1,9 @@
 """The percentile pipeline, checked: known latencies in, numpy's statistics out.
 
 Three worker ranks (``mpiexec -n 4``, ``percentile_ranks.py``) record seeded latencies into
-real recorders and report them over MPI the way ``run_worker`` does; rank 0 merges them with
-the real coordinator, stream sink and results code.  Here ``results.json`` and the stream are
-read back through :mod:`esdash.rundir` and compared with numpy on the raw values:
+real recorders and report them through their channel files the way ``run_worker`` does; rank 0
+merges them with the real coordinator, stream sink and results code.  Here ``results.json``
+and the stream are read back through :mod:`esdash.rundir` and compared with numpy on the raw values:
 
 * count, min, max and mean exactly (up to the 4 decimals of milliseconds results keep);
 * gmean and gstd exactly too: the recorder sums ``ln(x)`` and ``ln(x)**2`` per value;

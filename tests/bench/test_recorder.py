@@ -131,7 +131,7 @@ def test_errors_count_as_requests_but_stay_out_of_the_histograms():
     assert op["requests"] == 4
     assert op["errors"] == {"http_429": 1, "timeout": 1, "connection": 1}
     assert op["latency"]["count"] == 1 and op["latency"]["max"] == 0.010
-    assert op["error_time"] == {"count": 2, "sum": pytest.approx(60.001)}
+    assert op["error_time"] == {"count": 2, "sum": pytest.approx(60.001), "max": 60.0}
     assert op["nodes"]["a"]["requests"] == 2 and op["nodes"]["a"]["errors"] == {"http_429": 1}
     assert op["nodes"]["b"]["errors"] == {"timeout": 1, "connection": 1}
     assert op["last_errors"]["http_429"][0]["status"] == 429

@@ -1,21 +1,19 @@
 """`esdash run` end to end against real Elasticsearch nodes and real MPI ranks.
 
-The session's secure 2-node cluster is shared (`esdash run --cluster RUN`); scenarios that hurt a
-cluster (node loss) get their own.  Steps are short: the point is behaviour, not numbers.
+The session's secure 2-node cluster is shared (`esdash run --cluster RUN`); faults (lost ranks,
+lost nodes, signals) are in ``tests/faults``.  Steps are short: the point is behaviour, not numbers.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from support.cli import ESDASH, esdash, java_pids_under, pids_alive, write_session
+from support.cli import ESDASH, esdash, write_session
 from support.distributions import RECORDER, install_distribution, observer_hooks
 from support.records import as_json
 
@@ -73,22 +71,6 @@ def start_run(runs: Path, *args: str) -> subprocess.Popen:
         text=True,
         env=env,
     )
-
-
-def wait_until_measuring(runs: Path, prefix: str, timeout: float = 240) -> Path:
-    """The newest run called ``prefix-*`` once its stream shows the measured phase."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        candidates = sorted(runs.glob(f"{prefix}-*"), key=lambda p: p.stat().st_mtime)
-        stream = candidates[-1] / "stream.jsonl" if candidates else None
-        if (
-            stream
-            and stream.exists()
-            and any(r.get("phase") == "measure" for r in records(candidates[-1]))
-        ):
-            return candidates[-1]
-        time.sleep(0.5)
-    raise AssertionError(f"no run {prefix}-* reached its measured step in {timeout} s")
 
 
 def test_observer_hooks_are_called_once_each_with_the_real_run(
@@ -334,76 +316,6 @@ def test_ctrl_c_still_prints_the_summary(cluster, shared_tmp: Path) -> None:
     assert "aborted" in out and "long" in out  # the summary table is printed
     run = run_output(subprocess.CompletedProcess([], 0, "".join(lines) + out, err))
     assert json.loads((run / "results.json").read_text())["status"] == "aborted"
-
-
-def test_lost_rank_is_marked_missing_and_the_run_ends(cluster, shared_tmp: Path) -> None:
-    """A worker that stops reporting (a hung process, a dead node) is not waited for."""
-    cluster_run, runs = cluster
-    match_all_step(shared_tmp / "lost.json", 25)
-    session = bench_session(
-        shared_tmp,
-        "lost",
-        track='name = "mri"\ndocuments = 1500',
-        bench=BENCH + 'queries = "lost.json"\n',
-    )
-    proc = start_run(runs, str(session), "--cluster", str(cluster_run))
-    pid = None
-    try:
-        run = wait_until_measuring(runs, "lost", 120)
-        pid = records(run)[0]["bench"]["per_rank"][1]["pid"]
-        os.kill(pid, signal.SIGSTOP)
-        out, err = proc.communicate(timeout=180)
-    finally:
-        if pid and pids_alive([pid]):
-            os.kill(pid, signal.SIGKILL)
-        if proc.poll() is None:
-            proc.kill()
-    results = json.loads((run / "results.json").read_text())
-    assert results["missing_ranks"] == [2]
-    assert "rank(s) [2] lost" in results["reason"]
-    assert any(r.get("missing_ranks") == [2] for r in records(run) if r["type"] == "interval")
-    assert results["steps"][0]["queries"]["all"]["requests"] > 0  # the rest kept working
-    assert proc.returncode == 1, out + err
-
-
-def test_node_loss_during_a_step_is_counted_and_the_run_completes(shared_tmp: Path) -> None:
-    runs = shared_tmp / "runs"
-    match_all_step(shared_tmp / "nodeloss.json", 12)
-    bench = (
-        '[benchmark]\nworkers_per_node = 2\nbulk_size = 200\nseed = 7\nqueries = "nodeloss.json"\n'
-    )
-    session = write_session(
-        shared_tmp,
-        "nodeloss",
-        2,
-        security=False,
-        track='name = "mri"\ndocuments = 500',
-        tables=bench,
-    )
-    # which node each of the 4 workers targets in step 0 (the seeded rule of the workers)
-    targets = [
-        random.Random(7 * 1_000_003 + w * 7_919).choice(["node-0", "node-1"]) for w in range(4)
-    ]
-    victim = "node-1" if "node-1" in targets else "node-0"
-    proc = start_run(runs, str(session))
-    try:
-        run = wait_until_measuring(runs, "nodeloss")
-        statuses = {
-            json.loads(p.read_text())["name"]: json.loads(p.read_text())
-            for p in run.glob("nodes/*/status.json")
-        }
-        os.kill(statuses[victim]["pid"], signal.SIGKILL)
-        out, err = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    results = json.loads((run / "results.json").read_text())
-    query = results["steps"][0]["queries"]["all"]
-    assert query["errors"].get("connection", 0) > 0, query["errors"]
-    assert query["per_node"][victim]["errors"]
-    assert sorted(results["per_rank"]) == ["1", "2", "3", "4"]  # every rank's results kept
-    assert java_pids_under(run) == []
-    assert "run ended" in out
 
 
 def test_nyc_taxis_track_runs_every_step(cluster, shared_tmp: Path) -> None:

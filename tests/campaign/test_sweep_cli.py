@@ -86,6 +86,7 @@ def test_submit_writes_one_job_per_cluster_size(tmp_path: Path) -> None:
         "--dry-run",
         "--retries",
         "2",
+        "--reuse-index=require",
         env_runs=tmp_path / "runs",
     )
     directory = tmp_path / "runs" / "campaigns" / "plan"
@@ -94,7 +95,7 @@ def test_submit_writes_one_job_per_cluster_size(tmp_path: Path) -> None:
         script = (directory / "jobs" / f"nodes-{nodes}" / "job.sbatch").read_text()
         assert f"#SBATCH --nodes={nodes}" in script  # one host per node
         assert "#SBATCH --time=03:00:00" in script and "#SBATCH --partition=debug" in script
-        assert f"--only cluster.nodes={nodes} --retries 2" in script
+        assert f"--only cluster.nodes={nodes} --retries 2 --reuse-index=require" in script
         assert f"sweep {campaign.resolve()} --dir {directory}" in script
     jobs = json.loads((directory / "campaign.json").read_text())["jobs"]
     assert [(j["nodes"], j["points"], j["job"]) for j in jobs] == [(1, 4, None), (3, 4, None)]

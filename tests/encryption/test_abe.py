@@ -792,6 +792,7 @@ def test_plan_marks_unsupported_queries_and_stores_only_what_is_sent(codec, tmp_
     track = MriTrack()
     dist = Distribution(tmp_path, "8.19.21", "integ-test-zip", (), scripting=False)
     steps = tuple(QueryStep(q.name, (q,)) for q in QUERIES)
+    (tmp_path / "c").write_text('{"a": 1}\n')  # the plan fingerprints the corpus file
     plan = make_plan(session, track, Corpus(tmp_path / "c"), steps, dist, 1, 1, codec=codec)
     assert plan.encryption == "abe" and plan.client_codec == codec.spec()
     reasons = {q.name: q.unsupported for s in plan.steps for q in s.queries}
@@ -835,10 +836,12 @@ def test_workers_decode_inside_the_measured_time_and_count_failures(codec) -> No
         class target:  # noqa: N801
             name = "n0"
 
+        timeout = 60.0
+
         def __init__(self, body: bytes) -> None:
             self.body = body
 
-        def request(self, method, path, body=None, content_type=None):
+        def request(self, method, path, body=None, content_type=None, timeout=None):
             return 200, self.body
 
     request = codec.encode_query({"query": {"match_all": {}}})

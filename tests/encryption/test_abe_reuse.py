@@ -11,8 +11,9 @@ Here one node holds an index written in that earlier format (:mod:`support.abe`)
 session running ``body_part`` and ``age`` with two workers, like the failing points:
 
 - with the earlier format's own ``_meta`` the index must be re-created, not reused;
-- with the planned ``_meta`` over foreign strings (another writer), the run must fail
-  naming the query, the field and the fix, not with a bare ``InvalidTag``.
+- with the planned ``_meta`` (the fingerprint ``esdash run`` stamps, ABE layout included)
+  over foreign strings (another writer), the run must fail naming the query, the field and
+  the fix, not with a bare ``InvalidTag``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from esdash_plugins.encryption.abe import AbeMode
 from esdash_plugins.tracks.mri import QUERIES, MriTrack, generate
 from support.abe import older_format
 from support.cli import esdash, java_pids_under, run_dir_from, write_session
+
+from esdash.bench.index_reuse import corpus_identity, stamp_index_body
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi]
 
@@ -109,6 +112,19 @@ def seed_index(node: dict, body: dict, lines: list[bytes]) -> None:
     assert not call(node, "POST", "/mri/_bulk?refresh=true", bulk)["errors"]
 
 
+def planned_body(reuse: dict, encrypted: bool = True) -> dict:
+    """The index body ``esdash run`` plans: the codec's, stamped with its ``_meta.esdash``.
+
+    ``encrypted=False``: what a plaintext session of the same track and corpus plans.
+    """
+    cache = Path(reuse["env"]["ESDASH_CACHE"])
+    corpus = MriTrack().corpus(TRACK_OPTIONS, cache / "corpora")
+    body = reuse["index_body"]
+    if encrypted:
+        body = reuse["codec"].encode_index_body(body)
+    return stamp_index_body(body, corpus_identity(corpus, cache / "offsets"))
+
+
 def bench(reuse: dict) -> tuple[str, dict]:
     """``esdash run --cluster`` without ``--reingest``, as the campaign's later points ran."""
     result = esdash(
@@ -136,9 +152,8 @@ def test_an_index_in_another_ciphertext_format_is_recreated_not_reused(reuse: di
 
 
 def test_foreign_strings_under_the_planned_meta_name_query_field_and_fix(reuse: dict) -> None:
-    codec = reuse["codec"]
-    older = older_format(codec.spec())
-    body = codec.encode_index_body(reuse["index_body"])
+    older = older_format(reuse["codec"].spec())
+    body = planned_body(reuse)
     seed_index(reuse["node"], body, older.encode_lines([dict(d) for d in reuse["docs"]]))
     output, results = bench(reuse)
     assert f"index mri reused with {DOCUMENTS} documents" in output, output
@@ -152,3 +167,14 @@ def test_foreign_strings_under_the_planned_meta_name_query_field_and_fix(reuse: 
             message,
         ), message
         assert "esdash run --reingest" in message, message
+
+
+def test_a_plaintext_index_of_the_same_corpus_is_recreated_naming_the_abe_layout(
+    reuse: dict,
+) -> None:
+    lines = [json.dumps(d).encode() for d in reuse["docs"]]
+    seed_index(reuse["node"], planned_body(reuse, encrypted=False), lines)
+    output, results = bench(reuse)
+    assert "index mri created anew: the existing one differed in" in output, output
+    assert "ABE layout (the index is plaintext)" in output, output
+    assert results["status"] == "ok", output

@@ -212,11 +212,14 @@ def test_a_killed_rank_leaves_no_mount_after_down(workdir: Path) -> None:
     run = run_dir_from(esdash("cluster", "up", str(session), env_runs=runs).stdout)
     try:
         es_pid = status_json(run, runs)["nodes"]["0"]["pid"]
-        rank_pid = int(Path(f"/proc/{es_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        # the node runs under its guard (esdash.launch.guard), which runs under the rank
+        guard_pid = int(Path(f"/proc/{es_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        rank_pid = int(Path(f"/proc/{guard_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        assert b"esdash.cluster.rank" in Path(f"/proc/{rank_pid}/cmdline").read_bytes()
         os.kill(rank_pid, signal.SIGKILL)
         deadline = time.monotonic() + 90
         while java_pids_under(run) and time.monotonic() < deadline:
-            time.sleep(0.5)  # the node got SIGTERM from the kernel when its rank died
+            time.sleep(0.5)  # the node's guard stopped both JVMs when the rank died
         assert java_pids_under(run) == []
         assert g.mount_entry(data / "0" / "plain") is not None  # nobody unmounted it yet
     finally:

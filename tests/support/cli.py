@@ -52,21 +52,26 @@ def write_session(
     extra_cluster: str = "",
     track: str = 'name = "mri"',
     tables: str = "",
+    ports: bool = True,
 ) -> Path:
     """A session file for a small test cluster on free ports.
 
     ``track`` is the body of the ``[track]`` table; ``tables`` is appended verbatim (e.g. an
     ``[encryption]`` or ``[benchmark]`` table).  The global warm-up is off unless ``tables``
     sets ``warmup_max``: run until steady (up to 5 minutes) it would dominate a short test.
+    ``ports=False`` leaves ``http_port`` and ``transport_port`` out: the ranks choose them.
     """
     tables = quick_warmup(tables)
-    http, transport = free_port_block(nodes), free_port_block(nodes)
+    explicit = ""
+    if ports:
+        http, transport = free_port_block(nodes), free_port_block(nodes)
+        explicit = f"http_port = {http}\ntransport_port = {transport}\n"
     path = directory / f"{name}.toml"
     path.write_text(
         f'name = "{name}"\n'
         f'[cluster]\nnodes = {nodes}\nheap = "256m"\ninterconnect = "{interconnect}"\n'
         f'run_as = "{user}"\nsecurity = {str(security).lower()}\n'
-        f"http_port = {http}\ntransport_port = {transport}\n"
+        f"{explicit}"
         f'data_dir = "data-{name}"\n{extra_cluster}\n'
         f"[track]\n{track}\n{tables}\n"
     )

@@ -13,6 +13,7 @@ import random
 
 import msgspec
 import pytest
+from rich.console import Console
 from support.records import event as event_record
 from support.records import header as header_record
 from support.records import interval as interval_record
@@ -217,6 +218,40 @@ def test_missing_and_lost_ranks_and_errors_by_class():
     (row,) = snap.ops
     assert row.errors == 4 and row.requests == 104
     assert snap.phase == "measuring step 1/1 s0"
+
+
+def test_lost_nodes_and_ranks_follow_their_lost_and_back_events():
+    """The cluster panel marks a node lost between ``node_lost`` and ``node_back``."""
+    from esdash.tui.widgets.panels import ClusterPanel
+
+    def event(t: float, kind: str, data: dict):
+        return event_record(t=t, wall=NOW + t, kind=kind, message=kind, data=data)
+
+    model = RunModel()
+    model.apply(
+        Update(
+            records=[
+                _header(2),
+                event(1.0, "node_lost", {"node": "node-1", "cause": "its process ended"}),
+                event(1.5, "rank_lost", {"rank": 2}),
+            ]
+        )
+    )
+    snap = model.snapshot(ViewParams(), NOW + 2)
+    assert snap.nodes_lost == ("node-1",) and snap.ranks_lost == (2,)
+    text = Console(width=120, record=True)
+    text.print(ClusterPanel.renderable_for(snap))
+    assert "lost: node-1" in text.export_text()
+    model.apply(
+        Update(
+            records=[
+                event(3.0, "node_back", {"node": "node-1", "cause": "answering again"}),
+                event(3.0, "rank_back", {"rank": 2}),
+            ]
+        )
+    )
+    snap = model.snapshot(ViewParams(), NOW + 4)
+    assert snap.nodes_lost == () and snap.ranks_lost == ()
 
 
 def test_snapshots_are_cached_until_the_data_or_the_view_changes():

@@ -12,7 +12,13 @@ from esdash.view import format as fmt
 from esdash.view.model import Snapshot
 
 HEALTH_STYLES = {"green": "bold green", "yellow": "bold yellow", "red": "bold red"}
-STATE_STYLES = {"running": "green", "starting": "yellow", "stopped": "dim", "failed": "bold red"}
+STATE_STYLES = {
+    "running": "green",
+    "starting": "yellow",
+    "stopped": "dim",
+    "failed": "bold red",
+    "lost": "bold red",
+}
 
 
 class Panel(Vertical, can_focus=True):
@@ -88,6 +94,8 @@ class ClusterPanel(Static):
                 lag = snap.last_wall - cluster.time
                 if lag > 30:
                     head.append(f"  sample {fmt.duration(lag)} old", style="yellow")
+        if snap.nodes_lost:
+            head.append(f"  lost: {', '.join(snap.nodes_lost)}", style="bold red")
         parts.append(head)
         if cluster is not None and cluster.nodes:
             table = Table(box=None, pad_edge=False, padding=(0, 1), expand=False)
@@ -102,13 +110,14 @@ class ClusterPanel(Static):
             ):
                 table.add_column(name, justify=justify, style="", header_style="dim")
             for node in cluster.nodes:
+                state = "lost" if node.name in snap.nodes_lost else (node.state or "-")
                 heap_style = "bold red" if (node.heap_percent or 0) >= 85 else ""
                 rejected = fmt.count(node.rejected)
                 if node.rejected_new:
                     rejected += f" +{node.rejected_new}"
                 table.add_row(
                     node.name,
-                    Text(node.state or "-", style=STATE_STYLES.get(node.state or "", "")),
+                    Text(state, style=STATE_STYLES.get(state, "")),
                     Text(fmt.percent(node.heap_percent), style=heap_style),
                     fmt.percent(node.cpu_percent),
                     fmt.rate(node.gc_ms_per_s),

@@ -1,0 +1,340 @@
+"""Index reuse by fingerprint: keep an ingested index only when it is the planned one.
+
+Ingesting a large corpus takes longer than the benchmark, so ``esdash run`` keeps an index
+from an earlier run.  Checking the name and the document count alone let a session with
+another corpus seed or another shard count silently measure the old index.  So every index
+esdash creates carries one object in its mapping's ``_meta``, ``_meta.esdash``
+(``docs/stream.md``, "The index: ``_meta.esdash``")::
+
+    {"format": 1,
+     "fingerprint": {"corpus": {...}, "mapping": "<sha256>", "settings": {...}},
+     "layout": null | {what a client-side encryption codec records}}
+
+and an index is reused only when that object equals the planned one and the index holds the
+whole corpus.  The plan (:func:`stamp_index_body`, called by ``make_plan``) computes the
+object once; rank 0 only compares (:func:`prepare_index`).
+
+What to do about a difference is the user's choice (``esdash run --reuse-index``): ``auto``
+re-creates the index and says why, ``require`` refuses to run.  An index without
+``_meta.esdash`` was not made by esdash: it may hold someone's data, so it is never deleted,
+only refused by name with the fix.
+
+The decision (:func:`decide`) is a pure function of what the plan says and what the cluster
+has, so every case is tested without a cluster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from esdash.bench.slices import corpus_digest
+from esdash.errors import EsdashError
+from esdash.plugin.api import Corpus
+from esdash.plugin.control import ControlClient
+from esdash.rundir.records import BenchPlan, JsonMapping, JsonObject
+
+#: Version of the ``_meta.esdash`` object; an index stamped with another is re-ingested.
+FORMAT = 1
+#: The key of esdash's object in the mapping's ``_meta``.
+META_KEY = "esdash"
+#: ``esdash run --reuse-index``: re-ingest on a difference, or refuse to run.
+REUSE_MODES = ("auto", "require")
+
+Action = Literal["create", "reuse", "recreate", "refuse"]
+
+
+class IndexRefused(EsdashError):
+    """The existing index cannot be used and must not be replaced; the message says why."""
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def corpus_identity(corpus: Corpus, offsets_dir: Path | None = None) -> JsonObject:
+    """What identifies the corpus an index is ingested from.
+
+    The file's size, document count and a hash of its offsets (:func:`corpus_digest`),
+    plus, for a generated corpus, the generator and its seed (:attr:`Corpus.origin`): those
+    make a difference readable ("seed 5, planned 6"), the bytes catch a generator that
+    changed its output.  The path is left out: a moved corpus is the same corpus.
+    """
+    identity = corpus_digest(corpus, offsets_dir)
+    if corpus.origin:
+        identity["origin"] = json.loads(json.dumps(dict(corpus.origin), sort_keys=True))
+    return identity
+
+
+def _setting_text(value: Any) -> str:
+    """A setting value as the engines echo it: strings, ``true``/``false``, JSON for lists."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def flat_settings(settings: JsonMapping) -> dict[str, str]:
+    """Index settings as flat ``index.*`` names with text values, sorted.
+
+    A track may write ``{"number_of_shards": 3}``, ``{"index": {"number_of_shards": 3}}`` or
+    ``{"index.number_of_shards": 3}``; all mean one setting, and a difference is named by it.
+    """
+    flat: dict[str, str] = {}
+
+    def visit(node: JsonMapping, prefix: str) -> None:
+        for key, value in node.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if isinstance(value, Mapping):
+                visit(value, name)
+            else:
+                flat[name if name.startswith("index.") else f"index.{name}"] = _setting_text(value)
+
+    visit(settings, "")
+    return dict(sorted(flat.items()))
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def stamp_index_body(index_body: JsonMapping, corpus: JsonMapping) -> JsonObject:
+    """``index_body`` with its ``_meta.esdash`` object, the index's fingerprint.
+
+    ``index_body`` is the body as it is sent (after a client codec encoded it): what a
+    codec put into ``_meta.esdash`` (ABE: its ciphertext layout, so an index written with
+    another key or in plaintext is never read with this one) moves to ``layout``.  The
+    mapping is kept as a hash (it can be large, and only whether it changed matters); the
+    settings are kept whole, so a difference names the setting.
+    """
+    body = dict(index_body)
+    mappings = dict(body.get("mappings") or {})
+    meta = dict(mappings.get("_meta") or {})
+    layout = meta.pop(META_KEY, None)
+    bare = (
+        {**mappings, "_meta": meta} if meta else {k: v for k, v in mappings.items() if k != "_meta"}
+    )
+    meta[META_KEY] = {
+        "format": FORMAT,
+        "fingerprint": {
+            "corpus": dict(corpus),
+            "mapping": _digest(bare),
+            "settings": flat_settings(body.get("settings") or {}),
+        },
+        "layout": layout,
+    }
+    mappings["_meta"] = meta
+    body["mappings"] = mappings
+    return body
+
+
+def planned_stamp(index_body: JsonMapping) -> JsonObject | None:
+    """The ``_meta.esdash`` object of a planned index body (None: the plan has none)."""
+    found = ((index_body.get("mappings") or {}).get("_meta") or {}).get(META_KEY)
+    return found if isinstance(found, dict) else None
+
+
+# ----------------------------------------------------------------------- the decision
+
+
+@dataclass(frozen=True)
+class Existing:
+    """What the cluster has under the index name.
+
+    ``stamp`` is its ``_meta.esdash`` (None: esdash did not create it); ``count`` its
+    documents (only read for an index esdash created).
+    """
+
+    stamp: JsonObject | None
+    count: int = 0
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with the index, the differences found and the sentence that says so."""
+
+    action: Action
+    reason: str
+    differences: tuple[str, ...] = ()
+
+    @property
+    def ingest(self) -> bool:
+        return self.action in ("create", "recreate")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _corpus_detail(found: Any, planned: Mapping[str, Any]) -> str:
+    """The corpus difference in the terms that tell them apart (origin first, then bytes)."""
+    found = found if isinstance(found, Mapping) else {}
+    before, after = found.get("origin"), planned.get("origin")
+    before = before if isinstance(before, Mapping) else {}
+    after = after if isinstance(after, Mapping) else {}
+    keys = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    if keys:
+        return ", ".join(
+            f"{k} {_short(before.get(k))}, planned {_short(after.get(k))}" for k in keys
+        )
+    for key, unit in (("documents", " documents"), ("size", " bytes")):
+        if found.get(key) != planned.get(key):
+            return f"{found.get(key)}{unit}, planned {planned.get(key)}{unit}"
+    return "same size and document count, other content"
+
+
+def _settings_detail(found: Any, planned: Mapping[str, str]) -> str:
+    found = found if isinstance(found, Mapping) else {}
+    keys = sorted(k for k in set(found) | set(planned) if found.get(k) != planned.get(k))
+    shown = [
+        f"{k} {_short(found.get(k, 'unset'), 30)}, planned {_short(planned.get(k, 'unset'), 30)}"
+        for k in keys[:3]
+    ]
+    more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
+    return "; ".join(shown) + more
+
+
+def layout_name(found: Any, planned: Any) -> str:
+    """The name a layout difference goes by: the codec's mode ("ABE layout") from either
+    side's record, else "encryption layout"."""
+    for record in (planned, found):
+        if isinstance(record, Mapping) and isinstance(record.get("encryption"), str):
+            return f"{record['encryption'].upper()} layout"
+    return "encryption layout"
+
+
+def _layout_detail(found: Any, planned: Any) -> str:
+    if found is None:
+        return "the index is plaintext"
+    if planned is None:
+        return "the index is encrypted, this session is plaintext"
+    return "another key, schema or ciphertext format"
+
+
+def differences(planned: JsonMapping, existing: Existing) -> list[tuple[str, str]]:
+    """Each difference of an esdash index from the plan: (its name, what differs).
+
+    Another format version is the only difference named then: the rest of an older object
+    may not mean the same.  The document count is named only when the corpus is the same
+    (another corpus explains another count).
+    """
+    found = existing.stamp or {}
+    if found.get("format") != planned.get("format"):
+        version = found.get("format") or "none"
+        return [("format version", f"the index has {version}, this esdash writes {FORMAT}")]
+    result: list[tuple[str, str]] = []
+    recorded = found.get("fingerprint")
+    have: Mapping[str, Any] = recorded if isinstance(recorded, Mapping) else {}
+    want = planned["fingerprint"]
+    if have.get("corpus") != want["corpus"]:
+        result.append(("corpus", _corpus_detail(have.get("corpus"), want["corpus"])))
+    if have.get("mapping") != want["mapping"]:
+        result.append(("mapping", "another field mapping"))
+    if have.get("settings") != want["settings"]:
+        result.append(("settings", _settings_detail(have.get("settings"), want["settings"])))
+    if found.get("layout") != planned.get("layout"):
+        name = layout_name(found.get("layout"), planned.get("layout"))
+        result.append((name, _layout_detail(found.get("layout"), planned.get("layout"))))
+    documents = want["corpus"].get("documents")
+    if not any(name == "corpus" for name, _ in result) and existing.count != documents:
+        result.append(("document count", f"the index holds {existing.count} of {documents}"))
+    return result
+
+
+def foreign_reason(index: str) -> str:
+    """Why an index esdash did not create is refused, with the fix (one line)."""
+    return (
+        f"index {index} exists but esdash did not create it (its mapping has no "
+        f"_meta.esdash), and esdash never deletes an index it did not create: delete it "
+        f"yourself (curl -X DELETE <node>/{index}), or use another index name (the track "
+        f"sets it; a Rally track takes track.index) or a cluster without it (cluster.data_dir)"
+    )
+
+
+def decide(
+    index: str,
+    planned: JsonMapping,
+    existing: Existing | None,
+    mode: str = "auto",
+    reingest: bool = False,
+) -> Decision:
+    """Create, reuse, re-create or refuse the index, and the sentence that says why.
+
+    ``existing`` is None when there is no index of that name.  ``reingest``
+    (``--reingest``) re-creates an index esdash made whatever its fingerprint; ``mode``
+    (``--reuse-index``) says what a difference leads to: ``auto`` re-creates, ``require``
+    refuses.  An index esdash did not make is refused in every mode.
+    """
+    if mode not in REUSE_MODES:
+        raise ValueError(f"reuse mode must be one of {REUSE_MODES}, not {mode!r}")
+    if existing is None:
+        return Decision("create", f"index {index} created")
+    if existing.stamp is None:
+        return Decision("refuse", foreign_reason(index))
+    if reingest:
+        return Decision("recreate", f"index {index} created anew (--reingest)")
+    found = differences(planned, existing)
+    names = tuple(name for name, _ in found)
+    if not found:
+        return Decision("reuse", f"index {index} reused with {existing.count} documents")
+    what = "; ".join(f"{name} ({detail})" for name, detail in found)
+    if mode == "require":
+        return Decision(
+            "refuse",
+            f"index {index} differs from this session's in {what}, and --reuse-index=require "
+            f"does not re-ingest it: run with --reuse-index=auto or --reingest to re-create it",
+            names,
+        )
+    return Decision(
+        "recreate", f"index {index} created anew: the existing one differed in {what}", names
+    )
+
+
+# ------------------------------------------------------------------------ the cluster
+
+
+def inspect(control: ControlClient, index: str) -> Existing | None:
+    """What the cluster has under ``index`` (None: nothing).
+
+    The documents are counted only in an index esdash created: a foreign one is refused
+    whatever it holds.  A ``_meta.esdash`` that is not an object was not written by esdash.
+    """
+    if not control.index_exists(index):
+        return None
+    meta = control.index_meta(index) or {}
+    stamp = meta.get(META_KEY)
+    if not isinstance(stamp, dict):
+        return Existing(stamp=None)
+    return Existing(stamp=stamp, count=control.count(index))
+
+
+def prepare_index(plan: BenchPlan, control: ControlClient) -> JsonObject:
+    """Rank 0's index preparation: decide, then create, keep or re-create the index.
+
+    Returns ``{"ingest": bool, "reason": str}`` (the reason becomes the stream's ``index``
+    event and so a line of the run's output); raises :class:`IndexRefused` when the index
+    must be neither used nor replaced, before any worker sends a request.
+    """
+    index = plan.index
+    planned = planned_stamp(plan.index_body)
+    if planned is None:
+        raise IndexRefused(
+            f"the bench plan's index {index} has no _meta.esdash fingerprint; "
+            "plans are made by esdash run, which always adds one"
+        )
+    decision = decide(index, planned, inspect(control, index), plan.reuse_index, plan.reingest)
+    if decision.action == "refuse":
+        raise IndexRefused(decision.reason)
+    if decision.action == "recreate":
+        control.delete_index(index)
+    if decision.ingest:
+        control.create_index(index, plan.index_body)
+    return {"ingest": decision.ingest, "reason": decision.reason}
