@@ -54,18 +54,26 @@ def _read_all(fd: int) -> bytes:
         chunks.append(chunk)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data``: a write to a pipe may be partial (a signal, more than the buffer)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def run_split(run: RunDir, exchange: Exchange, role: Role) -> int:
     """Fork; the parent runs ``exchange`` (MPI) and supervises, the child runs ``role``."""
     read_end, write_end = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    parent = os.getpid()
     child = os.fork()
     if child == 0:  # ------------------------------------------------------- the worker
         os.close(write_end)
         code = 1
         try:
             _die_with_parent()
-            if os.getppid() == 1:  # the parent died before the line above took effect
+            if os.getppid() != parent:  # it died before the line above took effect
                 os._exit(1)
             data = _read_all(read_end)
             os.close(read_end)
@@ -98,7 +106,9 @@ def _supervise(run: RunDir, child: int, write_end: int, exchange: Exchange) -> i
     try:
         handover = exchange(child)
         if handover is not None:
-            os.write(write_end, json.dumps(handover).encode())
+            # the child may be gone already (a signal): waitpid below says how
+            with contextlib.suppress(BrokenPipeError):
+                _write_all(write_end, json.dumps(handover).encode())
     finally:
         os.close(write_end)
     os.waitid(os.P_PID, child, os.WEXITED | os.WNOWAIT)  # ended, not yet reaped
