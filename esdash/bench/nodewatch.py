@@ -277,6 +277,3 @@ class NodeWatch:
                 text += f", back at {back.t:.1f} s"
             parts.append(text)
         return "; ".join(parts)
-
-    def still_lost(self) -> list[str]:
-        return sorted(self.lost)

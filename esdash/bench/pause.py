@@ -3,9 +3,10 @@
 The fault tests send a signal when a phase's ``phase`` event appears in the run stream, not
 after a sleep.  Some phases last less than a second on a small corpus (writing the results,
 settling an index of a thousand documents): a test could not reliably hit them.  With
-``ESDASH_TEST_PAUSE="results=5,settle=3"`` rank 0 stays in each named phase for that many
-seconds right after writing its event, so the signal lands inside the phase.  Without the
-variable (every real run) nothing waits.  Malformed entries are ignored: this is a test
+``ESDASH_TEST_PAUSE="results=5,settle=3"`` (phases: ingest, settle, warmup, steps,
+results) rank 0 stays in each named phase for that many seconds right after writing its
+event, so the signal lands inside the phase.  Without the variable (every real run) nothing
+waits.  Malformed entries are ignored: this is a test
 hook, never user input.
 """
 
@@ -13,10 +14,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 VARIABLE = "ESDASH_TEST_PAUSE"
-#: The phases rank 0 announces with a ``phase`` event, in order.
-PHASES = ("ingest", "settle", "warmup", "steps", "results")
 
 
 def pause_seconds(phase: str, value: str | None = None) -> float:
@@ -32,11 +32,11 @@ def pause_seconds(phase: str, value: str | None = None) -> float:
     return 0.0
 
 
-def hold(phase: str, aborted: object = None) -> None:
+def hold(phase: str, aborted: Callable[[], bool] | None = None) -> None:
     """Wait in ``phase`` as the test asked; return early once ``aborted()`` is true."""
     seconds = pause_seconds(phase)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if callable(aborted) and aborted():
+        if aborted is not None and aborted():
             return
         time.sleep(0.05)
