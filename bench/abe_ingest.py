@@ -9,7 +9,8 @@ ingest ranks, so the ABE figure includes it: names, strings (AES-SIV), numbers a
 documents / the longest rank's ingest time); the query steps are cut to one short
 ``match_all`` so the runs are ingest only.
 
-Prints each round, the medians and the ratio (target: ABE / plaintext >= 0.8), and the
+Prints the JSON bytes per document each mode sends (and how many of ABE's are field names),
+each round, the medians and the ratio (target: ABE / plaintext >= 0.8), and the
 encryption's share of the ABE ranks' ingest time.  Because wall-clock throughput on a shared
 machine swings with everything else that runs, it also prints CPU per document (the
 ingest ranks' own CPU time, and the Elasticsearch nodes' from ``/proc``) and the ratio of
@@ -168,6 +169,35 @@ def ingest(session: Path, cluster: Path, env: dict[str, str]) -> dict:
     }
 
 
+def bytes_per_document(session: Path, env: dict[str, str], sample: int = 5000) -> dict:
+    """Mean JSON bytes per document as sent in a bulk body: the corpus line (plaintext) or
+    the codec's encrypted line (ABE), over the first ``sample`` documents of the corpus.
+
+    Also the share of the encrypted bytes that are field names (what the compact format of
+    issue 16 shrinks).  Runs the session's own codec, as a bench rank does.
+    """
+    os.environ["ESDASH_RUNS"] = env["ESDASH_RUNS"]
+    from esdash.run.job import client_codec_for, prepare_workload
+    from esdash.session import load_session
+
+    loaded = load_session(session)
+    track, corpus, _ = prepare_workload(loaded)
+    with open(corpus.path, "rb") as source:
+        lines = [line.rstrip(b"\n") for _, line in zip(range(sample), source, strict=False)]
+    codec = client_codec_for(loaded, track)
+    if codec is None:
+        return {"bytes": statistics.fmean(len(line) for line in lines), "names": None}
+    encoded = [
+        fast or codec.encode_lines([json.loads(line)])[0]
+        for fast, line in zip(codec.encode_raw_lines(lines), lines, strict=True)
+    ]
+    names = statistics.fmean(
+        sum(len(key) + 3 for key in json.loads(line)) for line in encoded[:500]
+    )  # "key": per top-level member
+    codec.close()
+    return {"bytes": statistics.fmean(len(line) for line in encoded), "names": names}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=1)
@@ -229,6 +259,11 @@ def main() -> int:
         if line.startswith("run directory:")
     )
     measured: dict[str, list[dict]] = {"none": [], "abe": []}
+    sizes = {mode: bytes_per_document(path, env) for mode, path in sessions.items()}
+    for mode, size in sizes.items():
+        names = f" ({size['names']:.0f} of them field names)" if size["names"] else ""
+        print(f"bytes per document, {mode:4s}: {size['bytes']:.0f}{names}", flush=True)
+    print(f"bytes ratio ABE/plaintext: {sizes['abe']['bytes'] / sizes['none']['bytes']:.2f}")
     try:
         if args.node_cpus:
             pin_nodes(cluster, args.node_cpus)

@@ -18,8 +18,11 @@ Contents, by what a plugin provides:
 * JSON as parsed (documents, mappings, query bodies, track files): :data:`JsonObject`,
   :data:`JsonMapping` (read-only) and :data:`JsonValue` (any one value);
 * a **track**: :class:`Track`, :class:`Corpus`, :class:`FieldSpec`, :class:`Query`,
-  :class:`QueryStep`; corpus helpers (:func:`generated_corpus`, :func:`write_atomically`,
-  :func:`check_corpus`) and the query-file format (:func:`load_steps`, :func:`parse_steps`);
+  :class:`QueryStep`; its plan (:class:`PlannedTask`, :data:`REASON_KINDS`, and what a
+  distribution lacks: :func:`query_refusal`, :func:`mapping_refusal` giving a
+  :class:`Refusal`, :func:`adaptation_note`, :func:`plan_of_steps`); corpus helpers
+  (:func:`generated_corpus`, :func:`write_atomically`, :func:`check_corpus`) and the
+  query-file format (:func:`load_steps`, :func:`parse_steps`);
 * a **backend**: :class:`Backend`, :class:`Distribution`, :class:`NodeRequest`,
   :class:`NodeCommand`, :class:`NodeDirs`, :class:`Owner`, the cluster plan
   (:class:`Topology`, :class:`NodePlan`), the control-client contract
@@ -50,6 +53,7 @@ from __future__ import annotations
 from esdash.errors import BadInput, ClusterError, EsdashError
 from esdash.paths import default_distribution
 from esdash.plugin.api import (
+    REASON_KINDS,
     REQUIRED,
     Backend,
     BrokenPlugin,
@@ -68,6 +72,7 @@ from esdash.plugin.api import (
     OptionValue,
     OptionValues,
     Owner,
+    PlannedTask,
     PluginInfo,
     Query,
     QueryNotSupported,
@@ -107,6 +112,13 @@ from esdash.plugin.host import (
 )
 from esdash.plugin.java import JavaRuntime, JavaVersion, find_java, java_check, java_version
 from esdash.plugin.manager import PluginSet, load_plugins
+from esdash.plugin.planning import (
+    Refusal,
+    adaptation_note,
+    mapping_refusal,
+    plan_of_steps,
+    query_refusal,
+)
 from esdash.plugin.secure_files import (
     SecurityFilesError,
     make_private_dir,
@@ -166,19 +178,23 @@ __all__ = [
     "OptionValue",
     "OptionValues",
     "Owner",
+    "PlannedTask",
     "PluginInfo",
     "PluginSet",
     "PreflightCheck",
     "Query",
     "QueryNotSupported",
     "QueryStep",
+    "REASON_KINDS",
     "REQUIRED",
+    "Refusal",
     "Register",
     "Registrable",
     "SecurityFilesError",
     "TlsFiles",
     "Topology",
     "Track",
+    "adaptation_note",
     "check_corpus",
     "default_distribution",
     "engine_of",
@@ -196,9 +212,12 @@ __all__ = [
     "load_steps",
     "make_private_dir",
     "make_world_readable",
+    "mapping_refusal",
     "maven_copy",
     "owner_ids",
     "parse_steps",
+    "plan_of_steps",
+    "query_refusal",
     "run_as_user",
     "shorten",
     "unzip_keeping_modes",

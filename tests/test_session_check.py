@@ -212,3 +212,90 @@ def test_a_reference_to_a_query_the_steps_never_run_is_named_before_a_run(tmp_pa
         "references.age_wieght: no query called 'age_wieght' in the session's steps "
         '(did you mean "age_weight"?)' in result.stderr
     )
+
+
+# ------------------------------------------------------------------- the session's track
+
+RALLY = Path(__file__).resolve().parent / "fixtures" / "rally" / "weblogs"
+
+
+def rally_session(directory: Path, name: str, track: str) -> Path:
+    """A session running the ``rally`` track with the ``[track]`` lines ``track``."""
+    path = directory / f"{name}.toml"
+    path.write_text(
+        f'name = "{name}"\n'
+        f'[cluster]\nnodes = 1\nheap = "256m"\nrun_as = "{NODE_USER}"\ndata_dir = "data"\n'
+        f'[track]\nname = "rally"\n{track}\n'
+    )
+    return path
+
+
+def broken_json(directory: Path) -> tuple[Path, Path]:
+    """A copy of the weblogs track with a comma missing in a collected file."""
+    import shutil
+
+    track = Path(shutil.copytree(RALLY, directory / "weblogs"))
+    queries = track / "operations" / "queries.json"
+    queries.write_text(queries.read_text().replace('"name": "recent",', '"name": "recent"', 1))
+    return track, queries
+
+
+def track_cases(directory: Path) -> dict[str, tuple[str, str]]:
+    """Each broken ``[track]`` table, with the key and text its one-line error must carry."""
+    track, queries = broken_json(directory)
+    return {
+        "path": (f'path = "{directory / "nope"}"', f"track.path: {directory / 'nope'} does not"),
+        "json": (f'path = "{track}"', f"track.path: {track / 'track.json'}: the track is not"),
+        "challenge": (
+            f'path = "{RALLY}"\nchallenge = "append-and-qurey"',
+            "track.challenge: " + f"{RALLY / 'track.json'} has no challenge 'append-and-qurey' "
+            '(did you mean "append-and-query"?)',
+        ),
+        "params": (
+            f'path = "{RALLY}"\ntrack_params = ["bulk_sise=10"]',
+            "track.track_params: bulk_sise not used by ",
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", ["path", "json", "challenge", "params"])
+def test_a_track_that_does_not_load_is_refused_in_one_line(tmp_path: Path, case: str) -> None:
+    table, expected = track_cases(tmp_path)[case]
+    path = rally_session(tmp_path, case, table)
+    stderr = refused(path)
+    assert stderr.count("\n") == 1, stderr
+    assert stderr.startswith(f"esdash: error: {path}: {expected}"), stderr
+    if case == "json":  # the file and line of the broken text
+        assert f"this text is at {tmp_path / 'weblogs' / 'operations' / 'queries.json'}:" in stderr
+    if case == "params":
+        assert '(did you mean "bulk_size"?)' in stderr
+
+
+@pytest.mark.parametrize("case", ["path", "json", "challenge", "params"])
+def test_submit_dry_run_refuses_the_same_track_and_writes_no_script(
+    tmp_path: Path, case: str
+) -> None:
+    table, expected = track_cases(tmp_path)[case]
+    path = rally_session(tmp_path, case, table)
+    runs = tmp_path / "runs"
+    env = {**os.environ, "ESDASH_RUNS": str(runs), "ESDASH_CACHE": str(tmp_path / "cache")}
+    result = subprocess.run(
+        [sys.executable, "-m", "esdash", "submit", str(path), "--bench", "--dry-run"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{path}: {expected}" in result.stderr
+    assert "wrote" not in result.stdout
+    assert not runs.exists() or not any(runs.rglob("*"))  # no run directory, no job script
+
+
+def test_a_rally_session_that_loads_passes(tmp_path: Path) -> None:
+    path = rally_session(tmp_path, "good", f'path = "{RALLY}"\ntrack_params = ["bulk_size=10"]')
+    result = check(path)
+    assert result.returncode == 0, result.stderr
+    assert "track rally" in result.stdout
+    assert result.stderr == ""  # what the track runs is `esdash plan`'s to show, not a log

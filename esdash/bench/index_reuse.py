@@ -212,10 +212,16 @@ def layout_name(found: Any, planned: Any) -> str:
 
 
 def _layout_detail(found: Any, planned: Any) -> str:
+    """What differs between two layout records: plaintext/encrypted, the codec's format
+    version (a record without one is version 1), or the rest (key, schema, ciphertexts)."""
     if found is None:
         return "the index is plaintext"
     if planned is None:
         return "the index is encrypted, this session is plaintext"
+    if isinstance(found, Mapping) and isinstance(planned, Mapping):
+        had, writes = found.get("format", 1), planned.get("format", 1)
+        if had != writes:
+            return f"ciphertext format version: the index has {had}, this esdash writes {writes}"
     return "another key, schema or ciphertext format"
 
 

@@ -30,17 +30,24 @@ from esdash.plugin.api import (
     Track,
 )
 from esdash.plugin.capabilities import missing_capability
+from esdash.plugin.planning import MODULE_TYPES, adapt_index_body
 from esdash.rundir.records import (
     BenchPlan,
-    JsonObject,
-    JsonValue,
     PlannedQuery,
     PlannedStep,
 )
 from esdash.session import Session
 from esdash.stats.order import step_orders
 
-__all__ = ["BenchPlan", "PlannedQuery", "PlannedStep", "make_plan", "missing_capability"]
+__all__ = [
+    "MODULE_TYPES",
+    "BenchPlan",
+    "PlannedQuery",
+    "PlannedStep",
+    "adapt_index_body",
+    "make_plan",
+    "missing_capability",
+]
 
 
 def planned_query(
@@ -65,41 +72,6 @@ def planned_query(
     return PlannedQuery(name=query.name, index=query.index or index, body=body, unsupported=reason)
 
 
-#: Field types that need a module the integ-test-zip lacks, and the closest core type.
-MODULE_TYPES = {"scaled_float": ("mapper-extras", "double")}
-
-
-def adapt_index_body(body: JsonObject, distribution: Distribution) -> tuple[JsonObject, list[str]]:
-    """Replace field types the distribution cannot map; say what was replaced.
-
-    ``scaled_float`` (NYC taxis) lives in the mapper-extras module, which the integ-test-zip
-    does not ship; ``double`` keeps the values and their order (only the storage differs).
-    """
-    notes: list[str] = []
-    modules = set(distribution.modules)
-
-    def visit(node: JsonValue, path: str) -> JsonValue:
-        if isinstance(node, list):
-            return [visit(item, path) for item in node]
-        if not isinstance(node, dict):
-            return node
-        kind = node.get("type")
-        if isinstance(kind, str) and kind in MODULE_TYPES:
-            module, replacement = MODULE_TYPES[kind]
-            if module not in modules and distribution.flavor.startswith("integ-test-zip"):
-                notes.append(
-                    f"mapping: {path} is {kind}, which needs the {module} module this "
-                    f"{distribution.flavor} distribution lacks; indexed as {replacement}"
-                )
-                node = {k: v for k, v in node.items() if k != "scaling_factor"}
-                node["type"] = replacement
-        return {k: visit(v, f"{path}.{k}" if path else k) for k, v in node.items()}
-
-    adapted = visit(body, "")
-    assert isinstance(adapted, dict)  # an object is rebuilt as an object
-    return adapted, notes
-
-
 def plan_steps(
     steps: tuple[QueryStep, ...],
     session: Session,
@@ -107,22 +79,36 @@ def plan_steps(
     distribution: Distribution,
     codec: ClientCodec | None = None,
 ) -> tuple[PlannedStep, ...]:
-    bench = session.benchmark
-    return tuple(
-        PlannedStep(
-            name=step.name,
-            queries=tuple(planned_query(q, index, distribution, codec) for q in step.queries),
-            warmup=bench.warmup if step.warmup is None else step.warmup,
-            duration=bench.duration if step.duration is None else step.duration,
-            # a step with think time is a closed loop: the session's rate does not apply
-            target_throughput=(
-                step.target_throughput
-                if step.target_throughput is not None or step.think_time
-                else bench.target_throughput
-            ),
-            think_time=step.think_time,
+    planned = []
+    for step in steps:
+        warmup, duration, target = step_timing(step, session)
+        planned.append(
+            PlannedStep(
+                name=step.name,
+                queries=tuple(planned_query(q, index, distribution, codec) for q in step.queries),
+                warmup=warmup,
+                duration=duration,
+                target_throughput=target,
+                think_time=step.think_time,
+            )
         )
-        for step in steps
+    return tuple(planned)
+
+
+def step_timing(step: QueryStep, session: Session) -> tuple[float, float, float | None]:
+    """Warm-up and measured seconds and the target rate a step runs with.
+
+    What the step leaves open (None) the session's ``[benchmark]`` gives; ``esdash plan``
+    shows the same numbers a run uses.
+    """
+    bench = session.benchmark
+    return (
+        bench.warmup if step.warmup is None else step.warmup,
+        bench.duration if step.duration is None else step.duration,
+        # a step with think time is a closed loop: the session's rate does not apply
+        step.target_throughput
+        if step.target_throughput is not None or step.think_time
+        else bench.target_throughput,
     )
 
 

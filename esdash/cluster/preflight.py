@@ -10,7 +10,10 @@ never at one of those call sites.
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 from esdash.cluster import ports
 from esdash.cluster.dataroot import check_data_root, cluster_name, data_root
@@ -47,6 +50,71 @@ class EncryptionOptions(PreflightCheck):
             mode.check_options(session.encryption.options, owner)
         except BadInput as exc:
             yield Finding("", f"{session.path}: {exc}")
+
+
+#: A track's error that names a session key (``track.challenge: ...``).
+_TRACK_KEY = re.compile(r"^(track\.[A-Za-z_][\w.]*): ")
+
+
+def track_finding(session: Session, error: BadInput) -> Finding:
+    """A track's :class:`BadInput` as one line naming the session file and key.
+
+    A message that starts with its key keeps it; one that names a track file is about
+    ``track.path`` when the track reads one, else about the ``[track]`` table.  Only the
+    first line is kept (a JSON error's rendered text follows on further lines).
+    """
+    first = str(error).split("\n", 1)[0].strip()
+    match = _TRACK_KEY.match(first)
+    if match:
+        key, message = match.group(1), first[match.end() :]
+    else:
+        key, message = ("track.path" if "path" in session.track.options else "track"), first
+    return Finding("", f"{session.path}: {key}: {message}")
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """No log records below ERROR while a track loads.
+
+    A track may log what it runs when first loaded (the ``rally`` track does); with no
+    logging configured that lands on stderr, which would break ``session check``'s one line
+    per problem and the dashboard's screen.  ``esdash plan`` shows it instead, and a run
+    still logs it.
+    """
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+
+
+class TrackLoads(PreflightCheck):
+    """The session's track loads with its options: files, challenge, parameters.
+
+    A track is asked what a run asks of it before anything starts (index name and body,
+    field schema, query steps), so a missing track directory, invalid JSON, an unknown
+    challenge or a parameter no template reads is refused here, by ``session check`` and
+    ``submit --dry-run`` alike, with the message the track gives.  The corpus is not read:
+    generating or joining one writes files, which a check must not.
+    """
+
+    name = "track"
+    description = "the track loads with the session's options (files, challenge, parameters)"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        track = context.plugins.track(session.track.name)
+        options = session.track.options
+        try:
+            with _quiet():
+                track.index_name(options)
+                track.index_body(options)
+                track.field_specs(options)
+                session.query_steps(track)
+        except BadInput as exc:
+            yield track_finding(session, exc)
 
 
 class Distribution(PreflightCheck):
@@ -185,6 +253,7 @@ class PortsFree(PreflightCheck):
 #: esdash's own checks, run before the plugins' (in this order).
 CORE_CHECKS: tuple[PreflightCheck, ...] = (
     EncryptionOptions(),
+    TrackLoads(),
     StepOrder(),
     References(),
     Distribution(),

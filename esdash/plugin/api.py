@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Final
 from esdash.errors import BadInput, EsdashError
 from esdash.plugin.control import ControlClient
 from esdash.plugin.host import HostProbe
+from esdash.plugin.planning import REASON_KINDS, PlannedTask, plan_of_steps
 from esdash.plugin.security import Credentials, NodeSecurity
 from esdash.rundir.records import JsonMapping, JsonObject, NodePlan, Topology
 
@@ -585,6 +586,18 @@ class Track(Registrable):
     def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         """The query steps, in the order they run."""
 
+    def plan(
+        self, options: OptionValues, distribution: Distribution | None
+    ) -> tuple[PlannedTask, ...]:
+        """Every task of the track in order: what esdash does, or why it cannot.
+
+        The default is esdash's own model (one ingest, then :meth:`query_steps`), checked
+        against ``distribution`` (None: not installed, nothing checked): queries needing a
+        module it lacks and mappings it cannot hold are refused with that reason.  Tracks that
+        read a richer format (Rally's schedules) override it to list the format's tasks.
+        """
+        return plan_of_steps(self.index_body(options), self.query_steps(options), distribution)
+
 
 @dataclass
 class PluginInfo:
@@ -628,8 +641,10 @@ __all__ = [
     "Corpus",
     "Query",
     "QueryStep",
+    "PlannedTask",
     "PluginInfo",
     "QueryNotSupported",
+    "REASON_KINDS",
     "Track",
     "interface_addresses",
 ]

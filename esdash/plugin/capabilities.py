@@ -2,7 +2,9 @@
 
 The plan (:mod:`esdash.bench.plan`) keeps a query the distribution cannot run, with the
 reason, so it is reported as unsupported instead of silently missing; pre-flight checks ask
-the same question before a launch (how many steps a balanced order has to balance).
+the same question before a launch (how many steps a balanced order has to balance).  A
+track's plan asks it too, and more (:mod:`esdash.plugin.planning`, whose tables this module
+shares).
 """
 
 from __future__ import annotations
@@ -10,24 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from esdash.plugin.api import Distribution, QueryStep
-from esdash.rundir.records import JsonMapping, JsonValue
-
-#: Query parts that live in modules the integ-test-zip does not ship.
-MODULE_PARTS = {
-    "auto_date_histogram": "aggregations",
-    "adjacency_matrix": "aggregations",
-    "matrix_stats": "aggregations",
-    "rank_feature": "mapper-extras",
-}
-
-
-def _parts(body: JsonValue) -> set[str]:
-    """Every key in a request body (query and aggregation types among them)."""
-    if isinstance(body, dict):
-        return set(body) | {k for v in body.values() for k in _parts(v)}
-    if isinstance(body, list):
-        return {k for item in body for k in _parts(item)}
-    return set()
+from esdash.plugin.planning import MODULE_PARTS, body_parts
+from esdash.rundir.records import JsonMapping
 
 
 def missing_capability(
@@ -45,7 +31,7 @@ def missing_capability(
                 f"distribution {distribution.version} lacks; use an official tarball"
             )
     if body is not None and distribution.flavor.startswith("integ-test-zip"):
-        for part in sorted(_parts(body) & set(MODULE_PARTS)):
+        for part in sorted(body_parts(body) & set(MODULE_PARTS)):
             module = MODULE_PARTS[part]
             if module not in distribution.modules:
                 return (

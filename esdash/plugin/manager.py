@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
 import pluggy
 
 from esdash.errors import PluginError
@@ -27,13 +28,16 @@ from esdash.plugin import spec
 from esdash.plugin.api import (
     Backend,
     BrokenPlugin,
+    ClientCodec,
+    Corpus,
     EncryptionMode,
     Interconnect,
     PluginInfo,
     Track,
 )
 from esdash.plugin.checks import PreflightCheck
-from esdash.rundir.records import Interval, Results
+from esdash.rundir.layout import LEAKAGE
+from esdash.rundir.records import Interval, Leakage, Results
 
 if TYPE_CHECKING:
     from esdash.session import Session
@@ -127,15 +131,56 @@ class PluginSet:
     def session_finished(self, session: Session, run_dir: Path, results: Results | None) -> None:
         self._notify("esdash_session_finished", session=session, run_dir=run_dir, results=results)
 
+    def leakage(
+        self, session: Session, run_dir: Path, track: Track, corpus: Corpus, codec: ClientCodec
+    ) -> Leakage | None:
+        """The leakage report of the plugin whose ``codec`` it is, checked; or None.
+
+        The implementations are called one by one, in pluggy's order, until one answers
+        (``firstresult``), so that a failure names its plugin: a plugin that raises is a
+        warning and the next one is asked; a report that does not match the
+        :class:`~esdash.rundir.records.Leakage` record is a warning naming the plugin and the
+        JSON path, and gives None.  Nothing here stops a run.
+        """
+        arguments: dict[str, object] = {
+            "session": session,
+            "run_dir": run_dir,
+            "track": track,
+            "corpus": corpus,
+            "codec": codec,
+        }
+        hook = "esdash_leakage"
+        for impl in reversed(getattr(self.manager.hook, hook).get_hookimpls()):
+            if impl.hookwrapper or impl.wrapper:
+                continue  # esdash declares no wrappers; a plugin's would see no call
+            try:
+                answer = impl.function(*(arguments[name] for name in impl.argnames))
+            except Exception as exc:  # a plugin may fail in any way
+                _warn(f"plugin {impl.plugin_name!r}: {hook} failed: {type(exc).__name__}: {exc}")
+                continue
+            if answer is None:
+                continue
+            try:
+                return msgspec.convert(answer, type=Leakage)
+            except msgspec.ValidationError as exc:
+                _warn(
+                    f"plugin {impl.plugin_name!r}: {hook} returned a report that is not a "
+                    f"valid {LEAKAGE}: {exc}"
+                )
+                return None
+        return None
+
     def _notify(self, hook: str, **arguments: object) -> None:
         """Call an observer hook; a failing observer is reported, never stops the run."""
         try:
             getattr(self.manager.hook, hook)(**arguments)
         except Exception as exc:  # a plugin may fail in any way
-            print(
-                f"esdash: warning: a plugin's {hook} failed: {type(exc).__name__}: {exc}",
-                file=sys.stderr,
-            )
+            _warn(f"a plugin's {hook} failed: {type(exc).__name__}: {exc}")
+
+
+def _warn(text: str) -> None:
+    """One warning line on stderr, as every observer failure is reported."""
+    print(f"esdash: warning: {text}", file=sys.stderr)
 
 
 def _disabled() -> set[str]:

@@ -14,7 +14,9 @@ name registered twice is an error naming both plugins.
 **Observer hooks** are called by the orchestrator (``esdash run``, :mod:`esdash.run.job`), once
 each per session and once per interval record, never on a rank: the load generator's hot
 path never calls a plugin.  A failing observer is reported as a warning; it never stops a
-run.  Implementations may leave out arguments they do not use.
+run.  Implementations may leave out arguments they do not use.  One observer answers:
+``esdash_leakage`` returns the leakage report of a client-side encryption mode, which esdash
+checks and writes into the run directory.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import pluggy
 
-from esdash.plugin.api import Backend, EncryptionMode, Interconnect, Track
+from esdash.plugin.api import Backend, ClientCodec, Corpus, EncryptionMode, Interconnect, Track
 from esdash.plugin.checks import PreflightCheck
-from esdash.rundir.records import Interval, Results
+from esdash.rundir.records import Interval, JsonObject, Results
 
 if TYPE_CHECKING:
     from esdash.session import Session
@@ -141,4 +143,42 @@ def esdash_session_finished(session: Session, run_dir: Path, results: Results | 
     ``results`` is the typed content of ``results.json``
     (:class:`esdash.rundir.records.Results`), or ``None`` when the session failed before
     the benchmark wrote any.
+    """
+
+
+@hookspec(firstresult=True)
+def esdash_leakage(
+    session: Session, run_dir: Path, track: Track, corpus: Corpus, codec: ClientCodec
+) -> JsonObject | None:
+    """Report what a client-side encryption mode still reveals to the cluster.
+
+    Called once by the orchestrator at the end of a run with a client-side encryption mode
+    (``esdash run``, after the results are read and before the cluster stops; also when the
+    benchmark failed once its plan was made; not after a stop signal, whose stop must be
+    prompt), and by ``esdash leakage SESSION`` before any data is ingested (then on a
+    generated sample, with a scratch ``run_dir``).  Return a leakage report when ``codec``
+    is yours, else None: the first report returned is kept.
+
+    ``track``, ``corpus`` and ``codec`` are what the run itself used: the orchestrator has
+    already resolved the track, the corpus and the key (a passphrase may have been asked
+    for, a salt read from the data root), so a plugin must not resolve them again.  The
+    codec holds the key and stays the caller's: do not close it.
+
+    The report is the content of ``leakage.json``, a plain JSON object checked against
+    :class:`esdash.rundir.records.Leakage` (a mismatch is a warning naming the plugin and
+    the JSON path)::
+
+        {"version": 1, "threat_model": str, "references": [str], "documents": int,
+         "source": str, "auxiliary": str, "key_mode": str,
+         "names": {"scheme": str, "declared": int, "learns": str},
+         "fields": [{"field": str, "type": str, "scheme": str, "learns": str,
+                     "records": int, "distinct": int, "domain": int | null,
+                     "attacks": [{"name": str, "applicable": bool, "exact": float | null,
+                                  "within_1pct": float | null, "note": str}],
+                     "verdict": str}]}
+
+    Shares (``exact``, ``within_1pct``) are fractions from 0 to 1.  The report must never
+    hold a plaintext value of the user's data, nor key material; esdash writes it, the
+    plugin writes no file of its own.  It may take seconds (esdash says so while it runs);
+    a failing implementation is a warning and never changes a run's exit status.
     """

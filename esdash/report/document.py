@@ -56,6 +56,7 @@ from esdash.report.tables import (
 from esdash.report.trust import trust_tables
 from esdash.rundir import files
 from esdash.rundir.records import JsonObject
+from esdash.view import leakage
 from esdash.view.inputs import BASELINE, Inputs
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ class Report:
     notes: list[str]
     ingest_runs: list[JsonObject] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
+    #: Runs that have a leakage report (client-side encryption): (run id, what was read).
+    leakage: list[tuple[str, leakage.LeakageReading]] = field(default_factory=list)
 
     def table(self, table_id: str) -> Table | None:
         return next((t for t in self.tables if t.id == table_id), None)
@@ -117,8 +120,16 @@ def build_report(inputs: Inputs, baseline: str = BASELINE) -> Report:
         for e in entries
         if e.results.ingest is not None
     ]
+    found = [(e.id, leakage.read_leakage(e.path)) for e in entries if e.source == "esdash"]
     return Report(
-        title, inputs, tables, run_rows(entries), env, notes(entries, inputs.missing), ingest_runs
+        title,
+        inputs,
+        tables,
+        run_rows(entries),
+        env,
+        notes(entries, inputs.missing),
+        ingest_runs,
+        leakage=[(run, reading) for run, reading in found if reading is not None],
     )
 
 
@@ -148,6 +159,10 @@ def write_json(report: Report, out: Path) -> Path:
         "runs": report.runs,
         "ingest_runs": report.ingest_runs,
         "figures": [asdict(f) for f in report.figures],
+        "leakage": {
+            run: files.to_builtins(reading.record) if reading.record else {"error": reading.error}
+            for run, reading in report.leakage
+        },
         "notes": report.notes,
         "environment": report.environment,
     }
@@ -232,6 +247,23 @@ def _figure_context(figure: Figure, out: Path, embed: bool) -> JsonObject:
     }
 
 
+def _leakage_context(run: str, reading: leakage.LeakageReading) -> JsonObject:
+    """One run's leakage section: what was analysed, the per-field table, threat model."""
+    record = reading.record
+    if record is None:
+        return {"run": run, "error": reading.error or f"{reading.path}: unreadable"}
+    return {
+        "run": run,
+        "error": None,
+        "basis": leakage.basis_line(record),
+        "names": leakage.names_line(record),
+        "headers": list(leakage.HEADERS),
+        "rows": leakage.rows(record),
+        "threat_model": record.threat_model,
+        "references": list(record.references),
+    }
+
+
 def document_context(report: Report, out: Path, self_contained: bool = False) -> JsonObject:
     """What report.md.j2 and report.html.j2 show; figures are read from ``out`` if embedded."""
     entries = report.inputs.entries
@@ -246,6 +278,7 @@ def document_context(report: Report, out: Path, self_contained: bool = False) ->
         "tables": [t for t in report.tables if t.id != "environment"],
         "figures": [_figure_context(f, out, self_contained) for f in report.figures],
         "environment_table": report.table("environment"),
+        "leakage": [_leakage_context(run, reading) for run, reading in report.leakage],
         "sessions": [
             {"id": run["id"], "session": run["session"]}
             for run in report.environment["runs"]

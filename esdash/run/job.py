@@ -37,9 +37,17 @@ from esdash.plugin.api import ClientCodec, Corpus, QueryStep, Track
 from esdash.plugin.corpus import check_corpus
 from esdash.plugin.manager import get_plugins
 from esdash.run import start, stop
+from esdash.run.leakage import record_leakage
 from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import Event, Interval, ProcessRecord, Results, StreamRecord
+from esdash.rundir.records import (
+    BenchPlan,
+    Event,
+    Interval,
+    ProcessRecord,
+    Results,
+    StreamRecord,
+)
 from esdash.session import Session
 
 #: Seconds the ranks may linger after the final record before they are terminated.
@@ -277,6 +285,7 @@ def _run_session(
         print(f"cluster up: {run.path}", file=out, flush=True)
     status = EXIT_FAILURE
     results: Results | None = None
+    plan: BenchPlan | None = None
     progress = Progress()
     try:
         backend = plugins.backend(session.cluster.backend.name)
@@ -349,6 +358,13 @@ def _run_session(
             info.bench_exit = EXIT_ABORT if why else status
             if why:
                 info.state, info.reason = "interrupted", why
+        if codec is not None and plan is not None:
+            # what the encryption still leaks: once the plan was made, also after a failure
+            if why:  # a stop signal promises a prompt stop: no analysis of seconds now
+                said = why.removeprefix("esdash ")
+                print(f"leakage analysis skipped: {said}; `esdash leakage` runs it", file=out)
+            else:
+                record_leakage(run, session, track, corpus, codec, out)
         plugins.session_finished(session, run.path, results)
         if cluster_process is not None:
             if options.keep and not why:  # a signal stops everything, --keep or not

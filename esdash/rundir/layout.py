@@ -24,6 +24,7 @@ Run directory (``<runs>/<session>-<UTC time>/``)::
     ranks/<rank>.jsonl          a bench worker's intervals and heartbeats, read by rank 0
     ranks/coordinator.jsonl     rank 0's word to the workers (warm-up, steps' start)
     results.json                the numbers, per step and query (+ results-authors-format.json)
+    leakage.json                what a client-side encryption mode leaks (esdash_leakage)
     esdash-run.log, tui-launch.json   an ``esdash run`` the dashboard started, and its pid
     job.sbatch, slurm-<job>.out       ``esdash submit``
     stop                        created by ``esdash cluster down``: every rank stops its node
@@ -53,6 +54,7 @@ from esdash.rundir.records import (
     CampaignSummary,
     Health,
     LaunchRecord,
+    Leakage,
     NodeStatus,
     PointState,
     Results,
@@ -84,6 +86,7 @@ RANK_CHANNEL = "{rank}.jsonl"
 COORDINATOR_CHANNEL = "coordinator.jsonl"
 RESULTS = "results.json"
 RESULTS_AUTHORS = "results-authors-format.json"
+LEAKAGE = "leakage.json"
 RUN_LOG = "esdash-run.log"
 LAUNCH_RECORD = "tui-launch.json"
 JOB_SCRIPT = "job.sbatch"
@@ -243,6 +246,10 @@ class RunDir:
         return self.path / RESULTS_AUTHORS
 
     @property
+    def leakage_file(self) -> Path:
+        return self.path / LEAKAGE
+
+    @property
     def run_log(self) -> Path:
         """Output of an ``esdash run`` the dashboard started in this directory."""
         return self.path / RUN_LOG
@@ -324,6 +331,14 @@ class RunDir:
 
     def write_results(self, results: Results) -> None:
         files.write(self.results_file, results)
+
+    def read_leakage(self) -> Leakage | None:
+        """The leakage report, or None when the run has none (not a client-side mode, or
+        the analysis failed); a damaged file is a RunFileError naming it and the JSON path."""
+        return files.read_optional(self.leakage_file, Leakage)
+
+    def write_leakage(self, leakage: Leakage) -> None:
+        files.write(self.leakage_file, leakage)
 
     def read_launch_record(self) -> LaunchRecord | None:
         return files.read_optional(self.launch_record_file, LaunchRecord)

@@ -849,6 +849,84 @@ class Results(Record, kw_only=True):
         return next((step for step in self.steps if step.name == name), None)
 
 
+# ------------------------------------------------------------------------- leakage
+
+#: ``leakage.json`` format; a change of a field's meaning or unit needs a new one.
+LEAKAGE_VERSION = 1
+#: A share of records, from 0 to 1.
+Share = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class LeakageNames(Record, kw_only=True):
+    """How field names are stored, and what the cluster learns from them."""
+
+    scheme: str
+    #: Field names the track's schema declares (each stored as one token per path segment).
+    declared: Count
+    learns: str
+
+
+class LeakageAttack(Record, kw_only=True):
+    """One inference attack run on one field's stored ciphertexts.
+
+    ``exact`` and ``within_1pct`` are the shares of the field's records whose value the
+    attack recovered exactly and within 1 % of the domain; None where the attack does not
+    apply (``applicable`` false, ``note`` says why) or has no numeric domain.
+    """
+
+    name: str
+    applicable: bool
+    exact: Share | None = None
+    within_1pct: Share | None = None
+    note: str = ""
+
+
+class LeakageField(Record, kw_only=True):
+    """One encrypted field: its scheme, what it leaks and how well the attacks did."""
+
+    field: str
+    type: str
+    scheme: str
+    learns: str
+    records: Count
+    distinct: Count
+    #: Number of values the field's declared range and step allow; None when unbounded.
+    domain: Count | None = None
+    attacks: list[LeakageAttack] = []
+    #: One plain-language sentence ("PatientAge: dense domain of 101 values, ...").
+    verdict: str = ""
+
+    def best_attack(self) -> LeakageAttack | None:
+        """The applicable attack that recovered most records exactly (then within 1 %)."""
+        measured = [a for a in self.attacks if a.applicable and a.exact is not None]
+        if not measured:
+            return None
+        return max(measured, key=lambda a: (a.exact or 0.0, a.within_1pct or 0.0))
+
+
+class Leakage(Record, kw_only=True):
+    """``leakage.json``: what a client-side encryption mode still reveals to the cluster.
+
+    Written by the orchestrator at the end of a run in a client-side mode, from the report
+    the mode's plugin returns (hook ``esdash_leakage``), and by ``esdash leakage SESSION``
+    on a generated sample; the viewers only read it.  Shares are fractions (0 to 1).  It
+    never holds a plaintext value of the user's data.
+    """
+
+    version: int = LEAKAGE_VERSION
+    #: One paragraph: who the adversary is and what it sees.
+    threat_model: str
+    #: The papers the attacks and bounds come from.
+    references: list[str] = []
+    #: Documents analysed, where they came from and what the adversary's auxiliary data was.
+    documents: Count
+    source: str
+    auxiliary: str
+    key_mode: str
+    names: LeakageNames
+    fields: list[LeakageField] = []
+
+
 # ---------------------------------------------------------------------- bench plan
 
 

@@ -54,6 +54,7 @@ from esdash.rundir.records import (
     StreamRecord,
 )
 from esdash.stats import Bucket, bucket_counts, geometric, supported_percentiles
+from esdash.view.leakage import LeakageReading
 from esdash.view.trust import trust_lines
 
 #: Percentiles the dashboard shows (each only where the sample count supports it).
@@ -343,6 +344,8 @@ class Update:
     problems: list[str] = field(default_factory=list)
     stream_exists: bool | None = None
     results: Results | None = None
+    #: ``leakage.json`` when it appeared or changed (a run in a client-side mode).
+    leakage: LeakageReading | None = None
 
     def __bool__(self) -> bool:
         return bool(
@@ -356,6 +359,7 @@ class Update:
             or self.problems
             or self.stream_exists is not None
             or self.results is not None
+            or self.leakage is not None
         )
 
 
@@ -490,6 +494,8 @@ class Snapshot:
     last_wall: float | None = None
     #: When the run has results: settling, warm-up, flagged steps, medians over rounds.
     trust: tuple[str, ...] = ()
+    #: The run's leakage report (client-side encryption), or why it cannot be read.
+    leakage: LeakageReading | None = None
 
 
 def _session_field(session: JsonMapping, table: str, key: str, default: Any) -> Any:
@@ -516,6 +522,7 @@ class RunModel:
         self.problems: list[str] = []
         self.stream_exists = False
         self.results: Results | None = None
+        self.leakage: LeakageReading | None = None
         self.version = 0
         self._live = _Fold(self._keep())
         self._cursor: _Fold | None = None
@@ -549,6 +556,8 @@ class RunModel:
             self.stream_exists = update.stream_exists
         if update.results is not None:
             self.results = update.results
+        if update.leakage is not None:
+            self.leakage = update.leakage
         self.problems.extend(update.problems)
         del self.problems[:-50]
         self.version += 1
@@ -739,6 +748,7 @@ class RunModel:
             log=self.log,
             problems=tuple(self.problems[-5:]),
             trust=tuple(trust_lines(self.results)) if self.results is not None else (),
+            leakage=self.leakage,
             last_seq=record.seq if record is not None else None,
             last_wall=record.wall if record is not None else None,
         )

@@ -4,8 +4,9 @@ One :meth:`RunSource.poll` reads, without ever blocking on a missing or half-wri
 
 * new complete records of ``stream.jsonl`` (:class:`esdash.rundir.stream.StreamReader`);
 * new samples of ``cluster.jsonl`` (complete lines only, garbage skipped);
-* ``run.json`` and ``session.toml`` when they changed, the nodes' ``status.json`` files and
-  ``results.json`` (every ``files_every`` seconds);
+* ``run.json`` and ``session.toml`` when they changed, the nodes' ``status.json`` files,
+  ``results.json`` and ``leakage.json`` when it appears or changes (every ``files_every``
+  seconds);
 * the Slurm job's state for a submitted run (``squeue``, every ``slurm_every`` seconds);
 * the tail of one node's log (every ``log_every`` seconds, only when asked for).
 
@@ -25,6 +26,7 @@ from esdash.rundir.layout import RunDir
 from esdash.rundir.records import ClusterSample, NodeStatus, RunInfo
 from esdash.rundir.stream import JsonlFollower, StreamReader
 from esdash.session import tomllib
+from esdash.view.leakage import read_leakage
 from esdash.view.model import Update
 
 #: Lines of a node's log that a view shows.
@@ -151,6 +153,8 @@ class RunSource:
                 if self.stream.finished:
                     update.problems.append(str(exc))
                     self._results_read = True
+        if self._changed(run.leakage_file):  # written once, at the end of the run
+            update.leakage = read_leakage(self.path)
 
     def _slurm_state(self, job: str) -> str:
         job_state = self._job_state

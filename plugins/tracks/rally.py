@@ -23,6 +23,7 @@ an :class:`esdash.errors.BadInput` naming the file (and line where known) and th
 
 from __future__ import annotations
 
+import ast
 import difflib
 import fnmatch
 import hashlib
@@ -32,7 +33,7 @@ import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,16 +43,21 @@ from esdash.plugin_api import (
     REQUIRED,
     BadInput,
     Corpus,
+    Distribution,
     FieldSpec,
     JsonMapping,
     JsonObject,
     JsonValue,
     Option,
     OptionValues,
+    PlannedTask,
     Query,
     QueryStep,
     Track,
+    adaptation_note,
     hookimpl,
+    mapping_refusal,
+    query_refusal,
 )
 
 if TYPE_CHECKING:
@@ -61,10 +67,12 @@ log = logging.getLogger(__name__)
 
 #: Tasks esdash does itself around its ingest and query steps, with what it does instead.
 BY_ESDASH = {
-    "delete-index": "done by esdash itself (it deletes the index before the ingest)",
+    "delete-index": "done by esdash itself (before the ingest it re-creates an index it made "
+    "for another fingerprint, and keeps one with the planned fingerprint; it never deletes an "
+    "index it did not make)",
     "create-index": "done by esdash itself (it creates the index; the task's settings are "
     "merged into the index body)",
-    "refresh": "done by esdash itself (it refreshes the index after the ingest)",
+    "refresh": "done by esdash itself (it refreshes and flushes the index once, after the ingest)",
     "cluster-health": "done by esdash itself (it waits for a green cluster before the benchmark)",
 }
 #: Rally's own template variables: never reported as unused or unknown parameters.
@@ -81,6 +89,39 @@ SEARCH_IGNORED = (
     "assertions",
 )
 TASK_IGNORED = ("schedule", "ramp-up-time-period")
+#: A task's scheduling properties, shown in a plan as the track gives them.
+SCHEDULE_KEYS = (
+    "warmup-time-period",
+    "time-period",
+    "warmup-iterations",
+    "iterations",
+    "target-throughput",
+    "target-interval",
+    "ramp-up-time-period",
+    "schedule",
+    "completed-by",
+)
+#: Rally's own operation types (``OperationType`` of Rally 2.13); any other type needs a
+#: runner registered by the track's ``track.py``.
+RALLY_OPERATIONS = frozenset(
+    (
+        "bulk", "close-ml-job", "close-point-in-time", "cluster-health", "composite",
+        "composite-agg",
+        "create-component-template", "create-composable-template", "create-data-stream",
+        "create-ilm-policy", "create-index", "create-index-template", "create-ml-datafeed",
+        "create-ml-job", "create-snapshot", "create-snapshot-repository", "create-transform",
+        "delete-async-search", "delete-component-template", "delete-composable-template",
+        "delete-data-stream", "delete-ilm-policy", "delete-index", "delete-index-template",
+        "delete-ml-datafeed", "delete-ml-job", "delete-snapshot-repository", "delete-transform",
+        "downsample", "enrich-policy", "esql", "esql-profile", "field-caps", "force-merge",
+        "get-async-search", "index-stats", "node-stats", "open-ml-job", "open-point-in-time",
+        "paginated-search", "put-pipeline", "put-settings", "raw-request", "refresh",
+        "restore-snapshot", "run-until", "scroll-search", "search", "shrink-index", "sleep", "sql",
+        "start-ml-datafeed", "start-transform", "stop-ml-datafeed", "submit-async-search",
+        "transform-stats", "wait-for-current-snapshots-create", "wait-for-recovery",
+        "wait-for-snapshot-create", "wait-for-transform",
+    )
+)  # fmt: skip
 TIMING_KEYS = ("warmup-time-period", "time-period", "warmup-iterations", "iterations", "clients")
 _THROUGHPUT = re.compile(r"^\s*(\d*\.?\d+)\s+(\w+/s)\s*$")
 
@@ -117,6 +158,51 @@ class RallyTask:
     iterations: int | None = None
     clients: int = 1
     throughput: float | None = None
+    block: int | None = None
+
+
+@dataclass(frozen=True)
+class TrackPy:
+    """What a track's ``track.py`` registers, read without running it (esdash runs none)."""
+
+    path: Path
+    exists: bool
+    runners: frozenset[str] = frozenset()
+    param_sources: frozenset[str] = frozenset()
+
+    def holds(self, kind: str, name: str) -> str:
+        """Where the runner or parameter source ``name`` lives, said in a clause."""
+        registered = self.runners if kind == "runner" else self.param_sources
+        if not self.exists:
+            return f"{self.path} would register it, but the track directory holds no track.py"
+        if name in registered:
+            return f"registered in {self.path}, which esdash does not run"
+        return f"{self.path} does not register it by name, and esdash runs no track.py"
+
+
+def scan_track_py(directory: Path) -> TrackPy:
+    """The runners and parameter sources ``track.py`` registers with string literals."""
+    path = directory / "track.py"
+    if not path.is_file() or not tpl.inside(path, directory):
+        return TrackPy(path, path.is_file())
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return TrackPy(path, True)
+    found: dict[str, set[str]] = {"register_runner": set(), "register_param_source": set()}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in found
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found[node.func.attr].add(node.args[0].value)
+    return TrackPy(
+        path, True, frozenset(found["register_runner"]), frozenset(found["register_param_source"])
+    )
 
 
 @dataclass(frozen=True)
@@ -138,6 +224,12 @@ class LoadedTrack:
     unsupported: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     params: JsonMapping = field(default_factory=dict)
+    #: Every task of the challenge, in schedule order, as esdash maps it (no distribution).
+    tasks: tuple[PlannedTask, ...] = ()
+    #: The query each task that became (part of) a query step sends, by task name.
+    task_queries: Mapping[str, Query] = field(default_factory=dict)
+    #: Why esdash cannot run this track at all (only loaded with ``plan=True``), else None.
+    blocker: str | None = None
 
     def summary(self) -> str:
         """A readable account of what runs, what esdash does itself and what does not run."""
@@ -325,15 +417,20 @@ def _track_file(path: Path) -> Path:
     return track_file
 
 
-def load(options: OptionValues) -> LoadedTrack:
-    """Render and read a Rally track directory for ``options``; see the module docstring."""
+def load(options: OptionValues, plan: bool = False) -> LoadedTrack:
+    """Render and read a Rally track directory for ``options``; see the module docstring.
+
+    With ``plan`` a track esdash cannot run at all (no indices, data streams) still loads,
+    with the reason in ``blocker``, so a plan can list its tasks; every broken file, unknown
+    challenge or unused parameter fails either way.
+    """
     track_file = _track_file(Path(options["path"]).expanduser())
     directory = track_file.parent
     name = directory.resolve().name
     params = parse_params(options.get("track_params") or ())
     loaded: list[Path] = []
     env = tpl.environment(directory, params, loaded)
-    source = tpl.assemble(track_file)
+    source = tpl.assemble(track_file, root=directory)
     spec = tpl.load_json(tpl.render(source, env, "the track"), source, "the track")
     reader = _Reader(track_file, source)
     if not isinstance(spec, dict):
@@ -344,15 +441,24 @@ def load(options: OptionValues) -> LoadedTrack:
     if version is not None and version not in (1, 2):
         raise reader.fail("track", f"'version' {version} is not supported (Rally uses 2)")
 
-    indices = _indices(reader, spec)
-    chosen = options.get("index") or indices[0][0]
+    blocker = _no_indices(reader, spec)
+    if blocker is not None and not plan:
+        raise reader.fail("track", blocker)
+    indices = _indices(reader, spec) if blocker is None else []
+    chosen = options.get("index") or (indices[0][0] if indices else "")
     names = [n for n, _ in indices]
-    if chosen not in names:
+    if indices and chosen not in names:
         raise BadInput(
             f"track.index: {track_file} has no index {chosen!r}{_suggest(chosen, names)}; "
             f"its indices: {', '.join(names)}"
         )
-    body_name = dict(indices)[chosen]
+    body_name = dict(indices).get(chosen)
+    for _, body in indices:
+        if body is not None and not tpl.inside(directory / body, directory):
+            raise BadInput(
+                f"{track_file}: index body {body!r} resolves to {(directory / body).resolve()}, "
+                f"outside the track directory {directory}; a track may read only its own files"
+            )
     index_body: JsonObject = {}
     body_sources: list[str] = []
     if body_name is not None:
@@ -367,7 +473,8 @@ def load(options: OptionValues) -> LoadedTrack:
     documents = _corpora(reader, spec, names)
     operations = _operations(reader, spec)
     challenge, challenge_names = _challenge(reader, spec, options.get("challenge"))
-    mapper = _ScheduleMapper(reader, operations, chosen, names, challenge["name"])
+    track_py = scan_track_py(directory)
+    mapper = _ScheduleMapper(reader, operations, chosen, names, challenge["name"], track_py)
     context = f"challenge {challenge['name']!r}"
     mapper.walk(reader.get(challenge, "schedule", list, context, challenge["name"], required=True))
     mapper.finish()
@@ -383,7 +490,7 @@ def load(options: OptionValues) -> LoadedTrack:
     ]
     if templates:
         doc_notes.append(f"{', '.join(templates)}: not installed by esdash")
-    if (directory / "track.py").is_file():
+    if track_py.exists:
         doc_notes.append(
             "track.py (custom runners, parameter sources) is not run by esdash; operations "
             "that need it are listed as not supported"
@@ -404,6 +511,9 @@ def load(options: OptionValues) -> LoadedTrack:
         unsupported=tuple(mapper.unsupported),
         notes=tuple(mapper.notes + doc_notes),
         params=params,
+        tasks=tuple(mapper.planned),
+        task_queries=dict(mapper.task_queries),
+        blocker=blocker,
     )
 
 
@@ -429,16 +539,20 @@ def _check_params(params: JsonMapping, texts: Sequence[str], track_file: Path) -
         )
 
 
+def _no_indices(reader: _Reader, spec: JsonMapping) -> str | None:
+    """Why esdash cannot run a track for want of an index (None: it has indices)."""
+    if reader.get(spec, "indices", list, "track", default=[]):
+        return None
+    if spec.get("data-streams"):
+        return (
+            "uses 'data-streams', not 'indices'; esdash ingests into and queries an index, "
+            "so this track cannot run with esdash"
+        )
+    return "has no 'indices'; esdash needs one index to ingest into"
+
+
 def _indices(reader: _Reader, spec: JsonMapping) -> list[tuple[str, str | None]]:
     entries = reader.get(spec, "indices", list, "track", default=[])
-    if not entries:
-        if spec.get("data-streams"):
-            raise reader.fail(
-                "track",
-                "uses 'data-streams', not 'indices'; esdash ingests into and queries an index, "
-                "so this track cannot run with esdash",
-            )
-        raise reader.fail("track", "has no 'indices'; esdash needs one index to ingest into")
     found: list[tuple[str, str | None]] = []
     for number, entry in enumerate(entries):
         context = f"indices[{number}]"
@@ -456,7 +570,7 @@ def _index_body(path: Path, env: jinja2.Environment, index: str) -> tuple[JsonOb
         raise BadInput(
             f"{path}: {what} is missing; add the file or fix 'body' of the index in track.json"
         )
-    source = tpl.assemble(path)
+    source = tpl.assemble(path, root=tpl.env_dir(env))
     body = tpl.load_json(tpl.render(source, env, what), source, what)
     if not isinstance(body, dict):
         raise BadInput(f"{path}: {what} must be a JSON object, found {_describe(body)}")
@@ -608,13 +722,18 @@ class _ScheduleMapper:
         index: str,
         indices: Sequence[str],
         challenge: str,
+        track_py: TrackPy | None = None,
     ) -> None:
         self.reader = reader
         self.operations = operations
         self.index = index
         self.indices = indices
         self.challenge = challenge
+        self.track_py = track_py or TrackPy(reader.track_file.parent / "track.py", False)
         self.steps: list[QueryStep] = []
+        #: Every task in schedule order, as esdash maps it: the plan before a distribution.
+        self.planned: list[PlannedTask] = []
+        self.task_queries: dict[str, Query] = {}
         self.ingest: RallyTask | None = None
         self.by_esdash: list[str] = []
         self.unsupported: list[str] = []
@@ -670,7 +789,7 @@ class _ScheduleMapper:
                     self.challenge,
                 )
             if "parallel" in entry:
-                self._parallel(entry["parallel"], f"{context}, schedule[{number}]")
+                self._parallel(entry["parallel"], f"{context}, schedule[{number}]", number + 1)
             else:
                 self._handle(self._task(entry, f"{context}, schedule[{number}]", {}))
 
@@ -736,7 +855,7 @@ class _ScheduleMapper:
         value = self.reader.number(spec, "target-throughput", where, name)
         return float(value) or None
 
-    def _parallel(self, block: JsonValue, context: str) -> None:
+    def _parallel(self, block: JsonValue, context: str, position: int = 0) -> None:
         reader = self.reader
         if not isinstance(block, dict):
             raise reader.fail(
@@ -756,7 +875,9 @@ class _ScheduleMapper:
                     f"must be an object, found {_describe(spec)}",
                     self.challenge,
                 )
-            tasks.append(self._task(spec, f"{context}, parallel", defaults))
+            task = self._task(spec, f"{context}, parallel", defaults)
+            task.block = position or None
+            tasks.append(task)
         queries = [self._query(task) for task in tasks]
         if tasks and all(isinstance(q, Query) for q in queries):
             self._parallel_step(tasks, [q for q in queries if isinstance(q, Query)])
@@ -766,7 +887,7 @@ class _ScheduleMapper:
             f"searches esdash can run, so esdash runs them one after another"
         )
         for task in tasks:
-            self._handle(task)
+            self._handle(task, " (esdash runs the tasks of this parallel block one after another)")
 
     def _parallel_step(self, tasks: list[RallyTask], queries: list[Query]) -> None:
         """Searches run in parallel become one step whose queries are sent together."""
@@ -802,9 +923,75 @@ class _ScheduleMapper:
             )
         for task in tasks:
             self._search_notes(task)
-        self.steps.append(QueryStep(name, tuple(queries), warmup, duration, target))
+        step = QueryStep(name, tuple(queries), warmup, duration, target)
+        self.steps.append(step)
+        throttled = (
+            "its rate is the sum of the tasks' target-throughput"
+            if target
+            else ("unthrottled unless the session sets benchmark.target_throughput")
+        )
+        for task, timing, query in zip(tasks, timings, queries, strict=True):
+            others = ", ".join(t.name for t in tasks if t is not task)
+            self.task_queries[task.name] = query
+            self._plan(
+                task,
+                f"runs as one query step {name!r} with {others or 'no other task'}: every bench "
+                f"rank sends the block's {len(queries)} queries in its own random order, one "
+                f"request at a time (the tasks do not get clients of their own); "
+                f"{self._timing_text(task, timing)}; {throttled}; {self._clients_text(task)}",
+                step=step,
+            )
 
-    def _handle(self, task: RallyTask) -> None:
+    def _plan(
+        self,
+        task: RallyTask,
+        esdash: str,
+        *,
+        step: QueryStep | None = None,
+        ingest: bool = False,
+        refusal: tuple[str, str] | None = None,
+    ) -> None:
+        """Record what esdash does with ``task`` (or why not) for :meth:`RallyTrack.plan`."""
+        schedule = {key: task.spec[key] for key in SCHEDULE_KEYS if key in task.spec}
+        planned = PlannedTask(
+            task.name,
+            task.op_type,
+            esdash,
+            clients=task.clients,
+            schedule=schedule,
+            parallel=task.block,
+            step=step,
+            ingest=ingest,
+        )
+        self.planned.append(planned.refused(*refusal) if refusal else planned)
+
+    @staticmethod
+    def _clients_text(task: RallyTask) -> str:
+        if task.clients > 1:
+            return (
+                f"esdash's bench ranks are its clients, one each, not the task's "
+                f"{task.clients} clients"
+            )
+        return "esdash's bench ranks are its clients, one each"
+
+    @staticmethod
+    def _timing_text(task: RallyTask, timing: Timing) -> str:
+        if timing.how == "iterations":
+            per_client = (timing.target_throughput or 0) / task.clients
+            return (
+                f"{task.warmup_iterations or 0}+{task.iterations or 0} iterations per client "
+                f"converted to seconds at {per_client:g}/s per client"
+            )
+        if timing.how == "untimed":
+            return (
+                "iterations without a target-throughput have no time equivalent: the "
+                "session's benchmark.warmup and benchmark.duration apply"
+            )
+        if timing.how == "none":
+            return "no time given: the session's benchmark.warmup and benchmark.duration apply"
+        return "warm-up and measured time as the task gives them"
+
+    def _handle(self, task: RallyTask, suffix: str = "") -> None:
         if task.op_type == "bulk":
             if self.ingest is None:
                 self.ingest = task
@@ -829,16 +1016,43 @@ class _ScheduleMapper:
                         f"(esdash ingests the whole corpus once, split over its bench ranks, in "
                         f"requests of benchmark.bulk_size documents)"
                     )
+                self._plan(
+                    task,
+                    f"the ingest: esdash ingests the corpus of index {self.index!r} once, split "
+                    f"over its bench ranks, in bulk requests of benchmark.bulk_size documents "
+                    f"(an index already holding them with the planned fingerprint is reused "
+                    f"instead)"
+                    + (f"; ignores the task's {', '.join(ignored)}" if ignored else "")
+                    + suffix,
+                    ingest=True,
+                )
             else:
                 self.unsupported.append(
                     f"{task.name} (bulk): esdash ingests once per run; the ingest is "
                     f"{self.ingest.name!r}"
+                )
+                self._plan(
+                    task,
+                    "not run",
+                    refusal=(
+                        "unsupported_operation",
+                        f"esdash ingests once per run; its ingest is {self.ingest.name!r}",
+                    ),
                 )
             return
         if task.op_type == "search":
             query = self._query(task)
             if isinstance(query, str):
                 self.unsupported.append(f"{task.name} (search): {query}")
+                source = task.op.get("param-source")
+                if source is not None:
+                    reason = (
+                        f"its queries come from the parameter source {source!r}: "
+                        f"{self.track_py.holds('param-source', str(source))}"
+                    )
+                    self._plan(task, "not run", refusal=("track_py", reason))
+                else:
+                    self._plan(task, "not run", refusal=("unsupported_operation", query))
                 return
             if self.ingest is None and not self._early_search_noted:
                 self._early_search_noted = True
@@ -846,21 +1060,55 @@ class _ScheduleMapper:
                     f"{task.name}: searches before the bulk task; esdash runs every query step "
                     f"after the ingest"
                 )
+            if self.ingest is None:
+                suffix += " (after the ingest, although the schedule puts it before)"
             timing = self._timing(task)
             self._search_notes(task)
-            self.steps.append(
-                QueryStep(
-                    task.name, (query,), timing.warmup, timing.duration, timing.target_throughput
-                )
+            step = QueryStep(
+                task.name, (query,), timing.warmup, timing.duration, timing.target_throughput
+            )
+            self.steps.append(step)
+            self.task_queries[task.name] = query
+            ignored = [k for k in SEARCH_IGNORED if k in task.op]
+            ignored += [k for k in TASK_IGNORED if k in task.spec]
+            rate = (
+                f"target-throughput {timing.target_throughput:g} ops/s, kept as the total rate "
+                f"of all bench ranks"
+                if timing.target_throughput
+                else "unthrottled unless the session sets benchmark.target_throughput"
+            )
+            self._plan(
+                task,
+                f"query step {task.name!r}: {self._timing_text(task, timing)}; {rate}; "
+                f"{self._clients_text(task)}"
+                + (f"; ignores the task's {', '.join(ignored)}" if ignored else "")
+                + suffix,
+                step=step,
             )
             return
         if task.op_type in BY_ESDASH:
             if task.op_type == "create-index":
                 self._create_index(task)
             self.by_esdash.append(f"{task.name} ({task.op_type}): {BY_ESDASH[task.op_type]}")
+            self._plan(task, BY_ESDASH[task.op_type] + suffix)
             return
         self.unsupported.append(
             f"{task.name} ({task.op_type}): esdash has no equivalent of this operation type"
+        )
+        if task.op_type not in RALLY_OPERATIONS:
+            reason = (
+                f"{task.op_type!r} is not one of Rally's operation types, so its runner is "
+                f"the track's own: {self.track_py.holds('runner', task.op_type)}"
+            )
+            self._plan(task, "not run", refusal=("track_py", reason))
+            return
+        self._plan(
+            task,
+            "not run",
+            refusal=(
+                "unsupported_operation",
+                f"esdash has no equivalent of Rally's {task.op_type!r} operation yet",
+            ),
         )
 
     def _create_index(self, task: RallyTask) -> None:
@@ -900,6 +1148,8 @@ class _ScheduleMapper:
         target = reader.get(op, "index", str, task.where, task.op_name)
         if target is None:
             target = reader.get(op, "data-stream", str, task.where, task.op_name)
+        if not self.indices:
+            return "the track defines no index, and esdash searches only the index it creates"
         if target is None:
             if len(self.indices) != 1:
                 raise reader.fail(
@@ -1024,13 +1274,44 @@ def _ingest_documents(
 # ------------------------------------------------------------------------- corpus
 
 
-def locate_documents(doc: DocumentSet, directories: Sequence[Path], track_file: Path) -> Path:
-    """The uncompressed file of a document set, or a BadInput saying how to get it."""
+def locate_documents(
+    doc: DocumentSet,
+    directories: Sequence[Path],
+    track_file: Path,
+    data_dirs: Sequence[Path] = (),
+    confined: bool = True,
+) -> Path:
+    """The uncompressed file of a document set, or a BadInput saying how to get it.
+
+    A ``source-file`` must stay inside the directory it is looked up in (no ``..``, no
+    absolute path).  In the track directory the file must also resolve (after symlinks)
+    inside it or inside one of ``data_dirs`` (the user's corpus directory, Rally's data
+    directory, esdash's corpus cache, which ``export-rally`` links to): a track must not make
+    esdash send files that are not its own to a cluster.  Not ``confined``: the track
+    directory is the user's ``corpus_dir`` too, which vouches for its links.
+    """
     archive = tpl.decompress_hint(doc.source_file)
     plain = archive[0] if archive else doc.source_file
+    track_dir = track_file.parent
     for directory in directories:
-        if (directory / plain).is_file():
-            path = directory / plain
+        candidate = directory / plain
+        lexical = Path(os.path.normpath(candidate))
+        if not lexical.is_relative_to(Path(os.path.normpath(directory))):
+            raise BadInput(
+                f"{track_file}: corpus {doc.corpus!r}: source-file {doc.source_file!r} points "
+                f"outside {directory}; name a file inside the corpus directory"
+            )
+        if confined and candidate.is_file() and directory == track_dir:
+            allowed = [track_dir, *data_dirs]
+            if not any(tpl.inside(candidate, root) for root in allowed):
+                raise BadInput(
+                    f"{track_file}: corpus {doc.corpus!r}: {candidate} resolves to "
+                    f"{candidate.resolve()}, outside the track directory {track_dir}; copy the "
+                    f"file into it, or set track.corpus_dir to the directory holding it (links "
+                    f"there are followed)"
+                )
+        if candidate.is_file():
+            path = candidate
             if doc.uncompressed_bytes is not None and path.stat().st_size != doc.uncompressed_bytes:
                 raise BadInput(
                     f"{path}: {path.stat().st_size} bytes, but {track_file} says "
@@ -1174,6 +1455,48 @@ class RallyTrack(Track):
     def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         return self.load(options).steps
 
+    def plan(
+        self, options: OptionValues, distribution: Distribution | None
+    ) -> tuple[PlannedTask, ...]:
+        """Every task of the challenge in schedule order, parallel blocks included.
+
+        What :class:`_ScheduleMapper` made of each task, then checked against
+        ``distribution``: a query needing a module it lacks refuses its task, a mapping it
+        cannot hold refuses every task esdash would run (the run stops at creating the
+        index), and so does a track esdash cannot run at all (no index, or no documents for
+        it).
+        """
+        loaded = load(options, plan=True)
+        self._index = loaded.index
+        blocker = loaded.blocker and f"the track {loaded.blocker}"
+        if blocker is None and not loaded.documents:
+            blocker = (
+                f"no corpus documents go to index {loaded.index!r} in challenge "
+                f"{loaded.challenge!r}, so esdash refuses the run (choose another index with "
+                f"track.index: {', '.join(loaded.indices)})"
+            )
+        mapping = mapping_refusal(loaded.index_body, distribution) if blocker is None else None
+        adapted = adaptation_note(loaded.index_body, distribution)
+        tasks: list[PlannedTask] = []
+        for task in loaded.tasks:
+            query = loaded.task_queries.get(task.name)
+            refusal = query_refusal(query.requires, query.body, distribution) if query else None
+            if task.status == "refused":
+                pass
+            elif blocker is not None:
+                task = task.refused("unsupported_operation", blocker)
+            elif mapping is not None:
+                reason = mapping.reason
+                if not task.ingest:
+                    reason = f"its index cannot be created: {reason}"
+                task = task.refused(mapping.kind, reason)
+            elif refusal is not None:
+                task = task.refused(refusal.kind, refusal.reason)
+            elif task.ingest and adapted:
+                task = replace(task, esdash=f"{task.esdash}; {adapted}")
+            tasks.append(task)
+        return tuple(tasks)
+
     def unsupported_operations(self, options: OptionValues) -> list[str]:
         """Tasks of the challenge esdash does not run, each with the reason."""
         return list(self.load(options).unsupported)
@@ -1206,7 +1529,13 @@ class RallyTrack(Track):
             directories = [loaded.directory]
             for corpus in dict.fromkeys([*(d.corpus for d in loaded.documents), loaded.name]):
                 directories.append(rally_data_dir() / corpus)
-        paths = [locate_documents(d, directories, loaded.track_file) for d in loaded.documents]
+        data_dirs = [*directories[1:], cache_dir]
+        paths = [
+            locate_documents(
+                d, directories, loaded.track_file, data_dirs, not options.get("corpus_dir")
+            )
+            for d in loaded.documents
+        ]
         actions = {d.includes_action_and_meta_data for d in loaded.documents}
         if len(actions) > 1:
             raise BadInput(

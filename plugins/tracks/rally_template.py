@@ -96,18 +96,22 @@ class Source:
             return (self.files[0] if self.files else Path("?"), line)
         return self.origins[max(0, min(line, len(self.origins)) - 1)]
 
-    def locate(self, needle: str, limit: int = 3) -> list[str]:
-        """``file:line`` of the source lines whose text equals ``needle`` (stripped)."""
+    def locate(self, needle: str, limit: int = 3, near: int | None = None) -> list[str]:
+        """``file:line`` of the source lines whose text equals ``needle`` (stripped).
+
+        With ``near`` (a 0-based line of the rendered text) the closest lines come first:
+        rendering shifts lines, but rarely far.
+        """
         needle = needle.strip()
         if len(needle) < 2:
             return []
+        matches = [i for i, line in enumerate(self.text.split("\n")) if line.strip() == needle]
+        if near is not None:
+            matches.sort(key=lambda index: abs(index - near))
         found = []
-        for index, line in enumerate(self.text.split("\n")):
-            if line.strip() == needle:
-                path, number = self.origins[index]
-                found.append(f"{path}:{number}")
-                if len(found) >= limit:
-                    break
+        for index in matches[:limit]:
+            path, number = self.origins[index]
+            found.append(f"{path}:{number}")
         return found
 
 
@@ -125,12 +129,26 @@ def _read(path: Path, included_from: str = "") -> str:
         raise BadInput(f"{path}: cannot be read: {exc.strerror}{included_from}") from None
 
 
-def assemble(path: Path, text: str | None = None) -> Source:
-    """``path``'s text with every ``rally.collect`` replaced by the files it names."""
+def assemble(path: Path, text: str | None = None, root: Path | None = None) -> Source:
+    """``path``'s text with every ``rally.collect`` replaced by the files it names.
+
+    ``root`` is the track directory: a collected file that resolves (after symlinks) outside
+    it is refused, so a track cannot make esdash read, and send to a cluster, files that
+    are not part of it.
+    """
     chunks: list[tuple[str, Path, int]] = []
     files: list[Path] = []
-    _assemble(path, _read(path) if text is None else text, chunks, files, [])
+    base = (root or path.parent).resolve()
+    _assemble(path, _read(path) if text is None else text, chunks, files, [], base)
     return _lines(chunks, files)
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` resolves (after symlinks) to ``root`` or below it."""
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
 
 
 def _assemble(
@@ -139,6 +157,7 @@ def _assemble(
     chunks: list[tuple[str, Path, int]],
     files: list[Path],
     stack: list[Path],
+    root: Path,
 ) -> None:
     files.append(path)
     stack = [*stack, path.resolve()]
@@ -150,6 +169,13 @@ def _assemble(
         where = f" (rally.collect in {path}:{line})"
         pattern = match.group(2)
         matched = sorted(p for p in globlib.glob(str(path.parent / pattern)) if Path(p).is_file())
+        outside = [p for p in matched if not inside(Path(p), root)]
+        if outside or (not globlib.has_magic(pattern) and not inside(path.parent / pattern, root)):
+            reached = Path(outside[0]).resolve() if outside else path.parent / pattern
+            raise BadInput(
+                f"{path}:{line}: rally.collect(parts={pattern!r}) reaches {reached}, outside "
+                f"the track directory {root}; a track may collect only its own files"
+            )
         if not matched and not globlib.has_magic(pattern):
             raise BadInput(
                 f"{path}:{line}: rally.collect(parts={pattern!r}) names "
@@ -164,7 +190,7 @@ def _assemble(
                 )
             if number:
                 chunks.append((",\n", path, line))
-            _assemble(part, _read(part, where), chunks, files, stack)
+            _assemble(part, _read(part, where), chunks, files, stack, root)
         line += match.group(0).count("\n")
         position = match.end()
     chunks.append((text[position:], path, line))
@@ -301,8 +327,21 @@ class _HelpersLoader(jinja2.BaseLoader):
         return HELPERS, "<rally.helpers>", lambda: True
 
 
+class Outside(Exception):
+    """An ``{% include %}`` or ``{% import %}`` that resolves outside the track directory."""
+
+    def __init__(self, name: str, resolved: Path) -> None:
+        super().__init__(name)
+        self.name = name
+        self.resolved = resolved
+
+
 class _RecordingLoader(jinja2.FileSystemLoader):
-    """Jinja2's file loader (confined to the track directory) that records what it read."""
+    """Jinja2's file loader, confined to the track directory, that records what it read.
+
+    Jinja2 refuses ``..`` in a template name but follows symlinks; a file that resolves
+    outside the track directory is refused here (:class:`Outside`).
+    """
 
     def __init__(self, searchpath: str, loaded: list[Path]) -> None:
         super().__init__(searchpath)
@@ -313,6 +352,8 @@ class _RecordingLoader(jinja2.FileSystemLoader):
     ) -> tuple[str, str | None, Callable[[], bool] | None]:
         source, filename, uptodate = super().get_source(environment, template)
         if filename:
+            if not inside(Path(filename), Path(self.searchpath[0])):
+                raise Outside(template, Path(filename).resolve())
             self.loaded.append(Path(filename))
         return source, filename, uptodate
 
@@ -349,6 +390,12 @@ def render(source: Source, env: jinja2.Environment, what: str) -> str:
                 )
     except BadInput:
         raise
+    except Outside as exc:
+        where = _runtime_origin(exc, source, base) or str(main)
+        raise BadInput(
+            f"{where}: {what}: includes {exc.name!r}, which resolves to {exc.resolved}, outside "
+            f"the track directory {base}; includes and imports cannot leave it"
+        ) from None
     except jinja2.TemplateSyntaxError as exc:  # in a file pulled in by {% include %}
         raise BadInput(_syntax_message(exc, source, what)) from None
     except jinja2.TemplateNotFound as exc:
@@ -428,13 +475,16 @@ def load_json(text: str, source: Source, what: str) -> JsonValue:
         hints = []
         for number in (index, index - 1):
             if 0 <= number < len(lines):
-                hints = source.locate(lines[number])
+                hints = source.locate(lines[number], near=number)
                 if hints:
                     break
+        if not hints and len(lines) == len(source.origins):  # rendering kept the lines
+            path, number = source.origin(exc.lineno)
+            hints = [f"{path}:{number}"]
         hint = f"; this text is at {', '.join(hints)}" if hints else ""
         raise BadInput(
             f"{main}: {what} is not valid JSON after rendering: {exc.msg} at rendered line "
-            f"{exc.lineno}, column {exc.colno}{hint}. Rendered text:\n" + "\n".join(context)
+            f"{exc.lineno}, column {exc.colno}{hint}\nrendered text:\n" + "\n".join(context)
         ) from None
     except RecursionError:
         raise BadInput(f"{main}: {what}: JSON nested too deeply") from None

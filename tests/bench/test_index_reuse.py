@@ -188,6 +188,17 @@ def test_the_abe_layout_refuses_plaintext_and_another_key() -> None:
     assert "another key, schema or ciphertext format" in decision.reason
 
 
+def test_an_abe_index_of_an_older_ciphertext_format_is_recreated_naming_the_version() -> None:
+    # issue 16: the ABE codec's object carries its format version; the first format had none
+    planned = stamp(with_abe(BODY, {**ABE, "format": 2}))
+    first = {k: v for k, v in ABE.items() if k != "format"}
+    decision = decide("mri", planned, Existing(stamp(with_abe(BODY, first)), count=10))
+    assert decision.action == "recreate" and decision.differences == ("ABE layout",)
+    assert "ciphertext format version: the index has 1, this esdash writes 2" in decision.reason
+    refused = decide("mri", planned, Existing(stamp(with_abe(BODY, first)), count=10), "require")
+    assert refused.action == "refuse" and "format version" in refused.reason
+
+
 def test_an_incomplete_index_is_named_by_its_count_and_another_corpus_by_the_corpus() -> None:
     decision = decide("mri", stamp(), Existing(stamp(), count=4))
     assert decision.differences == ("document count",)

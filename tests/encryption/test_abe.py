@@ -19,7 +19,7 @@ import pytest
 from esdash_plugins.encryption.abe import AbeMode
 from esdash_plugins.encryption.abe import keys as keylib
 from esdash_plugins.encryption.abe.codec import AbeCodec, EncodeError, plan_fields
-from esdash_plugins.encryption.abe.names import NameCipher
+from esdash_plugins.encryption.abe.names import NameCipher, NameCollision
 from esdash_plugins.encryption.abe.values import (
     DayGrid,
     ForeignCiphertext,
@@ -29,6 +29,7 @@ from esdash_plugins.encryption.abe.values import (
     parse_instant,
 )
 from esdash_plugins.tracks.mri import QUERIES, MriTrack, generate
+from esdash_plugins.tracks.nyc_taxis import NycTaxisTrack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyope.ope import OPE, ValueRange
@@ -42,8 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tracks"))
 from query_eval import matches  # noqa: E402
 
 TEXT_FIELDS = {"ismrmrdHeader", "cflHeader", "StudyTimeText", "SystemVendor"}
-ES_NAME = re.compile(r"^f[A-Za-z0-9_-]+$")
-OUT = (0, 2**48 - 1)
+ES_NAME = re.compile(r"^[fk][A-Za-z0-9_-]+$")
+#: Output ranges b = max(31, input bits + 16) of issue 16, written out for the oracle: 31
+#: bits for domains of up to 15 bits, the day grid's 25 bits + 16, 22 bits + 16.
+OUT_31 = (0, 2**31 - 1)
+OUT_DAY = (0, 2**41 - 1)
+OUT_22 = (0, 2**38 - 1)
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -215,9 +220,9 @@ def test_single_key_mode_reproduces_pyope(keydir: Path) -> None:
         {"key_file": path, "key_mode": "single"}, MriTrack(), track_options={}
     )
     doc = codec.encode_document({"PatientAge": 55, "StudyDate": "2014-07-28", "TE": 0.003})
-    age = OPE(text, ValueRange(0, 150), ValueRange(*OUT)).encrypt(55)
-    day = OPE(text, ValueRange(0, 30_000_000), ValueRange(*OUT)).encrypt(20140728)
-    te = OPE(text, ValueRange(0, 1000), ValueRange(*OUT)).encrypt(30)  # 0.003 / 0.0001
+    age = OPE(text, ValueRange(0, 150), ValueRange(*OUT_31)).encrypt(55)
+    day = OPE(text, ValueRange(0, 30_000_000), ValueRange(*OUT_DAY)).encrypt(20140728)
+    te = OPE(text, ValueRange(0, 1000), ValueRange(*OUT_31)).encrypt(30)  # 0.003 / 0.0001
     assert doc[codec.plans["PatientAge"].name] == age
     assert doc[codec.plans["StudyDate"].name] == day
     assert doc[codec.plans["TE"].name] == te
@@ -226,7 +231,7 @@ def test_single_key_mode_reproduces_pyope(keydir: Path) -> None:
 def test_per_field_mode_is_pyope_with_the_hkdf_subkey(raw_key: Path, codec: AbeCodec) -> None:
     master = keylib.MasterKey(keylib.read_key_file(raw_key))
     subkey = master.derive("ope", "PatientWeight", 32)
-    expected = OPE(subkey, ValueRange(0, 3_000_000), ValueRange(*OUT)).encrypt(1_234_567)
+    expected = OPE(subkey, ValueRange(0, 3_000_000), ValueRange(*OUT_22)).encrypt(1_234_567)
     assert codec.plans["PatientWeight"].encrypt_value(123.4567) == expected
 
 
@@ -263,6 +268,39 @@ def test_names_are_valid_elasticsearch_names_and_round_trip(codec: AbeCodec) -> 
     assert names.decrypt_key(nested) == "patient.address.city"
     # a segment's ciphertext depends on its parent path
     assert names.segment("city", "patient") != names.segment("city", "doctor")
+
+
+def test_schema_names_are_short_prf_tokens_and_others_stay_aes_siv(codec: AbeCodec) -> None:
+    # issue 16: declared names are "k" + 64 bits (12 characters), looked up from the schema
+    for plan in codec.plans.values():
+        assert plan.name.startswith("k") and len(plan.name) == 12, plan.name
+    siv_key, prf_key = os.urandom(64), os.urandom(32)
+    names = NameCipher(siv_key, prf_key, ["patient.address.city", "age"])
+    nested = names.path("patient.address.city")
+    assert [len(part) for part in nested.split(".")] == [12, 12, 12]
+    assert names.decrypt_key(nested) == "patient.address.city"
+    assert names.segment("city", "patient.address") != names.segment("city", "doctor")
+    # a dynamic field keeps an AES-SIV token and still round-trips without the table
+    dynamic = names.path("patient.note")
+    assert dynamic.split(".")[0] == nested.split(".")[0] and dynamic.split(".")[1][0] == "f"
+    fresh = NameCipher(siv_key, prf_key, ["patient.address.city"])
+    assert fresh.decrypt_key(dynamic) == "patient.note"
+
+
+def test_a_prf_token_outside_the_schema_is_foreign_not_a_guess() -> None:
+    key = os.urandom(32)
+    writer = NameCipher(os.urandom(64), key, ["age", "weight"])
+    reader = NameCipher(os.urandom(64), key, ["age"])
+    with pytest.raises(ForeignCiphertext, match="not a name of the track's schema"):
+        reader.decrypt_key(writer.path("weight"))
+
+
+def test_colliding_schema_names_are_refused_when_the_plan_is_built() -> None:
+    # 64-bit tokens do not collide among a schema's names; with 8-bit tokens 300 names
+    # under one parent must (pigeonhole), and the plan is refused naming two of them
+    paths = [f"field{i}" for i in range(300)]
+    with pytest.raises(NameCollision, match=r"schema fields 'field\d+' and 'field\d+' at the top"):
+        NameCipher(os.urandom(64), os.urandom(32), paths, prf_bytes=1)
 
 
 # ----------------------------------------------------------------------------- values
@@ -413,10 +451,14 @@ def test_mapping_types_and_meta(codec: AbeCodec) -> None:
     assert body["settings"]["number_of_shards"] == 3
     assert mapping["dynamic"] == "strict"
     types = {codec.names.decrypt_key(k): v["type"] for k, v in mapping["properties"].items()}
-    assert types["PatientAge"] == types["StudyDate"] == types["FlipAngle"] == "long"
+    # b = max(31, input bits + 16): an age (0..150) fits an integer, a day (25 bits) and a
+    # flip angle (0..180 in steps of 0.0001: 21 bits) need a long.
+    assert types["PatientAge"] == "integer"
+    assert types["StudyDate"] == types["FlipAngle"] == "long"
     assert types["BodyPart"] == types["ismrmrdHeader"] == types["SystemVendor"] == "keyword"
     assert len(types) == 63
     assert mapping["_meta"]["esdash"]["layout"] == codec.layout()
+    assert mapping["_meta"]["esdash"]["format"] == 2
     assert "PatientAge" not in json.dumps(body)
 
 
@@ -457,11 +499,11 @@ def test_schemas_abe_cannot_encrypt_are_refused_up_front() -> None:
         plan_fields([])
     with pytest.raises(BadInput) as info:
         plan_fields(
-            [FieldSpec("x", "float", 0, 1), FieldSpec("g", "geo_point"), FieldSpec("n", "long")]
+            [FieldSpec("x", "float", 0, 1), FieldSpec("g", "dense_vector"), FieldSpec("n", "long")]
         )
     message = str(info.value)
     assert "x (float): the track's schema gives no step" in message
-    assert "g: type geo_point cannot be encrypted" in message
+    assert "g: type dense_vector cannot be encrypted" in message
     assert "n (long): the track's schema gives no minimum, maximum" in message
 
 
@@ -927,3 +969,30 @@ def test_pyope_backend_gives_the_same_ciphertexts_without_caching(raw_key, codec
     assert not slow.cache_numbers and codec.cache_numbers
     docs = [{"PatientAge": 33, "FlipAngle": 12.3456, "StudyDate": "2011-02-03"}] * 2
     assert slow.encode_lines([dict(d) for d in docs]) == codec.encode_lines([dict(d) for d in docs])
+
+
+# --------------------------------------------------------------------------- geo points
+
+
+def test_geo_points_are_one_token_each_round_trip_and_refuse_geo_queries(raw_key: Path) -> None:
+    # The NYC taxis track has two geo_point fields; before, ABE refused the whole track.
+    track = NycTaxisTrack()
+    codec = AbeMode().client_codec({"key_file": raw_key}, track, track_options={})
+    body = codec.encode_index_body(track.index_body({}))
+    pickup = codec.plans["pickup_location"]
+    assert body["mappings"]["properties"][pickup.name] == {"type": "keyword", "doc_values": False}
+    points = [[-73.99, 40.75], {"lat": 40.75, "lon": -73.99}, "40.75,-73.99", None]
+    for point in points:
+        doc = {"pickup_location": point, "passenger_count": 2}
+        for line in (codec.encode_lines([dict(doc)])[0], json.dumps(codec.encode_document(doc))):
+            stored = json.loads(line)
+            assert isinstance(stored[pickup.name], str | type(None))  # one token, not a list
+            assert codec.decode_document(stored) == doc
+    # equal points in one notation are equal tokens (deterministic, like keywords)
+    assert pickup.encrypt_value([-73.99, 40.75]) == pickup.encrypt_value([-73.99, 40.75])
+    with pytest.raises(EncodeError, match="is not a geo point"):
+        codec.encode_document({"pickup_location": [1, 2, 3, 4]})
+    exists = codec.encode_query({"query": {"exists": {"field": "pickup_location"}}})
+    assert exists["query"] == {"exists": {"field": pickup.name}}
+    with pytest.raises(QueryNotSupported, match="geo_point field pickup_location"):
+        codec.encode_query({"sort": [{"pickup_location": "asc"}]})

@@ -33,6 +33,7 @@ from pyope.ope import OPE
 from support.cli import esdash, java_pids_under, run_dir_from, write_session
 
 from esdash.plugin.corpus import generated_corpus
+from esdash.rundir.layout import RunDir
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi]
 
@@ -239,6 +240,19 @@ def test_both_runs_measure_the_supported_queries(plaintext: dict, encrypted: dic
             assert query["requests"] > 0 and query["errors"] == {}, (mode, name)
         assert f", encryption {mode}" in outcome["stdout"]
     assert encrypted["results"]["ingest"]["encode_seconds"] > 0
+
+
+def test_the_abe_run_writes_its_leakage_report_and_the_plaintext_run_none(
+    plaintext: dict, encrypted: dict
+) -> None:
+    report = RunDir(encrypted["run"]).read_leakage()  # parses: the typed record
+    assert report is not None and report.documents > 0 and report.fields
+    assert {item.field for item in report.fields} >= {"PatientAge", "PatientName"}
+    lines = encrypted["stdout"].splitlines()
+    begins = next(k for k, line in enumerate(lines) if line.startswith("leakage analysis begins ("))
+    assert lines[begins + 1] == f"leakage: {RunDir(encrypted['run']).leakage_file}"
+    assert RunDir(plaintext["run"]).read_leakage() is None
+    assert "leakage" not in plaintext["stdout"]
 
 
 def test_abe_reports_the_papers_dashes(encrypted: dict) -> None:

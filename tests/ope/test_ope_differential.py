@@ -105,3 +105,30 @@ def test_ranges_beyond_2_53_match_pyope(context, data):
 def test_native_backend_is_built():
     """The differential tests above cover only the backends present; this one insists."""
     require_backend("native")
+
+
+@st.composite
+def field_ranges(draw: st.DrawFn) -> tuple[bytes, tuple[int, int], tuple[int, int]]:
+    """The ranges the ABE codec gives a field (issue 16): a domain ``[0, top]`` of 1 to 45
+    bits and its output range b = max(31, input bits + 16), capped at 53 bits."""
+    from esdash_plugins.encryption.abe.codec import out_range_for
+
+    key = draw(st.binary(min_size=16, max_size=80))
+    top = draw(st.integers(1, 2**45 - 1))
+    return key, (0, top), out_range_for(top)
+
+
+@_examples(80)
+@given(context=field_ranges(), data=st.data())
+def test_the_codecs_per_field_output_ranges_match_pyope(context, data):
+    _check(data, *context)
+
+
+@pytest.mark.parametrize(
+    "top, bits",
+    [(150, 31), (2**15 - 1, 31), (2**15, 32), (30_000_000, 41), (2**37 - 1, 53), (3 * 10**13, 53)],
+)
+def test_output_range_width_follows_the_domain(top, bits):
+    from esdash_plugins.encryption.abe.codec import out_range_for
+
+    assert out_range_for(top) == (0, 2**bits - 1)

@@ -32,9 +32,17 @@ def hookspecs() -> dict[str, object]:
     }
 
 
+#: Observer hooks called only in some runs: ``esdash_leakage`` only for client-side encryption.
+CONDITIONAL_HOOKS = frozenset({"esdash_leakage"})
+
+
 def observer_hooks() -> list[str]:
-    """The hooks the orchestrator calls (every one that is not a registration hook)."""
-    return sorted(name for name in hookspecs() if not name.startswith("esdash_register_"))
+    """The hooks the orchestrator calls in every run (not registration, not conditional)."""
+    return sorted(
+        name
+        for name in hookspecs()
+        if not name.startswith("esdash_register_") and name not in CONDITIONAL_HOOKS
+    )
 
 
 #: A plugin recording every observer call, as JSON lines, in the file ``$ESDASH_OBSERVER_LOG``.

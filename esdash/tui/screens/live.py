@@ -31,7 +31,7 @@ from textual.worker import get_current_worker
 from esdash.tui.messages import SnapshotReady, SourceFailed
 from esdash.tui.widgets.charts import LatencyHistogram, SeriesPlot
 from esdash.tui.widgets.header import RunHeader, Timeline
-from esdash.tui.widgets.panels import ClusterPanel, LogPanel, Panel, ProgressPanel
+from esdash.tui.widgets.panels import ClusterPanel, LeakagePanel, LogPanel, Panel, ProgressPanel
 from esdash.tui.widgets.queries import QueryTable
 from esdash.view.model import SPANS, WINDOWS, RunModel, Snapshot, ViewParams
 from esdash.view.source import RunSource
@@ -50,6 +50,7 @@ PANELS = (
     ("cluster", "Cluster"),
     ("progress", "Ingest · errors · events"),
     ("log", "Node log"),
+    ("leakage", "Leakage · what the cluster can learn, per encrypted field"),
 )
 
 
@@ -91,7 +92,10 @@ The live screen follows a run as it happens, or replays a finished one.
   when enough samples support them: p99 needs 100, p99.9 needs 1000), gmean and gstd.
   ↑/↓ selects the query the histogram shows.
 * **Charts**: throughput and p99 per interval; `+` / `-` widen and narrow the time span.
-* Panels: `1`–`7` show or hide one, Tab moves between them, `m` maximises the focused one.
+* **Leakage** (a run in a client-side encryption mode, once its leakage report is
+  written at the end): per encrypted field its scheme, what the cluster learns, and the
+  share of records the best inference attack recovered; `esdash report` has the verdicts.
+* Panels: `1`–`8` show or hide one, Tab moves between them, `m` maximises the focused one.
 * `space` pauses the view (data keeps arriving), `x` stops the run (asks first),
   `ctrl+s` saves a screenshot. Quitting never stops a run.
 """
@@ -142,10 +146,12 @@ The live screen follows a run as it happens, or replays a finished one.
                 ProgressPanel(id="progress-view"), title=PANELS[5][1], key="6", id="progress"
             )
             yield Panel(LogPanel(id="log-view"), title=PANELS[6][1], key="7", id="log")
+            yield Panel(LeakagePanel(id="leakage-view"), title=PANELS[7][1], key="8", id="leakage")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(RunHeader).show(None)
+        self.query_one("#leakage", Panel).display = False  # until the run has a report
         self.set_interval(1.0 / self.fps, self._wake.set, name="tick")
         self._layout(self.app.size.width, self.app.size.height)
         self.follow()
@@ -250,11 +256,13 @@ The live screen follows a run as it happens, or replays a finished one.
                 snap.count == 0,
             ),
             "log": snap.log,
+            "leakage": snap.leakage,
         }
         parts["p99"] = parts["rate"]
         now = time.monotonic()
         with self.app.batch_update():
             self.query_one(Timeline).show(snap)
+            self._show_leakage_panel(snap)
             for panel, _ in PANELS:
                 if panel in self.hidden or self._drawn.get(panel, _UNSET) == parts[panel]:
                     continue
@@ -285,6 +293,8 @@ The live screen follows a run as it happens, or replays a finished one.
                 elif panel == "log":
                     self.query_one(LogPanel).show(snap)
                     self.query_one("#log", Panel).border_title = "7 Node log · n: next node"
+                elif panel == "leakage":
+                    self.query_one(LeakagePanel).show(snap)
         self.applied += 1
         if self.on_display is not None:
             self.on_display(snap)
@@ -292,6 +302,14 @@ The live screen follows a run as it happens, or replays a finished one.
         if state != self._binding_state:  # the footer rebuilds itself: only on change
             self._binding_state = state
             self.refresh_bindings()
+
+    def _show_leakage_panel(self, snap: Snapshot | None) -> None:
+        """The leakage panel is there only for a run with a report, and not hidden."""
+        panel = self.query_one("#leakage", Panel)
+        wanted = snap is not None and snap.leakage is not None and "leakage" not in self.hidden
+        if panel.display != wanted:
+            panel.display = wanted
+            self.set_class(wanted, "-leakage")
 
     def _redraw_due(self) -> None:
         self._due_timer = None
@@ -372,6 +390,10 @@ The live screen follows a run as it happens, or replays a finished one.
         else:
             self.hidden.add(panel)
             widget.display = False
+        if panel == "leakage":
+            self._show_leakage_panel(self.shown)
+            if panel not in self.hidden and (self.shown is None or self.shown.leakage is None):
+                self.notify("this run has no leakage report (client-side encryption only)")
 
     def action_maximize_panel(self) -> None:
         if self.maximized is not None:

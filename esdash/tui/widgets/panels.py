@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
 from esdash.view import format as fmt
+from esdash.view import leakage
 from esdash.view.model import Snapshot
 
 HEALTH_STYLES = {"green": "bold green", "yellow": "bold yellow", "red": "bold red"}
@@ -219,3 +220,54 @@ class LogPanel(Static):
         if not lines:
             text.append("\n(empty)", style="dim")
         self.update(text, layout=False)
+
+
+#: Shares of records an attack recovered from which a row is shown in red, and in yellow.
+LEAKAGE_RED, LEAKAGE_YELLOW = 0.5, 0.05
+
+
+class LeakagePanel(Static):
+    """The run's leakage report, compact: one row per encrypted field, the best attack.
+
+    Shown only for a run that has ``leakage.json`` (client-side encryption); verdicts,
+    threat model and papers are in ``esdash report``.  A damaged file shows as damaged.
+    """
+
+    DEFAULT_CSS = """
+    LeakagePanel {
+        height: auto;
+    }
+    """
+
+    def show(self, snap: Snapshot) -> None:
+        self.update(self.renderable_for(snap))
+
+    @staticmethod
+    def renderable_for(snap: Snapshot) -> RenderableType:
+        reading = snap.leakage
+        if reading is None:
+            return Text("no leakage report for this run", style="dim")
+        record = reading.record
+        if record is None:
+            return Text(
+                f"leakage report damaged: {reading.error}",
+                style="bold red",
+                no_wrap=True,
+                overflow="ellipsis",
+            )
+        table = Table(box=None, pad_edge=False, padding=(0, 1), expand=False)
+        for name in leakage.COMPACT:
+            justify: JustifyMethod = "right" if name in leakage.NUMERIC else "left"
+            table.add_column(name, justify=justify, header_style="dim", no_wrap=True)
+        for item, cells in zip(record.fields, leakage.rows(record, leakage.COMPACT), strict=True):
+            best = item.best_attack()
+            exact = (best.exact or 0.0) if best is not None else 0.0
+            style = (
+                "bold red" if exact >= LEAKAGE_RED else "yellow" if exact >= LEAKAGE_YELLOW else ""
+            )
+            table.add_row(*(Text(cell) for cell in cells), style=style)
+        # one line each, whatever the width: the grid sizes the panel's row before it knows
+        # that the panel spans every column
+        head = Text(leakage.names_line(record), style="dim", no_wrap=True, overflow="ellipsis")
+        basis = Text(leakage.basis_line(record), style="dim", no_wrap=True, overflow="ellipsis")
+        return Group(basis, head, table)

@@ -35,6 +35,18 @@ ARTIFACT = "org.elasticsearch.distribution.integ-test-zip:elasticsearch"
 INTEG_TEST_MODULES = frozenset({"apm", "transport-netty4", "x-pack-core", "x-pack-security"})
 SUPPORTED_MAJORS = (7, 8, 9)
 
+#: The field types the server of Elasticsearch 8.x maps without any module or plugin (read
+#: from ``IndicesModule.getMappers`` of 8.19.21; x-pack-core and x-pack-security add only
+#: metadata fields).  The integ-test-zip maps exactly these: ``scaled_float``,
+#: ``match_only_text``, ``wildcard``, ``constant_keyword``, ``geo_shape`` ... come from
+#: modules it does not ship.  Other flavors and majors report no list (not known here).
+SERVER_MAPPERS_8 = (
+    "alias", "binary", "boolean", "byte", "completion", "date", "date_nanos", "date_range",
+    "dense_vector", "double", "double_range", "flattened", "float", "float_range", "geo_point",
+    "half_float", "integer", "integer_range", "ip", "ip_range", "keyword", "long",
+    "long_range", "nested", "object", "passthrough", "short", "sparse_vector", "text",
+)  # fmt: skip
+
 #: Minimum Java major version per Elasticsearch major version.  8.x refuses anything older
 #: than 17 (its java-version-checker), 9.x needs 21.  7.17 itself still starts on Java 8, but
 #: esdash asks for 11, the oldest LTS release it supports.
@@ -90,6 +102,7 @@ def inspect(home: Path) -> Distribution:
     elif major == 7 and not version.startswith("7.17."):
         problems.append(f"version {version}: of the 7.x line only 7.17 is supported")
     flavor = "integ-test-zip" if set(modules) <= INTEG_TEST_MODULES else "default"
+    mappers = SERVER_MAPPERS_8 if flavor == "integ-test-zip" and major == 8 else ()
     if (home / "jdk").is_dir():
         flavor += "+bundled-jdk"
     return Distribution(
@@ -99,6 +112,7 @@ def inspect(home: Path) -> Distribution:
         modules=modules,
         scripting="lang-painless" in modules,
         problems=tuple(problems),
+        mappers=mappers,
     )
 
 

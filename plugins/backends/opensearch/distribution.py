@@ -125,13 +125,16 @@ MODULES = (
     ),
 )  # fmt: skip
 
-#: Field types the core of OpenSearch 3.x maps without any module (2.x lacks some: wildcard
-#: came in 2.15, match_only_text in 2.12).
+#: Field types the core of OpenSearch 3.x maps without any module, as ``IndicesModule.
+#: getMappers`` of 3.4.0 registers them (2.x lacks some: wildcard came in 2.15,
+#: match_only_text in 2.12); ``geo_shape`` comes from the geo module.
 CORE_MAPPERS = (
-    "alias", "binary", "boolean", "byte", "completion", "date", "date_nanos", "double",
-    "flat_object", "float", "geo_point", "geo_shape", "half_float", "integer", "ip",
-    "keyword", "long", "match_only_text", "nested", "object", "short", "text",
-    "unsigned_long", "wildcard",
+    "alias", "binary", "boolean", "byte", "completion", "constant_keyword",
+    "context_aware_grouping", "date", "date_nanos", "date_range", "derived", "double",
+    "double_range", "flat_object", "float", "float_range", "geo_point", "half_float",
+    "integer", "integer_range", "ip", "ip_range", "keyword", "long", "long_range",
+    "match_only_text", "nested", "object", "short", "star_tree", "text", "unsigned_long",
+    "version", "wildcard",
 )  # fmt: skip
 
 #: Field types a module adds (the mapping of a track needing one fails without it).
@@ -141,6 +144,7 @@ MODULE_MAPPERS = {
     ),
     "parent-join": ("join",),
     "percolator": ("percolator",),
+    "geo": ("geo_shape",),
 }  # fmt: skip
 
 _VERSION_RE = re.compile(r"\d+\.\d+\.\d+")

@@ -17,17 +17,52 @@ hook below), and the crypto behind it:
   ranks use;
 - :mod:`esdash_plugins.encryption.abe.query`: query rewriting and response decoding;
 - :mod:`esdash_plugins.encryption.abe.ope`: esdash's pyope-0.2.2-compatible OPE core.
+- :mod:`esdash_plugins.encryption.abe.leakage`: the leakage report (hook
+  ``esdash_leakage`` below), with the inference attacks of
+  :mod:`esdash_plugins.encryption.abe.attacks`.
 """
 
 from __future__ import annotations
 
-from esdash.plugin_api import hookimpl
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from esdash.plugin_api import ClientCodec, Corpus, JsonObject, Track, hookimpl
 
 from .mode import KEY_SOURCES, OPE_BACKENDS, AbeMode
 
-__all__ = ["KEY_SOURCES", "OPE_BACKENDS", "AbeMode", "esdash_register_encryption_modes"]
+__all__ = [
+    "KEY_SOURCES",
+    "OPE_BACKENDS",
+    "AbeMode",
+    "esdash_leakage",
+    "esdash_register_encryption_modes",
+]
 
 
 @hookimpl
 def esdash_register_encryption_modes(register) -> None:
     register(AbeMode())
+
+
+@hookimpl
+def esdash_leakage(
+    session: Any, run_dir: Path, track: Track, corpus: Corpus, codec: ClientCodec
+) -> JsonObject | None:
+    """The leakage report of an ABE codec (:mod:`.leakage`); None for any other codec.
+
+    The auxiliary sample is generated into a scratch directory under ``run_dir``, removed
+    again whatever happens.
+    """
+    from .codec import AbeCodec
+    from .leakage import report_for
+
+    if not isinstance(codec, AbeCodec):
+        return None
+    scratch = Path(tempfile.mkdtemp(prefix=".leakage-", dir=run_dir))
+    try:
+        return report_for(session, track, corpus, codec, work_dir=scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

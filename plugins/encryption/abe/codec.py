@@ -3,8 +3,12 @@
 Every field of the track's schema gets a :class:`FieldPlan`:
 
 - numbers and dates: an order-preserving cipher over a grid
-  (:mod:`esdash_plugins.encryption.abe.values`), mapped as ``long``;
-- text, keywords and booleans: deterministic AES-SIV, mapped as ``keyword``.
+  (:mod:`esdash_plugins.encryption.abe.values`) into an output range sized from the grid
+  (:func:`out_range_for`), mapped as ``integer`` (ranges of up to 31 bits) or ``long``;
+- text, keywords and booleans: deterministic AES-SIV, mapped as ``keyword``;
+- geo points: the whole point (an array, object or string) as one AES-SIV token of its
+  canonical JSON, mapped as ``keyword``: documents round-trip and ``exists`` works, geo
+  queries are refused (they need the coordinates).
 
 The plans are resolved once by the orchestrator (:func:`plan_fields`) and travel in
 ``bench.json`` as plain data (:meth:`AbeCodec.spec`), so a bench rank rebuilds the codec
@@ -42,12 +46,38 @@ from .values import (
     foreign,
 )
 
-SCHEME = "esdash-abe/1"
-#: Output range of every OPE field: 2^48 points (pyope's entropy grows with N/M), and 2^53
-#: for domains that need more.  At or below 2^53 - 1 every JSON consumer keeps full
-#: precision (Elasticsearch returns min/max as doubles) and all pyope 0.2.x releases agree.
-OUT_48 = (0, 2**48 - 1)
-OUT_53 = (0, 2**53 - 1)
+SCHEME = "esdash-abe/2"
+#: Version of the stored format (names, value encodings, output ranges), written into the
+#: index's ``_meta.esdash`` so an index of another version is re-ingested, never misread.
+#: 1: AES-SIV names, OPE output range 2^48 (2^53 for domains beyond 2^32).  2: PRF names
+#: for the schema's fields, OPE output range from the field's domain (:func:`out_range_for`).
+FORMAT = 2
+#: Fewest bits of an OPE output range: a 31-bit range still maps to an ``integer`` field.
+OUT_MIN_BITS = 31
+#: Bits an OPE output range has beyond its input domain.
+OUT_EXTRA_BITS = 16
+#: Most bits of an OPE output range: at or below 2^53 - 1 every JSON consumer keeps full
+#: precision (Elasticsearch returns min/max aggregations as doubles) and all pyope 0.2.x
+#: releases agree.  Only the date-time grid (45 bits) reaches it.
+OUT_MAX_BITS = 53
+#: The largest OPE ciphertext an ``integer`` field holds.
+INTEGER_MAX = 2**31 - 1
+
+
+def out_range_for(top: int) -> tuple[int, int]:
+    """The OPE output range of a domain ``[0, top]``: b = max(31, input bits + 16) bits.
+
+    pyope's ciphertexts spread over whatever range they get; 16 bits beyond the domain keep
+    its gaps wide while the stored numbers stay short (an MRI age needs 23 bits, not 48),
+    and a range of at most 31 bits is indexed as ``integer`` instead of ``long``.  Capped at
+    :data:`OUT_MAX_BITS`.
+    """
+    bits = max(1, top.bit_length())
+    if bits > OUT_MAX_BITS:
+        raise BadInput(f"an OPE domain of {bits} bits exceeds the {OUT_MAX_BITS}-bit limit")
+    width = min(OUT_MAX_BITS, max(OUT_MIN_BITS, bits + OUT_EXTRA_BITS))
+    return (0, 2**width - 1)
+
 
 STRING_TYPES = {
     "keyword",
@@ -63,6 +93,8 @@ INTEGER_TYPES = {"integer", "long", "short", "byte", "unsigned_long"}
 FLOAT_TYPES = {"float", "double", "half_float", "scaled_float"}
 DATE_TYPES = {"date", "date_nanos"}
 BOOLEAN_TYPES = {"boolean"}
+#: Types whose whole value (an array or object too) is one deterministic token.
+GEO_TYPES = {"geo_point"}
 #: Elasticsearch date formats and the grid that represents them exactly.
 DATE_FORMATS = {
     "yyyy-MM-dd": ("day", ""),
@@ -99,13 +131,13 @@ class FieldPlan:
 
     path: str
     type: str
-    kind: str  # "ope" | "string" | "boolean"
+    kind: str  # "ope" | "string" | "boolean" | "geo"
     grid: Grid | None = None
     grid_spec: JsonObject = field(default_factory=dict)
     name: str = ""
     cipher: OpeContext | None = None
     strings: StringCipher | None = None
-    out_range: tuple[int, int] = OUT_48
+    out_range: tuple[int, int] = (0, 2**OUT_MAX_BITS - 1)
     #: plaintext value -> OPE ciphertext (OPE fields)
     enc: dict[Scalar, int] = field(default_factory=dict, repr=False)
     #: stored value -> plaintext value
@@ -164,6 +196,8 @@ class FieldPlan:
 
     def text(self, value: JsonValue) -> str:
         """The string a string field stores for ``value`` (what Elasticsearch would index)."""
+        if self.kind == "geo":
+            return self._geo_text(value)
         if isinstance(value, str):
             if self.kind == "boolean" and value not in ("true", "false"):
                 raise EncodeError(f"field {self.path}: {value!r} is not a boolean")
@@ -176,7 +210,23 @@ class FieldPlan:
             return json.dumps(value)
         raise EncodeError(f"field {self.path}: cannot encrypt a JSON {type(value).__name__}")
 
-    def decrypt_value(self, stored: Scalar | None) -> Scalar:
+    def _geo_text(self, value: JsonValue) -> str:
+        """The canonical JSON of a geo point (``[lon, lat]``, ``{"lat", "lon"}``, ``"lat,lon"``
+        or geohash text): equal points in one notation are one token."""
+        valid = (
+            isinstance(value, str)
+            or (
+                isinstance(value, list)
+                and len(value) in (2, 3)
+                and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            )
+            or (isinstance(value, dict) and {"lat", "lon"} <= set(value))
+        )
+        if not valid:
+            raise EncodeError(f"field {self.path}: {str(value)[:60]!r} is not a geo point")
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+    def decrypt_value(self, stored: Scalar | None) -> JsonValue:
         """The plaintext of a stored value (cached both ways)."""
         found = self.dec.get(stored) if stored is not None else None
         if found is not None:
@@ -187,6 +237,9 @@ class FieldPlan:
             found = self.ope_grid.value(self.ope.decrypt(int(stored)))
         elif isinstance(stored, str):
             text = self.siv.decrypt(stored)
+            if self.kind == "geo":  # a list or object: not cached (callers may change it)
+                point: JsonValue = json.loads(text)
+                return point
             found = text == "true" if self.kind == "boolean" else text
         else:  # a string field stores tokens: nothing else is this codec's
             what = f"field {self.path}: the stored value {str(stored)[:40]!r}"
@@ -291,13 +344,15 @@ def plan_fields(
                 plans.append({"path": spec.path, "type": spec.type, "kind": "string", "grid": {}})
             elif spec.type in BOOLEAN_TYPES:
                 plans.append({"path": spec.path, "type": spec.type, "kind": "boolean", "grid": {}})
+            elif spec.type in GEO_TYPES:
+                plans.append({"path": spec.path, "type": spec.type, "kind": "geo", "grid": {}})
             elif spec.type in INTEGER_TYPES | FLOAT_TYPES | DATE_TYPES:
                 _, grid = _grid_for(spec, formats.get(spec.path))
                 plans.append({"path": spec.path, "type": spec.type, "kind": "ope", "grid": grid})
             else:
                 raise BadInput(
                     f"field {spec.path}: type {spec.type} cannot be encrypted by ABE "
-                    "(text, keyword, boolean, numbers and dates can)"
+                    "(text, keyword, boolean, geo_point, numbers and dates can)"
                 )
         except BadInput as exc:
             problems.append(str(exc))
@@ -306,12 +361,14 @@ def plan_fields(
     return plans
 
 
-def _probe_value(plan: FieldPlan) -> Scalar:
+def _probe_value(plan: FieldPlan) -> JsonValue:
     """The plaintext of ``plan``'s field in the layout's probe document (on its grid)."""
     if plan.kind == "string":
         return PROBE
     if plan.kind == "boolean":
         return True
+    if plan.kind == "geo":
+        return [13.4, 52.5]
     grid = plan.ope_grid
     if isinstance(grid, DayGrid):
         return grid.value(PROBE_DAY)
@@ -366,7 +423,9 @@ class AbeCodec(ClientCodec):
                 "with (the passphrase or key file changed between the orchestrator and this "
                 "rank); use one key for the whole run"
             )
-        self.names = NameCipher(master.derive("name", "", 64))
+        self.names = NameCipher(
+            master.name_key(), master.name_prf_key(), [f["path"] for f in self.fields_spec]
+        )
         self.plans: dict[str, FieldPlan] = {}
         shared: dict[tuple[tuple[int, int], tuple[int, int]], OpeContext] = {}
         for data in self.fields_spec:
@@ -375,7 +434,7 @@ class AbeCodec(ClientCodec):
             if plan.kind == "ope":
                 grid = plan.grid = _grid_from(plan.grid_spec)
                 in_range = (0, grid.top)
-                plan.out_range = OUT_48 if grid.top < 2**32 else OUT_53
+                plan.out_range = out_range_for(grid.top)
                 key = master.ope_key(plan.path, key_mode)
                 if key_mode == "single":
                     # The paper's setup: one pyope key for every field; equal ranges share
@@ -688,7 +747,12 @@ class AbeCodec(ClientCodec):
             for key, value in obj.items():
                 entry = entries.get(key) or self._entry(prefix, key)
                 name, plan, is_ope, cache = entry[:4]
-                if plan is not None and value is not None and value.__class__ is not list:
+                if (
+                    plan is not None
+                    and value is not None
+                    and value.__class__ is not list
+                    and value.__class__ is not dict
+                ):
                     found = cache.get(value)
                     if found is not None and value.__class__ is not bool:
                         result[name] = found
@@ -725,6 +789,10 @@ class AbeCodec(ClientCodec):
             )
         if value is None:
             result[name] = None
+        elif plan.kind == "geo":  # one point (an array or object) is one token
+            result[name] = plan.siv.encrypt(plan.text(value))
+        elif value.__class__ is dict:
+            raise EncodeError(f"field {path}: {value!r} is not a value")
         elif is_ope:
             items: list[JsonValue] = [None] * len(value)
             for position, item in enumerate(value):
@@ -770,7 +838,7 @@ class AbeCodec(ClientCodec):
                 )
             elif value is None:
                 result[key] = None
-            elif type(value) is list:
+            elif type(value) is list and plan.kind != "geo":
                 result[key] = [None if v is None else plan.decrypt_value(v) for v in value]
             else:
                 result[key] = plan.decrypt_value(value)
@@ -779,8 +847,8 @@ class AbeCodec(ClientCodec):
     # -------------------------------------------------------------------- mapping
 
     def encode_index_body(self, body: JsonMapping) -> JsonObject:
-        """Settings kept; mappings rebuilt from the schema (OPE ``long``, AES ``keyword``;
-        free text without doc values).
+        """Settings kept; mappings rebuilt from the schema (OPE ``integer`` or ``long``, AES
+        ``keyword``; free text without doc values).
 
         Every field the plaintext mapping declares must be in the schema.  ``_meta.esdash``
         records the ciphertext layout (:meth:`layout`), so an index written with another key,
@@ -803,8 +871,9 @@ class AbeCodec(ClientCodec):
                 target = target.setdefault(name, {"properties": {}})["properties"]
             last = self.names.segment(parts[-1], ".".join(parts[:-1]))
             if plan.kind == "ope":
-                target[last] = {"type": "long"}
-            elif plan.type in ("text", "match_only_text"):
+                small = plan.out_range[1] <= INTEGER_MAX
+                target[last] = {"type": "integer" if small else "long"}
+            elif plan.type in ("text", "match_only_text") or plan.kind == "geo":
                 # Only exists queries remain possible on encrypted free text, and plaintext
                 # text fields cannot be sorted or aggregated either: no doc values, which
                 # saves the cluster a column of long random strings per document.
@@ -815,7 +884,12 @@ class AbeCodec(ClientCodec):
         if "_source" in mappings:
             encoded["_source"] = {"enabled": bool(mappings["_source"].get("enabled", True))}
         meta = dict(mappings.get("_meta") or {})
-        meta["esdash"] = {"encryption": "abe", "scheme": SCHEME, "layout": self.layout()}
+        meta["esdash"] = {
+            "encryption": "abe",
+            "scheme": SCHEME,
+            "format": FORMAT,
+            "layout": self.layout(),
+        }
         encoded["_meta"] = meta
         result["mappings"] = encoded
         return result

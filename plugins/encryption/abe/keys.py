@@ -90,6 +90,14 @@ class MasterKey:
         """The AES-SIV key of field ``path``'s values (64 bytes: AES-256-SIV)."""
         return self.derive("value", path, 64)
 
+    def name_key(self) -> bytes:
+        """The AES-SIV key of field names the schema does not declare (64 bytes)."""
+        return self.derive("name", "", 64)
+
+    def name_prf_key(self) -> bytes:
+        """The HMAC-SHA256 key of the PRF tokens of the schema's field names."""
+        return self.derive("name-prf", "", 32)
+
     def ope_key(self, path: str, key_mode: str) -> bytes:
         """The OPE key of field ``path``: its own subkey, or with ``key_mode = "single"`` the
         key itself for every field, as pyope users (and the paper) had it."""

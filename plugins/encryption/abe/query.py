@@ -143,13 +143,22 @@ class Rewriter:
 
     # ---------------------------------------------------------------------- fields
 
-    def field(self, path: JsonValue, part: str) -> tuple[FieldPlan, str]:
-        """(plan, view) of a field a query names: view is keyword, text, ope or boolean."""
+    def field(self, path: JsonValue, part: str, *, geo: bool = False) -> tuple[FieldPlan, str]:
+        """(plan, view) of a field a query names: view is keyword, text, ope or boolean.
+
+        A geo point is one opaque token: only ``exists`` (``geo=True``) can use it.
+        """
         if not isinstance(path, str):
             raise QueryNotSupported(part, f"expected a field name, found {path!r}")
         plans = self.codec.plans
         plan = plans.get(path)
         if plan is not None:
+            if plan.kind == "geo" and not geo:
+                raise QueryNotSupported(
+                    part,
+                    f"the geo_point field {path} is stored as one opaque token; geo queries, "
+                    "sorts and aggregations need its coordinates",
+                )
             if plan.kind != "string":
                 return plan, plan.kind
             return plan, "text" if plan.analysed else "keyword"
@@ -285,7 +294,7 @@ class Rewriter:
 
     def _exists(self, spec: JsonValue, part: str) -> JsonObject:
         spec = self._check(spec, {"field", "boost"}, part)
-        plan, _ = self.field(spec.get("field"), _at(part, "field"))
+        plan, _ = self.field(spec.get("field"), _at(part, "field"), geo=True)
         return {"exists": {**spec, "field": plan.name}}
 
     def _single_field(

@@ -1,0 +1,69 @@
+"""``esdash plan SESSION [--json]``: every task of the session's track, before a cluster starts.
+
+For each task in order (inside ``parallel`` blocks too): its operation, clients and schedule
+as the track gives them, and what esdash does with it, or why it cannot (``refused`` with a
+reason kind: ``module``, ``mapper``, ``field_type``, ``track_py``, ``unsupported_operation``),
+checked against the distribution the session would run.  ``--json`` prints a JSON array, one
+object per task; the distribution line then goes to stderr.  Exit code 2 when the track does
+not load (the message names the file or the session key).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+
+from esdash.errors import BadInput
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "plan",
+        help="show what each task of a session's track will run, or why not (no cluster)",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument("session", metavar="SESSION", help="session file")
+    parser.add_argument("--json", action="store_true", help="one JSON object per task")
+    parser.set_defaults(func=run)
+
+
+def _schedule(task_schedule: Mapping[str, object]) -> str:
+    return " ".join(f"{key}={value}" for key, value in task_schedule.items())
+
+
+def run(args: argparse.Namespace) -> int:
+    from esdash.cluster.preflight import track_finding
+    from esdash.session import load_session
+    from esdash.view.plan import session_plan
+
+    session = load_session(args.session)
+    try:
+        plan = session_plan(session)
+    except BadInput as exc:
+        raise BadInput(str(track_finding(session, exc))) from None
+    if args.json:
+        print(plan.distribution_line, file=sys.stderr)
+        print(json.dumps([task.to_json() for task in plan.tasks], indent=2))
+        return 0
+    refused = sum(1 for task in plan.tasks if task.status == "refused")
+    print(
+        f"plan of {session.path}: track {session.track.name}, {len(plan.tasks)} task(s), "
+        f"{len(plan.tasks) - refused} run, {refused} refused"
+    )
+    print(f"  {plan.distribution_line}")
+    print(f"  {plan.esdash_line}")
+    for number, task in enumerate(plan.tasks, 1):
+        block = f"[parallel block {task.parallel}] " if task.parallel else ""
+        clients = f"{task.clients} client{'s' if task.clients != 1 else ''}"
+        schedule = _schedule(task.schedule)
+        print(
+            f"{number:3d}. {block}{task.name} ({task.operation}, {clients}"
+            f"{'; ' + schedule if schedule else ''})"
+        )
+        if task.status == "run":
+            print(f"     run: {task.esdash}")
+        else:
+            print(f"     REFUSED [{task.reason_kind}]: {task.reason}")
+    return 0

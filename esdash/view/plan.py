@@ -1,0 +1,165 @@
+"""What a session will run, task by task, before any cluster starts (``esdash plan``).
+
+The track says what each of its tasks becomes (:meth:`esdash.plugin.api.Track.plan`),
+checked against the distribution the session would run; this module adds what only the
+session knows: the bench ranks that are esdash's clients and the warm-up, measured time and
+rate each query step gets, resolved by the rule a run uses
+(:func:`esdash.bench.plan.step_timing`).  Viewers (the CLI, later the dashboard) only print
+the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from esdash.bench.plan import step_timing
+from esdash.cluster.distribution import resolve_home
+from esdash.errors import BadInput
+from esdash.plugin.api import ClientCodec, Distribution, QueryNotSupported, Track
+from esdash.plugin.planning import PlannedTask, plan_of_steps
+from esdash.session import Session
+
+if TYPE_CHECKING:
+    from esdash.plugin.manager import PluginSet
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """The tasks of a session's track in order, and what they were planned against."""
+
+    session: Session
+    tasks: tuple[PlannedTask, ...]
+    distribution: Distribution | None
+    #: One line: the distribution planned against, or why there is none.
+    distribution_line: str
+    #: One line: how esdash runs every step of this session (ranks, cache, order).
+    esdash_line: str
+    ranks: int
+
+
+def find_distribution(session: Session, plugins: PluginSet) -> tuple[Distribution | None, str]:
+    """The distribution the session would run (``cluster.home`` or esdash's cache), and a
+    line saying which; without one the plan checks no modules or field types, and says so."""
+    backend = plugins.backend(session.cluster.backend.name)
+    try:
+        distribution = backend.inspect(resolve_home(session))
+    except BadInput as exc:
+        first = str(exc).split("\n", 1)[0]
+        return None, (
+            f"no {backend.name} distribution to plan against ({first}); modules and field "
+            f"types are not checked"
+        )
+    return distribution, (
+        f"distribution: {backend.name} {distribution.version} ({distribution.flavor}) at "
+        f"{distribution.home}"
+    )
+
+
+def _steps_plan(
+    session: Session, track: Track, distribution: Distribution | None
+) -> tuple[PlannedTask, ...]:
+    """The track's plan, or esdash's model over ``benchmark.queries`` when the session
+    replaces the track's query steps with a query file (as a run does)."""
+    options = session.track.options
+    if session.benchmark.queries is not None:
+        return plan_of_steps(track.index_body(options), session.query_steps(track), distribution)
+    return track.plan(options, distribution)
+
+
+def _with_session(task: PlannedTask, session: Session, ranks: int) -> PlannedTask:
+    """The task with the session's share: its clients (when the track leaves them to
+    esdash) and, for a query step, the timing a run gives it."""
+    if task.clients is None:
+        task = replace(task, clients=ranks)
+    if task.step is None or task.status != "run":
+        return task
+    warmup, duration, target = step_timing(task.step, session)
+    if task.step.think_time:
+        rate = f"closed loop with {task.step.think_time:g} s think time"
+    elif target is not None:
+        rate = f"paced at {target:g} req/s in total"
+    else:
+        rate = "closed loop (unthrottled)"
+    return replace(
+        task,
+        esdash=f"{task.esdash} -> {warmup:g} s warm-up + {duration:g} s measured, {rate}, "
+        f"on {ranks} bench rank(s)",
+    )
+
+
+def session_codec(
+    session: Session, track: Track, plugins: PluginSet
+) -> tuple[ClientCodec | None, str | None]:
+    """The client-side encryption mode's codec (None for the others), or None and why it
+    could not be built (the key missing, say: then the queries are not checked against it)."""
+    from esdash.cluster.dataroot import data_root
+
+    mode = plugins.encryption(session.encryption.name)
+    if not mode.client_side:
+        return None, None
+    try:
+        codec = mode.client_codec(
+            session.encryption.options,
+            track,
+            track_options=session.track.options,
+            data_root=data_root(session),
+        )
+    except BadInput as exc:
+        first = str(exc).split("\n", 1)[0]
+        return None, f"queries not checked against encryption mode {mode.name}: {first}"
+    return codec, None
+
+
+def _under_codec(task: PlannedTask, codec: ClientCodec) -> PlannedTask:
+    """The task with the queries ``codec`` cannot express named: refused when none of its
+    queries can run on ciphertexts, else noted (as a run marks them "not possible")."""
+    if task.step is None or task.status != "run":
+        return task
+    refused = []
+    for query in task.step.queries:
+        try:
+            codec.encode_query(query.body)
+        except QueryNotSupported as exc:
+            refused.append(
+                f"{query.name}: not possible under {codec.label}: {exc.part} ({exc.reason})"
+            )
+    if not refused:
+        return task
+    if len(refused) == len(task.step.queries):
+        return task.refused("encryption", "; ".join(refused))
+    return replace(task, esdash=f"{task.esdash} (without {'; '.join(refused)})")
+
+
+def session_plan(session: Session, plugins: PluginSet | None = None) -> SessionPlan:
+    """Every task of the session's track, as the session would run it.
+
+    Raises :class:`BadInput` for a track that does not load (the message names the file
+    or key), as ``esdash session check`` reports it.
+    """
+    from esdash.plugin.manager import get_plugins
+
+    plugins = plugins or get_plugins()
+    track = plugins.track(session.track.name)
+    distribution, distribution_line = find_distribution(session, plugins)
+    bench = session.benchmark
+    ranks = bench.workers_per_node * session.cluster.nodes
+    tasks = _steps_plan(session, track, distribution)
+    codec, unchecked = session_codec(session, track, plugins)
+    if codec is not None:
+        try:
+            tasks = tuple(_under_codec(task, codec) for task in tasks)
+        finally:
+            codec.close()
+    tasks = tuple(_with_session(task, session, ranks) for task in tasks)
+    rounds = f", {bench.repetitions} rounds" if bench.repetitions > 1 else ""
+    warmup = f"a global warm-up of at most {bench.warmup_max:g} s, " if bench.warmup_max else ""
+    esdash_line = (
+        f"esdash: {ranks} bench rank(s) ({bench.workers_per_node} per node x "
+        f"{session.cluster.nodes} node(s)) are the clients, one connection each; every search "
+        f"is sent with request_cache=false; after the ingest: refresh, flush, "
+        f"{bench.after_ingest}, {warmup}then the query steps in {bench.order} order{rounds}"
+    )
+    if unchecked:
+        esdash_line += f"\n  {unchecked}"
+    return SessionPlan(session, tasks, distribution, distribution_line, esdash_line, ranks)
