@@ -20,7 +20,8 @@ Contents, by what a plugin provides:
 * a **track**: :class:`Track`, :class:`Corpus`, :class:`FieldSpec`, :class:`Query`,
   :class:`QueryStep`; its plan (:class:`PlannedTask`, :data:`REASON_KINDS`, and what a
   distribution lacks: :func:`query_refusal`, :func:`mapping_refusal` giving a
-  :class:`Refusal`, :func:`adaptation_note`, :func:`plan_of_steps`); corpus helpers
+  :class:`Refusal`, :func:`adaptation_note`, :func:`plan_of_steps`) and what it can say of
+  its corpus without writing files (:class:`CorpusStatus`); corpus helpers
   (:func:`generated_corpus`, :func:`write_atomically`, :func:`check_corpus`) and the
   query-file format (:func:`load_steps`, :func:`parse_steps`);
 * a **backend**: :class:`Backend`, :class:`Distribution`, :class:`NodeRequest`,
@@ -59,6 +60,7 @@ from esdash.plugin.api import (
     BrokenPlugin,
     ClientCodec,
     Corpus,
+    CorpusStatus,
     Distribution,
     EncryptionMode,
     Endpoint,
@@ -179,6 +181,7 @@ __all__ = [
     "OptionValues",
     "Owner",
     "PlannedTask",
+    "CorpusStatus",
     "PluginInfo",
     "PluginSet",
     "PreflightCheck",

@@ -299,3 +299,21 @@ def test_a_rally_session_that_loads_passes(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "track rally" in result.stdout
     assert result.stderr == ""  # what the track runs is `esdash plan`'s to show, not a log
+
+
+def test_a_missing_corpus_is_refused_in_one_line_with_its_sizes(tmp_path: Path) -> None:
+    """The corpus check runs in ``session check``: the missing files, their sizes and the
+    total, under the session key the fix is about; nothing is written."""
+    smoke = RALLY.parent / "smoke"
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    path = rally_session(tmp_path, "nocorpus", f'path = "{smoke}"\ncorpus_dir = "{corpus}"')
+    stderr = refused(path)
+    assert stderr.count("\n") == 1, stderr
+    assert stderr.startswith(
+        f"esdash: error: {path}: track.corpus_dir: 2 corpus file(s) of {smoke / 'track.json'} "
+        "are missing: documents.json of corpus 'logs' (1,500 documents; uncompressed-bytes "
+        "30,000; compressed-bytes 2,000 as documents.json.bz2)"
+    ), stderr
+    assert "total 30,400 bytes (30.4 kB) uncompressed" in stderr
+    assert not any(corpus.iterdir())

@@ -30,7 +30,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _schedule(task_schedule: Mapping[str, object]) -> str:
-    return " ".join(f"{key}={value}" for key, value in task_schedule.items())
+    """The track's schedule properties as ``key=value``; a note such as test mode's
+    changes (a key with a space) as ``key: text``."""
+    return " ".join(
+        f"{key}: {value}" if " " in key else f"{key}={value}"
+        for key, value in task_schedule.items()
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(str(track_finding(session, exc))) from None
     if args.json:
         print(plan.distribution_line, file=sys.stderr)
+        for line in plan.corpus_lines:
+            print(line, file=sys.stderr)
         print(json.dumps([task.to_json() for task in plan.tasks], indent=2))
         return 0
     refused = sum(1 for task in plan.tasks if task.status == "refused")
@@ -54,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"  {plan.distribution_line}")
     print(f"  {plan.esdash_line}")
+    for line in plan.corpus_lines:
+        print(f"  {line}")
     for number, task in enumerate(plan.tasks, 1):
         block = f"[parallel block {task.parallel}] " if task.parallel else ""
         clients = f"{task.clients} client{'s' if task.clients != 1 else ''}"

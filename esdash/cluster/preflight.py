@@ -21,6 +21,7 @@ from esdash.cluster.distribution import resolve_home
 from esdash.cluster.users import resolve_owner
 from esdash.errors import BadInput, EsdashError
 from esdash.launch.mpi import in_allocation
+from esdash.paths import cache_dir
 from esdash.plugin.api import Owner
 from esdash.plugin.capabilities import runnable_steps
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck, Stage, run_checks
@@ -115,6 +116,34 @@ class TrackLoads(PreflightCheck):
                 session.query_steps(track)
         except BadInput as exc:
             yield track_finding(session, exc)
+
+
+class CorpusPresent(PreflightCheck):
+    """The corpus a run ingests is on disk, or every missing file is named with its size.
+
+    Asked of tracks that can say it without writing anything
+    (:meth:`~esdash.plugin.api.Track.corpus_check`, which the ``rally`` track implements;
+    :meth:`~esdash.plugin.api.Track.corpus` itself may generate or join files, which a check
+    must not).  Each problem is one line
+    naming the session key and the fix: missing files with their sizes and the total disk
+    they take, files or cache copies that would not fit the free space of their filesystem.
+    A track that does not load is :class:`TrackLoads`'s finding, not this one's.
+    """
+
+    name = "corpus"
+    description = "the track's corpus is on disk and its copies fit the free space"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        track = context.plugins.track(session.track.name)
+        try:
+            with _quiet():
+                result = track.corpus_check(session.track.options, cache_dir() / "corpora")
+        except BadInput:
+            return
+        for key, message in result.problems if result is not None else ():
+            yield Finding("", f"{session.path}: {key}: {message}")
 
 
 class Distribution(PreflightCheck):
@@ -254,6 +283,7 @@ class PortsFree(PreflightCheck):
 CORE_CHECKS: tuple[PreflightCheck, ...] = (
     EncryptionOptions(),
     TrackLoads(),
+    CorpusPresent(),
     StepOrder(),
     References(),
     Distribution(),

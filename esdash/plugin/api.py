@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Final
 from esdash.errors import BadInput, EsdashError
 from esdash.plugin.control import ControlClient
 from esdash.plugin.host import HostProbe
-from esdash.plugin.planning import REASON_KINDS, PlannedTask, plan_of_steps
+from esdash.plugin.planning import REASON_KINDS, CorpusStatus, PlannedTask, plan_of_steps
 from esdash.plugin.security import Credentials, NodeSecurity
 from esdash.rundir.records import JsonMapping, JsonObject, NodePlan, Topology
 
@@ -586,6 +586,13 @@ class Track(Registrable):
     def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         """The query steps, in the order they run."""
 
+    def corpus_check(self, options: OptionValues, cache_dir: Path) -> CorpusStatus | None:
+        """The corpus a run would ingest, checked without writing anything; None (the
+        default) when the track cannot tell without generating or joining files, as a
+        generator cannot.  ``esdash plan`` shows its lines, the ``corpus`` pre-flight check
+        refuses its problems (``cache_dir`` is where :meth:`corpus` would write copies)."""
+        return None
+
     def plan(
         self, options: OptionValues, distribution: Distribution | None
     ) -> tuple[PlannedTask, ...]:
@@ -642,6 +649,7 @@ __all__ = [
     "Query",
     "QueryStep",
     "PlannedTask",
+    "CorpusStatus",
     "PluginInfo",
     "QueryNotSupported",
     "REASON_KINDS",

@@ -39,6 +39,20 @@ REASON_KINDS = (
 
 
 @dataclass(frozen=True)
+class CorpusStatus:
+    """What a track can say of its corpus without writing a file (``Track.corpus_check``).
+
+    ``lines`` are shown by ``esdash plan`` (where each file is, what a run joins or copies);
+    ``problems`` are refusals as (session key, message) pairs, which the ``corpus``
+    pre-flight check reports: files that are missing (with their sizes and the disk they
+    take) or would not fit the free space of their filesystem.
+    """
+
+    lines: tuple[str, ...] = ()
+    problems: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class PlannedTask:
     """One task of a track's plan: what esdash does for it, or why it cannot run it.
 

@@ -36,6 +36,9 @@ class SessionPlan:
     #: One line: how esdash runs every step of this session (ranks, cache, order).
     esdash_line: str
     ranks: int
+    #: Where the corpus is, or which of its files are missing with their sizes (empty when
+    #: the track cannot say so without writing files).
+    corpus_lines: tuple[str, ...] = ()
 
 
 def find_distribution(session: Session, plugins: PluginSet) -> tuple[Distribution | None, str]:
@@ -131,6 +134,18 @@ def _under_codec(task: PlannedTask, codec: ClientCodec) -> PlannedTask:
     return replace(task, esdash=f"{task.esdash} (without {'; '.join(refused)})")
 
 
+def corpus_lines(session: Session, track: Track) -> tuple[str, ...]:
+    """What the track's ``corpus_check`` says of the corpus a run ingests (see
+    :class:`esdash.cluster.preflight.CorpusPresent`, which refuses the same problems)."""
+    from esdash.paths import cache_dir
+
+    try:
+        status = track.corpus_check(session.track.options, cache_dir() / "corpora")
+    except BadInput as exc:  # a corpus the run would refuse: the plan still lists the tasks
+        return (f"REFUSED: {str(exc).splitlines()[0]}",)
+    return status.lines if status is not None else ()
+
+
 def session_plan(session: Session, plugins: PluginSet | None = None) -> SessionPlan:
     """Every task of the session's track, as the session would run it.
 
@@ -162,4 +177,5 @@ def session_plan(session: Session, plugins: PluginSet | None = None) -> SessionP
     )
     if unchecked:
         esdash_line += f"\n  {unchecked}"
-    return SessionPlan(session, tasks, distribution, distribution_line, esdash_line, ranks)
+    corpus = corpus_lines(session, track)
+    return SessionPlan(session, tasks, distribution, distribution_line, esdash_line, ranks, corpus)

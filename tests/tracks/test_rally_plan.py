@@ -110,9 +110,11 @@ def test_plan_json_lists_every_task_in_order_with_its_fate(tmp_path):
     path = session(tmp_path, f'name = "rally"\npath = "{PLANNED}"')
     result = esdash("plan", str(path), "--json", cache=tmp_path / "empty-cache")
     assert result.returncode == 0, result.stderr
-    # no distribution in the cache: planned without one, said in one line on stderr
-    assert result.stderr.count("\n") == 1
+    # no distribution in the cache: planned without one, said in one line on stderr, with
+    # one line for the corpus
+    assert result.stderr.count("\n") == 2
     assert "no elasticsearch distribution to plan against" in result.stderr
+    assert f"corpus 'items': {PLANNED / 'documents.json'} is present (85 bytes)" in result.stderr
     tasks = json.loads(result.stdout)
     assert all(list(task) == KEYS for task in tasks)
     assert [t["name"] for t in tasks] == [

@@ -1,0 +1,373 @@
+"""Loading a Rally track directory: :func:`load` and its helpers.
+
+It renders ``track.json``, reads the indices, corpora, operations and the chosen challenge,
+checks the track parameters and keeps every file inside the track directory, then hands the
+schedule to :mod:`esdash_plugins.tracks.rally_schedule` and returns a :class:`LoadedTrack`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from esdash_plugins.tracks import rally_template as tpl
+from esdash_plugins.tracks.rally_model import (
+    DocumentSet,
+    LoadedTrack,
+    _describe,
+    _suggest,
+    scan_track_py,
+)
+from esdash_plugins.tracks.rally_reader import (
+    _operation,
+    _Reader,
+)
+from esdash_plugins.tracks.rally_schedule import (
+    _ingest_documents,
+    _ScheduleMapper,
+    _test_mode_documents,
+)
+
+from esdash.plugin_api import (
+    BadInput,
+    JsonMapping,
+    JsonObject,
+    OptionValues,
+)
+
+if TYPE_CHECKING:
+    import jinja2
+
+#: Rally's own template variables: never reported as unused or unknown parameters.
+INTERNAL_NAMES = frozenset({"build_flavor", "serverless_operator", "now", "glob", "rally"})
+
+
+def parse_params(entries: Sequence[str]) -> JsonObject:
+    """The ``track_params`` option (``["bulk_size=500", "index_settings={...}"]``) as a dict."""
+    params: JsonObject = {}
+    for entry in entries:
+        try:
+            key, value = tpl.parse_param(entry)
+        except ValueError:
+            raise BadInput(
+                f"track.track_params: {entry!r} is not key=value; write e.g. "
+                f'"bulk_size=5000" (JSON values such as 5, true or {{"a": 1}} keep their type)'
+            ) from None
+        params[key] = value
+    return params
+
+
+def _track_file(path: Path) -> Path:
+    if path.is_file() and path.name == "track.json":
+        return path
+    if not path.exists():
+        raise BadInput(
+            f"track.path: {path} does not exist; set it to a Rally track directory (the one "
+            f"holding track.json)"
+        )
+    track_file = path / "track.json"
+    if not path.is_dir() or not track_file.is_file():
+        raise BadInput(
+            f"track.path: {track_file} does not exist; track.path must name a Rally track "
+            f"directory (the one holding track.json)"
+        )
+    return track_file
+
+
+def load(options: OptionValues, plan: bool = False) -> LoadedTrack:
+    """Render and read a Rally track directory for ``options``; see the module docstring.
+
+    With ``plan`` a track esdash cannot run at all (no indices, data streams) still loads,
+    with the reason in ``blocker``, so a plan can list its tasks; every broken file, unknown
+    challenge or unused parameter fails either way.
+    """
+    track_file = _track_file(Path(options["path"]).expanduser())
+    directory = track_file.parent
+    name = directory.resolve().name
+    params = parse_params(options.get("track_params") or ())
+    test_mode = bool(options.get("test_mode"))
+    loaded: list[Path] = []
+    env = tpl.environment(directory, params, loaded)
+    source = tpl.assemble(track_file, root=directory)
+    spec = tpl.load_json(tpl.render(source, env, "the track"), source, "the track")
+    reader = _Reader(track_file, source)
+    if not isinstance(spec, dict):
+        raise BadInput(
+            f"{track_file}: the rendered track must be a JSON object, found {_describe(spec)}"
+        )
+    version = reader.get(spec, "version", int, "track")
+    if version is not None and version not in (1, 2):
+        raise reader.fail("track", f"'version' {version} is not supported (Rally uses 2)")
+
+    blocker = _no_indices(reader, spec)
+    if blocker is not None and not plan:
+        raise reader.fail("track", blocker)
+    indices = _indices(reader, spec) if blocker is None else []
+    chosen = options.get("index") or (indices[0][0] if indices else "")
+    names = [n for n, _ in indices]
+    if indices and chosen not in names:
+        raise BadInput(
+            f"track.index: {track_file} has no index {chosen!r}{_suggest(chosen, names)}; "
+            f"its indices: {', '.join(names)}"
+        )
+    body_name = dict(indices).get(chosen)
+    for _, body in indices:
+        if body is not None and not tpl.inside(directory / body, directory):
+            raise BadInput(
+                f"{track_file}: index body {body!r} resolves to {(directory / body).resolve()}, "
+                f"outside the track directory {directory}; a track may read only its own files"
+            )
+    index_body: JsonObject = {}
+    body_sources: list[str] = []
+    if body_name is not None:
+        index_body, text = _index_body(directory / body_name, env, chosen)
+        body_sources.append(text)
+    # Other indices' bodies may read parameters too; only the chosen one must be readable.
+    others = {b for _, b in indices if b is not None and b != body_name}
+    body_sources += _texts([directory / other for other in sorted(others)])
+
+    _check_params(params, [source.text, *body_sources, *_texts(loaded)], track_file)
+
+    documents = _corpora(reader, spec, names)
+    if test_mode:
+        documents = [_test_mode_documents(d) for d in documents]
+    operations = _operations(reader, spec)
+    challenge, challenge_names = _challenge(reader, spec, options.get("challenge"))
+    track_py = scan_track_py(directory)
+    mapper = _ScheduleMapper(
+        reader, operations, chosen, names, challenge["name"], track_py, test_mode
+    )
+    context = f"challenge {challenge['name']!r}"
+    mapper.walk(reader.get(challenge, "schedule", list, context, challenge["name"], required=True))
+    mapper.finish()
+    for settings in mapper.create_settings:
+        index_body.setdefault("settings", {})
+        if not isinstance(index_body["settings"], dict):
+            raise BadInput(f"{directory / str(body_name)}: 'settings' must be an object")
+        index_body["settings"].update(settings)
+
+    ingest_docs, doc_notes = _ingest_documents(reader, documents, mapper.ingest, chosen)
+    templates = [
+        k for k in ("templates", "composable-templates", "component-templates") if spec.get(k)
+    ]
+    if templates:
+        doc_notes.append(f"{', '.join(templates)}: not installed by esdash")
+    if test_mode:
+        doc_notes.append(
+            "test mode (Rally's --test-mode): the -1k document files (1,000 documents each), "
+            "no warm-up, time periods of at most 10 s, iterations cut to the task's clients, "
+            "target throughput lifted"
+        )
+    if track_py.exists:
+        doc_notes.append(
+            "track.py (custom runners, parameter sources) is not run by esdash; operations "
+            "that need it are listed as not supported"
+        )
+    return LoadedTrack(
+        name=name,
+        directory=directory,
+        track_file=track_file,
+        challenge=challenge["name"],
+        challenges=tuple(challenge_names),
+        index=chosen,
+        indices=tuple(names),
+        index_body=index_body,
+        documents=tuple(ingest_docs),
+        steps=tuple(mapper.steps),
+        ingest=mapper.ingest.name if mapper.ingest else None,
+        by_esdash=tuple(mapper.by_esdash),
+        unsupported=tuple(mapper.unsupported),
+        notes=tuple(mapper.notes + doc_notes),
+        params=params,
+        tasks=tuple(mapper.planned),
+        task_queries=dict(mapper.task_queries),
+        blocker=blocker,
+    )
+
+
+def _texts(paths: Sequence[Path]) -> list[str]:
+    texts = []
+    for path in paths:
+        try:
+            texts.append(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts
+
+
+def _check_params(params: JsonMapping, texts: Sequence[str], track_file: Path) -> None:
+    """Refuse parameters no template reads, as Rally does: a typo would go unnoticed."""
+    known = tpl.variables(texts) - INTERNAL_NAMES
+    unused = sorted(set(params) - known)
+    if unused:
+        hints = "".join(_suggest(name, sorted(known)) for name in unused)
+        raise BadInput(
+            f"track.track_params: {', '.join(unused)} not used by {track_file}{hints}; "
+            f"the track reads: {', '.join(sorted(known)) or 'no parameters'}"
+        )
+
+
+def _no_indices(reader: _Reader, spec: JsonMapping) -> str | None:
+    """Why esdash cannot run a track for want of an index (None: it has indices)."""
+    if reader.get(spec, "indices", list, "track", default=[]):
+        return None
+    if spec.get("data-streams"):
+        return (
+            "uses 'data-streams', not 'indices'; esdash ingests into and queries an index, "
+            "so this track cannot run with esdash"
+        )
+    return "has no 'indices'; esdash needs one index to ingest into"
+
+
+def _indices(reader: _Reader, spec: JsonMapping) -> list[tuple[str, str | None]]:
+    entries = reader.get(spec, "indices", list, "track", default=[])
+    found: list[tuple[str, str | None]] = []
+    for number, entry in enumerate(entries):
+        context = f"indices[{number}]"
+        if not isinstance(entry, dict):
+            raise reader.fail(context, f"must be an object, found {_describe(entry)}")
+        index = reader.get(entry, "name", str, context, required=True)
+        body = reader.get(entry, "body", str, f"index {index!r}", index)
+        found.append((index, body))
+    return found
+
+
+def _index_body(path: Path, env: jinja2.Environment, index: str) -> tuple[JsonObject, str]:
+    what = f"the body of index {index!r}"
+    if not path.is_file():
+        raise BadInput(
+            f"{path}: {what} is missing; add the file or fix 'body' of the index in track.json"
+        )
+    source = tpl.assemble(path, root=tpl.env_dir(env))
+    body = tpl.load_json(tpl.render(source, env, what), source, what)
+    if not isinstance(body, dict):
+        raise BadInput(f"{path}: {what} must be a JSON object, found {_describe(body)}")
+    return body, source.text
+
+
+def _corpora(reader: _Reader, spec: JsonMapping, indices: Sequence[str]) -> list[DocumentSet]:
+    found: list[DocumentSet] = []
+    seen: set[str] = set()
+    for number, corpus in enumerate(reader.get(spec, "corpora", list, "track", default=[])):
+        if not isinstance(corpus, dict):
+            raise reader.fail(f"corpora[{number}]", f"must be an object, found {_describe(corpus)}")
+        name = reader.get(corpus, "name", str, f"corpora[{number}]", required=True)
+        context = f"corpus {name!r}"
+        if name in seen:
+            raise reader.fail(context, "is defined twice; corpus names must be unique", name)
+        seen.add(name)
+        default_target = reader.get(corpus, "target-index", str, context, name)
+        if default_target is None and len(indices) == 1:
+            default_target = indices[0]
+        default_actions = reader.get(
+            corpus, "includes-action-and-meta-data", bool, context, name, default=False
+        )
+        base_url = reader.get(corpus, "base-url", str, context, name)
+        documents = reader.get(corpus, "documents", list, context, name, required=True)
+        for doc_number, doc in enumerate(documents):
+            doc_context = f"{context}, documents[{doc_number}]"
+            if not isinstance(doc, dict):
+                raise reader.fail(doc_context, f"must be an object, found {_describe(doc)}", name)
+            source_format = reader.get(doc, "source-format", str, doc_context, name, default="bulk")
+            if source_format != "bulk":
+                raise reader.fail(
+                    doc_context, f"source-format {source_format!r} is unknown (Rally: 'bulk')", name
+                )
+            source_file = reader.get(doc, "source-file", str, doc_context, name, required=True)
+            count = reader.number(doc, "document-count", doc_context, name, 0, integer=True)
+            if count is None:
+                raise reader.fail(doc_context, "'document-count' is missing", name)
+            actions = reader.get(
+                doc,
+                "includes-action-and-meta-data",
+                bool,
+                doc_context,
+                name,
+                default=default_actions,
+            )
+            target = reader.get(doc, "target-index", str, doc_context, name, default=default_target)
+            size = reader.number(doc, "uncompressed-bytes", doc_context, name, 0, integer=True)
+            packed = reader.number(doc, "compressed-bytes", doc_context, name, 0, integer=True)
+            url = reader.get(doc, "base-url", str, doc_context, name, default=base_url)
+            found.append(
+                DocumentSet(
+                    name,
+                    source_file,
+                    count,
+                    None if actions else target,
+                    actions,
+                    size,
+                    url,
+                    packed,
+                )
+            )
+    return found
+
+
+def _operations(reader: _Reader, spec: JsonMapping) -> dict[str, JsonObject]:
+    operations: dict[str, JsonObject] = {}
+    for number, op in enumerate(reader.get(spec, "operations", list, "track", default=[])):
+        op = _operation(reader, op, f"operations[{number}]")
+        if op["name"] in operations:
+            raise reader.fail(
+                f"operation {op['name']!r}",
+                "is defined twice; operation names must be unique",
+                op["name"],
+            )
+        operations[op["name"]] = op
+    return operations
+
+
+def _challenge(
+    reader: _Reader, spec: JsonMapping, wanted: str | None
+) -> tuple[JsonObject, list[str]]:
+    """The challenge to run: ``wanted``, or the track's default one."""
+    present = [key for key in ("challenges", "challenge", "schedule") if key in spec]
+    if len(present) != 1:
+        which = ", ".join(present) if present else "none of them"
+        raise reader.fail(
+            "track",
+            f"must define exactly one of 'challenges', 'challenge' or 'schedule' (found {which})",
+        )
+    if present[0] == "schedule":
+        challenges = [{"name": "default", "schedule": spec["schedule"]}]
+    elif present[0] == "challenge":
+        challenges = [reader.get(spec, "challenge", dict, "track")]
+    else:
+        challenges = reader.get(spec, "challenges", list, "track")
+    names: list[str] = []
+    defaults: list[str] = []
+    for number, challenge in enumerate(challenges):
+        if not isinstance(challenge, dict):
+            raise reader.fail(
+                f"challenges[{number}]", f"must be an object, found {_describe(challenge)}"
+            )
+        name = reader.get(challenge, "name", str, f"challenges[{number}]", required=True)
+        if name in names:
+            raise reader.fail(f"challenge {name!r}", "is defined twice", name)
+        names.append(name)
+        if reader.get(challenge, "default", bool, f"challenge {name!r}", name, default=False):
+            defaults.append(name)
+    if not names:
+        raise reader.fail("track", "has no challenge")
+    if wanted is not None:
+        if wanted not in names:
+            raise BadInput(
+                f"track.challenge: {reader.track_file} has no challenge {wanted!r}"
+                f"{_suggest(wanted, names)}; its challenges: {', '.join(names)}"
+            )
+        return challenges[names.index(wanted)], names
+    if len(names) == 1:
+        return challenges[0], names
+    if len(defaults) != 1:
+        problem = (
+            "marks no challenge as default"
+            if not defaults
+            else (f"marks {len(defaults)} challenges as default ({', '.join(defaults)})")
+        )
+        raise BadInput(
+            f"{reader.track_file}: the track {problem}; choose one with track.challenge "
+            f"({', '.join(names)})"
+        )
+    return challenges[names.index(defaults[0])], names
