@@ -124,9 +124,9 @@ class CorpusPresent(PreflightCheck):
     Asked of tracks that can say it without writing anything
     (:meth:`~esdash.plugin.api.Track.corpus_check`, which the ``rally`` track implements;
     :meth:`~esdash.plugin.api.Track.corpus` itself may generate or join files, which a check
-    must not).  Each problem is one line
-    naming the session key and the fix: missing files with their sizes and the total disk
-    they take, files or cache copies that would not fit the free space of their filesystem.
+    must not).  Each problem is one line naming the session key and the fix: missing files
+    with their sizes and the total disk they take, files or cache copies that would not fit
+    the free space of their filesystem.
     A track that does not load is :class:`TrackLoads`'s finding, not this one's.
     """
 
