@@ -91,7 +91,9 @@ def test_watch_runs_in_a_terminal_and_quits_on_q(runs_root: Path):
     output = b""
     try:
         deadline = time.monotonic() + 60
-        while b"age" not in output and time.monotonic() < deadline:
+        # until the run's name and its query table are drawn (not only "age": the panel
+        # titles contain it too, "Leakage", and may come first on a loaded machine)
+        while not (RUN_A.encode() in output and b"age" in output) and time.monotonic() < deadline:
             ready, _, _ = select.select([leader], [], [], 0.5)
             if ready:
                 try:
