@@ -6,9 +6,9 @@ A plugin package (built-in or third-party) writes::
 
 and implements hooks of :mod:`esdash.plugin.spec`.  What is here is the plugin contract;
 esdash's other modules may change between versions without notice to plugin authors, this
-one only with a changelog entry.  (esdash's own core never imports this module: it uses
-:mod:`esdash.plugin` directly, so a plugin cannot depend on anything the core does not
-export here.)
+one only with a changelog entry (``docs/plugin-api-changes.md``).  (esdash's own core never
+imports this module: it uses :mod:`esdash.plugin` directly, so a plugin cannot depend on
+anything the core does not export here.)
 
 Contents, by what a plugin provides:
 
@@ -19,10 +19,12 @@ Contents, by what a plugin provides:
   :data:`JsonMapping` (read-only) and :data:`JsonValue` (any one value);
 * a **track**: :class:`Track`, :class:`Corpus`, :class:`FieldSpec`, :class:`Query`,
   :class:`QueryStep`; its plan (:class:`PlannedTask`, :data:`REASON_KINDS`, and what a
-  distribution lacks: :func:`query_refusal`, :func:`mapping_refusal` giving a
-  :class:`Refusal`, :func:`adaptation_note`, :func:`plan_of_steps`) and what it can say of
+  distribution lacks: :func:`query_refusal`, :func:`operation_refusal`,
+  :func:`mapping_refusal` giving a :class:`Refusal`, :func:`adaptation_note`,
+  :func:`plan_of_steps`) and what it can say of
   its corpus without writing files (:class:`CorpusStatus`); corpus helpers
-  (:func:`generated_corpus`, :func:`write_atomically`, :func:`check_corpus`) and the
+  (:func:`generated_corpus`, :func:`write_atomically`, :func:`check_corpus`,
+  :func:`read_regular` that refuses a FIFO instead of blocking on it) and the
   query-file format (:func:`load_steps`, :func:`parse_steps`);
 * a **backend**: :class:`Backend`, :class:`Distribution`, :class:`NodeRequest`,
   :class:`NodeCommand`, :class:`NodeDirs`, :class:`Owner`, the cluster plan
@@ -118,6 +120,7 @@ from esdash.plugin.planning import (
     Refusal,
     adaptation_note,
     mapping_refusal,
+    operation_refusal,
     plan_of_steps,
     query_refusal,
 )
@@ -130,6 +133,7 @@ from esdash.plugin.secure_files import (
 from esdash.plugin.security import Credentials, NodeSecurity, TlsFiles
 from esdash.plugin.spec import Register, hookimpl
 from esdash.plugin.steps import load_steps, parse_steps
+from esdash.rundir.files import TOO_DEEP, read_regular
 from esdash.rundir.records import (
     Health,
     JsonMapping,
@@ -190,6 +194,7 @@ __all__ = [
     "QueryStep",
     "REASON_KINDS",
     "REQUIRED",
+    "TOO_DEEP",
     "Refusal",
     "Register",
     "Registrable",
@@ -220,7 +225,9 @@ __all__ = [
     "owner_ids",
     "parse_steps",
     "plan_of_steps",
+    "operation_refusal",
     "query_refusal",
+    "read_regular",
     "run_as_user",
     "shorten",
     "unzip_keeping_modes",

@@ -34,6 +34,7 @@ from esdash.plugin.manager import PluginSet, get_plugins
 from esdash.plugin.options import Problem, describe, suggest, validate
 from esdash.plugin.steps import load_steps
 from esdash.references import Reference, parse_references
+from esdash.rundir.files import TOO_DEEP, read_regular
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import JsonMapping, JsonObject
 
@@ -56,9 +57,43 @@ class SessionError(BadInput):
         super().__init__("invalid session file\n  " + "\n  ".join(lines))
 
 
-#: Slurm's time formats: minutes, m:s, h:m:s, d-h, d-h:m, d-h:m:s.
-_SLURM_TIME = re.compile(r"^(\d+-)?\d+(:\d{2}){0,2}$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: Slurm's time formats: minutes, m:s, h:m:s, d-h, d-h:m, d-h:m:s.  Every pattern here is
+#: used with ``fullmatch``: ``$`` would also match before a trailing newline, and a newline in
+#: a value that reaches ``job.sbatch`` turns the rest of the value into a shell command.
+_SLURM_TIME = re.compile(r"(\d+-)?\d+(:\d{2}){0,2}")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+#: Partition (or a comma-separated list of them) and account: what Slurm names are made of.
+_SLURM_PARTITION = re.compile(r"[A-Za-z0-9_.+-]{1,64}(,[A-Za-z0-9_.+-]{1,64})*")
+_SLURM_ACCOUNT = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
+#: One sbatch option: ``--long[=value]`` or ``-Xvalue``, the value kept to characters sbatch
+#: reads literally on an #SBATCH line (no white space, quotes, backslash or ``#``) and no shell
+#: reads specially where the line is shown (no ``$``, backtick or ``;``).
+_SLURM_VALUE = r"[A-Za-z0-9_.,:=@%+/\[\]|&*?()~-]*"
+_SLURM_EXTRA = re.compile(rf"(--[A-Za-z][A-Za-z0-9-]*(={_SLURM_VALUE})?|-[A-Za-z]{_SLURM_VALUE})")
+#: sbatch reads these words anywhere in an #SBATCH line (any case) as the start of another
+#: component of a heterogeneous job: the directives after them would go to that component.
+_SLURM_SEPARATORS = ("hetjob", "packjob")
+#: The options esdash writes itself, with the session key that sets each ("": the run
+#: directory); an ``extra`` that repeated one would silently override it (sbatch keeps the last).
+_SLURM_OWN = {
+    "--job-name": "name",
+    "-J": "name",
+    "--nodes": "cluster.nodes",
+    "-N": "cluster.nodes",
+    "--ntasks-per-node": "cluster.nodes_per_host",
+    "--time": "slurm.time",
+    "-t": "slurm.time",
+    "--output": "",
+    "-o": "",
+    "--chdir": "",
+    "-D": "",
+    "--partition": "slurm.partition",
+    "-p": "slurm.partition",
+    "--account": "slurm.account",
+    "-A": "slurm.account",
+}
+#: sbatch options of their own that are also abbreviations of one in ``_SLURM_OWN``.
+_SLURM_OTHER_PREFIXES = ("--ntasks",)
 
 TOP_LEVEL = (
     Option("name", "str", "short name of the session (letters, digits, _ . -)", default=REQUIRED),
@@ -295,6 +330,106 @@ def _plugin_choice(
     return PluginChoice(name, MappingProxyType(values))
 
 
+def _separator_in(value: str) -> str | None:
+    """The heterogeneous-job separator word sbatch would find in ``value``, if any."""
+    lowered = value.lower()
+    return next((word for word in _SLURM_SEPARATORS if word in lowered), None)
+
+
+def _name_problems(name: str) -> list[Problem]:
+    """The session name names run directories and the Slurm job: a short, plain word."""
+    if not _NAME.fullmatch(name):
+        return [
+            Problem("name", f"expected letters, digits, '_', '.', '-' (max 64), found {name!r}")
+        ]
+    word = _separator_in(name)
+    if word:
+        return [
+            Problem(
+                "name",
+                f"{name!r} holds {word!r}, which sbatch reads in the job name's #SBATCH line as "
+                f"the start of a heterogeneous job; choose a name without it",
+            )
+        ]
+    return []
+
+
+def _slurm_text_problem(
+    key: str, value: str, pattern: re.Pattern[str], expected: str
+) -> Problem | None:
+    """``value`` must be exactly ``pattern`` (no newline, space, quote, ``#`` or ``$``) and
+    hold no heterogeneous-job separator: it is written onto an #SBATCH line as is."""
+    if not pattern.fullmatch(value):
+        return Problem(key, f"expected {expected}, found {value!r}")
+    word = _separator_in(value)
+    if word:
+        return Problem(
+            key,
+            f"{value!r} holds {word!r}, which sbatch reads anywhere in an #SBATCH line as the "
+            f"start of a heterogeneous job; esdash cannot pass it",
+        )
+    return None
+
+
+def _own_option(option: str) -> tuple[str, str] | None:
+    """(option, session key) when ``option`` sets one of the directives esdash writes itself;
+    long options also by the abbreviations sbatch (getopt_long) accepts."""
+    if option.startswith("--"):
+        long = option.partition("=")[0]
+        hits = [own for own in _SLURM_OWN if own.startswith("--") and own.startswith(long)]
+        if hits and long not in _SLURM_OTHER_PREFIXES:
+            own = long if long in hits else hits[0]
+            return own, _SLURM_OWN[own]
+        return None
+    short = option[:2]
+    return (short, _SLURM_OWN[short]) if short in _SLURM_OWN else None
+
+
+#: The ``[slurm]`` keys written onto an #SBATCH line as is: pattern and what it means.
+_SLURM_WORDS = (
+    ("time", _SLURM_TIME, "a Slurm time limit such as 30, 00:30:00 or 1-12:00:00"),
+    (
+        "partition",
+        _SLURM_PARTITION,
+        "a partition name (or several, comma-separated) of letters, digits, '_', '.', '+', '-'",
+    ),
+    ("account", _SLURM_ACCOUNT, "an account name of letters, digits, '_', '.', '+', '-'"),
+)
+
+
+def slurm_problems(values: OptionValues) -> list[Problem]:
+    """Everything in ``[slurm]`` ends up on an #SBATCH line of ``job.sbatch``: each value must
+    be one plain word there, so the script sbatch reads holds exactly these directives."""
+    checks: list[Problem | None] = []
+    for name, pattern, expected in _SLURM_WORDS:
+        value = values.get(name)
+        if isinstance(value, str):
+            checks.append(_slurm_text_problem(f"slurm.{name}", value, pattern, expected))
+    extra = values.get("extra")
+    for index, option in enumerate(extra if isinstance(extra, tuple) else ()):
+        checks.append(_extra_problem(f"slurm.extra[{index}]", option))
+    return [problem for problem in checks if problem is not None]
+
+
+def _extra_problem(key: str, option: str) -> Problem | None:
+    """One ``slurm.extra`` entry: a single sbatch option that does not redo esdash's own."""
+    problem = _slurm_text_problem(
+        key,
+        option,
+        _SLURM_EXTRA,
+        "one sbatch option such as '--exclusive', '--gres=gpu:2' or '-Cgpu' (its value of "
+        "letters, digits and _ . , : = @ % + / [ ] | & * ? ( ) ~ -; no spaces, quotes, '#', '$')",
+    )
+    own = None if problem else _own_option(option)
+    if own is None:
+        return problem
+    flag, source = own
+    fix = f"set {source} instead"
+    if not source:
+        fix = "the job's output and working directory are its run directory; leave it out"
+    return Problem(key, f"{option!r} sets {flag}, which esdash writes itself; {fix}")
+
+
 def parse_session(data: JsonMapping, path: Path, plugins: PluginSet | None = None) -> Session:
     """Validate already-parsed TOML ``data`` that came from ``path``."""
     if plugins is None:
@@ -314,10 +449,8 @@ def parse_session(data: JsonMapping, path: Path, plugins: PluginSet | None = Non
             )
         problems.append(problem)
     name = top_values.get("name")
-    if isinstance(name, str) and not _NAME.match(name):
-        problems.append(
-            Problem("name", f"expected letters, digits, '_', '.', '-' (max 64), found {name!r}")
-        )
+    if isinstance(name, str):
+        problems.extend(_name_problems(name))
 
     cluster_table = _table(data, "cluster", problems)
     backend_options = cluster_table.get("backend_options", {})
@@ -393,15 +526,7 @@ def parse_session(data: JsonMapping, path: Path, plugins: PluginSet | None = Non
         problems.append(Problem(key, message))
     slurm_values, found = validate(SLURM, _table(data, "slurm", problems), "slurm")
     problems.extend(found)
-    time_limit = slurm_values.get("time")
-    if isinstance(time_limit, str) and not _SLURM_TIME.match(time_limit):
-        problems.append(
-            Problem(
-                "slurm.time",
-                f"expected a Slurm time limit such as 30, 00:30:00 or 1-12:00:00, "
-                f"found {time_limit!r}",
-            )
-        )
+    problems.extend(slurm_problems(slurm_values))
 
     if problems:
         raise SessionError(path, problems)
@@ -424,7 +549,9 @@ def load_run_session(run: RunDir) -> Session:
     info = run.read_info()
     source = Path(info.session_path) if info.session_path else run.session_file
     try:
-        data = tomllib.loads(run.session_file.read_text())
+        data = tomllib.loads(read_regular(run.session_file).decode("utf-8"))
+    except RecursionError:
+        raise SessionError(run.session_file, [Problem("", TOO_DEEP)]) from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SessionError(run.session_file, [Problem("", f"cannot read: {exc}")]) from None
     return parse_session(data, source)
@@ -434,7 +561,7 @@ def load_session(path: str | Path, plugins: PluginSet | None = None) -> Session:
     """Read, parse and validate a session file; raise :class:`SessionError` on any problem."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except FileNotFoundError:
         raise SessionError(path, [Problem("", "no such file")]) from None
     except OSError as exc:
@@ -450,4 +577,6 @@ def load_session(path: str | Path, plugins: PluginSet | None = None) -> Session:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SessionError(path, [Problem("", f"invalid TOML: {exc}")]) from None
+    except RecursionError:
+        raise SessionError(path, [Problem("", TOO_DEEP)]) from None
     return parse_session(data, path, plugins)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +68,24 @@ def test_relative_paths_resolve_against_the_session_file(tmp_path: Path) -> None
     session = parse_session(data, tmp_path / "sub" / "s.toml")
     assert session.cluster.data_dir == (tmp_path / "sub" / "data").resolve()
     assert session.cluster.home == Path("~/es").expanduser()
+
+
+def test_an_unknown_users_home_is_a_problem_of_the_key(tmp_path: Path) -> None:
+    data = {**VALID, "cluster": {**VALID["cluster"], "home": "~no-such-user-esdash/es"}}
+    assert "cluster.home: '~no-such-user-esdash/es': no user 'no-such-user-esdash'" in (
+        errors_of(data, tmp_path)
+    )
+
+
+def test_deep_nesting_and_a_fifo_are_refused_naming_the_file(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(SessionError, match=f"\n  {deep}: nested too deeply"):
+        load_session(deep)
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)  # nobody writes to it: a blocking read would hang
+    with pytest.raises(SessionError, match=f"\n  {fifo}: cannot read: not a regular file"):
+        load_session(fifo)
 
 
 def errors_of(data: dict, tmp_path: Path) -> str:

@@ -170,7 +170,7 @@ def test_builders_make_valid_records():
             "at `key` in `$.ops[...].errors`",
         ),
         (
-            _interval(0, ops={"age": {**_ops()["age"], "latency": {"hdr": "x"}}}),
+            _interval(0, ops={"age": {**_ops()["age"], "latency": {"hdr": "HISTFx"}}}),
             "missing required field `count` - at `$.ops[...].latency`",
         ),
         (

@@ -157,7 +157,7 @@ def test_summary_of_an_aborted_run_without_ingest():
         "  p50 ms  p99 ms  max ms  errors\n"
         "------------ ---------- --------- --------------- ------- --------- -----"
         " ------- ------- ------- ------\n"
-        "0 match_all  match_all   221,051   736.8 +- 12.1   7,368      3.80  1.16"
+        "1 match_all  match_all   221,051   736.8 +- 12.1   7,368      3.80  1.16"
         "    3.80    4.70   551.0       0\n"
         "  closed loop (no target throughput): latency percentiles are service times\n"
     )

@@ -98,17 +98,17 @@ def test_passing_thresholds():
 
 def test_a_query_is_checked_in_every_step_that_has_it():
     failures = evaluate_thresholds([parse_threshold("age:p99<500ms")], RESULTS)
-    assert [f.where for f in failures] == ["step 1 (big)/age"]
+    assert [f.where for f in failures] == ["step 2 (big)/age"]
     assert failures[0].actual == 600.0
     assert failures[0].message == (
-        "age:p99<500ms: step 1 (big)/age: p99 is 600 ms, wanted < 500 ms"
+        "age:p99<500ms: step 2 (big)/age: p99 is 600 ms, wanted < 500 ms"
     )
     assert str(failures[0]) == failures[0].message
 
 
 def test_error_rate_over_every_operation():
     failures = evaluate_thresholds([parse_threshold("*:error_rate<1%")], RESULTS)
-    assert [f.where for f in failures] == ["step 1 (big)/age"]
+    assert [f.where for f in failures] == ["step 2 (big)/age"]
     assert "error_rate is 5%, wanted < 1%" in failures[0].message
 
 

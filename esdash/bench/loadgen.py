@@ -50,17 +50,37 @@ OPEN_GRACE = 1.0
 
 @dataclass(frozen=True)
 class PreparedQuery:
-    """A query ready to send: its name, request path and encoded body."""
+    """A request ready to send: its name, path and encoded body, and its HTTP method."""
 
     name: str
     path: str
-    body: bytes
+    body: bytes | None
+    method: str = "POST"
 
     @classmethod
-    def of(cls, name: str, index: str, body: JsonMapping | None) -> PreparedQuery:
-        # request_cache=false: every request is answered by the shards, not the cache,
-        # so repeated queries measure search and not a lookup.
-        return cls(name, f"/{index}/_search?request_cache=false", json.dumps(body).encode())
+    def of(
+        cls,
+        name: str,
+        index: str,
+        body: JsonMapping | None,
+        request_cache: bool | None = False,
+        method: str = "POST",
+        path: str | None = None,
+    ) -> PreparedQuery:
+        """The request of a query; ``request_cache`` as :class:`esdash.plugin.api.Query` has it.
+
+        By default ``request_cache=false``: every request is answered by the shards, not the
+        cache, so repeated queries measure search and not a lookup.  ``None`` leaves the
+        choice to the index (Rally's default).  A query with a ``path`` of its own (a
+        request other than a search, such as index stats) is sent there with ``method``,
+        and without a body when it has none.
+        """
+        if path is not None:
+            return cls(name, path, json.dumps(body).encode() if body else None, method)
+        path = f"/{index}/_search"
+        if request_cache is not None:
+            path += f"?request_cache={'true' if request_cache else 'false'}"
+        return cls(name, path, json.dumps(body).encode(), method)
 
 
 class DecodeFailed(Exception):
@@ -215,7 +235,7 @@ def warm_up(
         tick()
         started = perf()
         try:
-            status, body = connection.request("POST", query.path, query.body)
+            status, body = connection.request(query.method, query.path, query.body)
         except RequestFailed as exc:
             raise WarmupFailed(query.name, str(exc)) from exc
         if status >= 300:
@@ -281,7 +301,7 @@ def measure(
         intended = scheduled if period else started
         bound = math.ceil(deadline - started + OPEN_GRACE)
         try:
-            status, body = connection.request("POST", query.path, query.body, timeout=bound)
+            status, body = connection.request(query.method, query.path, query.body, timeout=bound)
             if decode is not None and status < 300:
                 decode(query, body)
         except RequestFailed as exc:

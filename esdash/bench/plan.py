@@ -33,6 +33,7 @@ from esdash.plugin.capabilities import missing_capability
 from esdash.plugin.planning import MODULE_TYPES, adapt_index_body
 from esdash.rundir.records import (
     BenchPlan,
+    JsonObject,
     PlannedQuery,
     PlannedStep,
 )
@@ -50,6 +51,21 @@ __all__ = [
 ]
 
 
+def encoded_query(query: Query, codec: ClientCodec) -> JsonObject:
+    """``query``'s body as ``codec`` sends it; :class:`QueryNotSupported` where it cannot.
+
+    A request other than a search (``Query.path``) is never encoded: without a body it is
+    sent as it is, with one it cannot run under a codec (its plaintext would not match the
+    encrypted index).
+    """
+    body = dict(query.body)
+    if query.path is None:
+        return codec.encode_query(body)
+    if body:
+        raise QueryNotSupported(f"{query.method} {query.path}", "the codec encrypts searches only")
+    return body
+
+
 def planned_query(
     query: Query, index: str, distribution: Distribution, codec: ClientCodec | None = None
 ) -> PlannedQuery:
@@ -59,17 +75,22 @@ def planned_query(
     distribution lacks a capability too: encryption rules it out everywhere.  Its body is
     not kept (it would put plaintext constants into the run directory).
     """
-    body = dict(query.body)
+    planned = PlannedQuery(
+        name=query.name,
+        index=query.index or index,
+        body=dict(query.body),
+        request_cache=query.request_cache,
+        method=query.method,
+        path=query.path,
+    )
     if codec is not None:
         try:
-            body = codec.encode_query(body)
+            planned = msgspec.structs.replace(planned, body=encoded_query(query, codec))
         except QueryNotSupported as exc:
-            reason = f"not possible under {codec.label}: {exc.part} ({exc.reason})"
-            return PlannedQuery(
-                name=query.name, index=query.index or index, body=None, unsupported=reason
-            )
-    reason = missing_capability(tuple(query.requires), distribution, query.body)
-    return PlannedQuery(name=query.name, index=query.index or index, body=body, unsupported=reason)
+            refusal = f"not possible under {codec.label}: {exc.part} ({exc.reason})"
+            return msgspec.structs.replace(planned, body=None, unsupported=refusal)
+    missing = missing_capability(tuple(query.requires), distribution, query.body)
+    return msgspec.structs.replace(planned, unsupported=missing)
 
 
 def plan_steps(
@@ -90,6 +111,7 @@ def plan_steps(
                 duration=duration,
                 target_throughput=target,
                 think_time=step.think_time,
+                clients=step.clients,
             )
         )
     return tuple(planned)

@@ -68,7 +68,13 @@ from esdash.plugin.api import ClientCodec
 from esdash.plugin.control import ControlClient
 from esdash.plugin.security import Credentials
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import JsonObject, NodePlan, PlannedQuery, RankPayload
+from esdash.rundir.records import (
+    JsonObject,
+    NodePlan,
+    PlannedQuery,
+    PlannedStep,
+    RankPayload,
+)
 
 if TYPE_CHECKING:
     from esdash.bench.recorder import Recorder
@@ -358,9 +364,12 @@ class Worker:
         codec = self.codec
         if codec is None or not codec.decode_responses:
             return None
-        requests = {q.name: q.body for q in queries}
+        # requests other than searches (index stats, say) answer in plaintext
+        requests = {q.name: q.body for q in queries if q.path is None}
 
         def decode(query: loadgen.PreparedQuery, body: bytes) -> None:
+            if query.name not in requests:
+                return
             try:
                 codec.decode_response(json.loads(body), requests[query.name])
             except Exception as exc:
@@ -379,7 +388,14 @@ class Worker:
         node = self.ingest_node
         runnable = {q.name: q for step in self.plan.steps for q in step.runnable}
         prepared = [
-            loadgen.PreparedQuery.of(name, runnable[name].index, runnable[name].body)
+            loadgen.PreparedQuery.of(
+                name,
+                runnable[name].index,
+                runnable[name].body,
+                runnable[name].request_cache,
+                runnable[name].method,
+                runnable[name].path,
+            )
             for name in schedule.queries
         ]
         decode = self.decoder(tuple(runnable.values()))
@@ -430,57 +446,159 @@ class Worker:
         outcomes: list[JsonObject] = []
         moment = start
         for k, step in enumerate(self.plan.steps):
-            runnable = step.runnable
-            if not runnable:
+            if not step.runnable:
                 outcomes.append({"index": k, "step": step.name, "status": "unsupported"})
                 continue
-            warm_end = moment + step.warmup
-            end = warm_end + step.duration
-            # The seed makes target node and query order reproducible per worker and step.
-            rng = random.Random(self.plan.seed * 1_000_003 + self.index * 7_919 + k)
-            node = rng.choice(self.nodes)
-            connection = self.connection(node, timeout=max(30.0, step.duration))
-            prepared = [loadgen.PreparedQuery.of(q.name, q.index, q.body) for q in runnable]
-            decode = self.decoder(runnable)
-            order = loadgen.query_order(prepared, rng)
-            outcome: JsonObject = {
-                "index": k,
-                "step": step.name,
-                "round": step.round,
-                "node": node.name,
-                "order": [q.name for q in order],
-            }
+            outcomes.append(self.query_step(k, step, moment, recorder, reporter))
+            moment += step.warmup + step.duration
+        return outcomes
+
+    def query_step(
+        self, k: int, step: PlannedStep, moment: float, recorder: Recorder, reporter: Reporter
+    ) -> JsonObject:
+        """Step ``k`` from ``moment`` (wall clock): this rank's clients warm up and measure."""
+        warm_end = moment + step.warmup
+        end = warm_end + step.duration
+        outcome: JsonObject = {"index": k, "step": step.name, "round": step.round}
+        clients = self.step_clients(step, k, step.runnable)
+        outcome["clients"] = len(clients)
+        if clients:
+            outcome["node"] = clients[0].node.name
+            outcome["order"] = [q.name for q in clients[0].order]
+        if len(clients) > 1:
+            outcome["nodes"] = [c.node.name for c in clients]
+
+        def warm(c: StepClient, tick: Tick) -> int:
+            return loadgen.warm_up(c.connection, c.order, warm_end, recorder, tick, c.decode)
+
+        total = step.clients or self.workers
+        rate = step.target_throughput / total if step.target_throughput else None
+
+        def send(c: StepClient, tick: Tick) -> int:
+            return loadgen.measure(
+                c.connection, c.order, end, recorder, tick, rate, step.think_time, c.decode
+            )
+
+        try:
             _sleep_until(moment, self.state, reporter.tick)
             self.state.phase, self.state.step = "warmup", k
             try:
-                if step.warmup > 0:
-                    outcome["warmup_requests"] = loadgen.warm_up(
-                        connection, order, warm_end, recorder, reporter.tick, decode
-                    )
+                if step.warmup > 0 and clients:
+                    outcome["warmup_requests"] = self.each_client(clients, reporter, warm)
             except loadgen.WarmupFailed as exc:
                 outcome.update(status="warmup_failed", error=str(exc))
-                outcomes.append(outcome)
                 reporter.flush(partial=True)
                 _sleep_until(end, self.state, reporter.tick)
-                moment = end
-                continue
+                return outcome
             reporter.flush(partial=True)
             self.state.phase = "measure"
-            rate = step.target_throughput / self.workers if step.target_throughput else None
             outcome["measure_start"] = time.time()
-            outcome["requests"] = loadgen.measure(
-                connection, order, end, recorder, reporter.tick, rate, step.think_time, decode
-            )
+            outcome["requests"] = self.each_client(clients, reporter, send)
+            if not clients:  # a rank with no client in this step waits it out
+                _sleep_until(end, self.state, reporter.tick)
             outcome["measure_end"] = time.time()
             reporter.flush(partial=True)
             # idle time until the next step belongs to no step: it must not stretch this
             # step's measured seconds (the throughput's denominator)
             self.state.phase = "between"
-            connection.close()
             outcome["status"] = "ok"
-            outcomes.append(outcome)
-            moment = end
-        return outcomes
+            return outcome
+        finally:
+            self.close_clients(clients)
+
+    def step_clients(
+        self, step: PlannedStep, k: int, runnable: tuple[PlannedQuery, ...]
+    ) -> list[StepClient]:
+        """This rank's clients of step ``k``, each with its node, connection and query order.
+
+        The seed makes every client's node and query order reproducible; the first client's
+        draws are the ones a one-client rank has always made.
+        """
+        prepared = [
+            loadgen.PreparedQuery.of(q.name, q.index, q.body, q.request_cache, q.method, q.path)
+            for q in runnable
+        ]
+        decode = self.decoder(runnable)
+        clients = []
+        for c in range(rank_share(step.clients, self.workers, self.index)):
+            seed = self.plan.seed * 1_000_003 + self.index * 7_919 + k + c * 104_729
+            rng = random.Random(seed)
+            node = rng.choice(self.nodes)
+            connection = self.connection(node, timeout=max(30.0, step.duration))
+            clients.append(StepClient(node, connection, loadgen.query_order(prepared, rng), decode))
+        return clients
+
+    def each_client(
+        self,
+        clients: Sequence[StepClient],
+        reporter: Reporter,
+        send: Callable[[StepClient, Tick], int],
+    ) -> int:
+        """Run ``send`` for every client at once; the number of requests they sent together.
+
+        The first client runs in this thread and ticks the reporter (which drains the
+        recorder on interval boundaries); the others run in threads of their own and only
+        watch for an abort.  The first failure of any client is raised once all have ended.
+        """
+        if not clients:
+            return 0
+        if len(clients) == 1:
+            return send(clients[0], reporter.tick)
+        counts = [0] * len(clients)
+        failures: list[BaseException] = []
+
+        def watch() -> None:
+            if self.state.aborted:
+                raise Aborted(self.state.aborted)
+
+        def other(n: int) -> None:
+            try:
+                counts[n] = send(clients[n], watch)
+            except BaseException as exc:  # handed to the first client's thread below
+                failures.append(exc)
+
+        threads = [
+            threading.Thread(target=other, args=(n,), name=f"client-{n}", daemon=True)
+            for n in range(1, len(clients))
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            counts[0] = send(clients[0], reporter.tick)
+        finally:
+            for thread in threads:
+                thread.join()
+        if failures:
+            raise failures[0]
+        return sum(counts)
+
+    @staticmethod
+    def close_clients(clients: Sequence[StepClient]) -> None:
+        for client in clients:
+            client.connection.close()
+
+
+@dataclass(frozen=True)
+class StepClient:
+    """One client of a query step in this rank: its node, connection and query order."""
+
+    node: NodePlan
+    connection: Connection
+    order: list[loadgen.PreparedQuery]
+    decode: Callable[[loadgen.PreparedQuery, bytes], object] | None
+
+
+def rank_share(clients: int | None, workers: int, index: int) -> int:
+    """How many of a step's ``clients`` bench rank ``index`` (0-based) runs.
+
+    ``None`` is esdash's own model, one client per rank.  Otherwise the clients are spread
+    as evenly as possible, the first ranks taking one more: 5 clients over 2 ranks are 3 and
+    2, and 1 client over 3 ranks leaves two ranks idle for the step.
+    """
+    if clients is None:
+        return 1
+    share, extra = divmod(clients, workers)
+    return share + (1 if index < extra else 0)
 
 
 def _read_ahead(
@@ -564,12 +682,14 @@ def run_worker(
     codec: ClientCodec | None = None,
     codec_error: str | None = None,
 ) -> int:
-    from esdash.bench.recorder import Recorder
+    from esdash.bench.recorder import Recorder, SharedRecorder
 
     worker = Worker(plan, rank - 1, size - 1, nodes, credentials, codec=codec)
     _watch_signals(worker.state)
     schedule = Schedule(start["t0"], plan.interval)
-    recorder = Recorder(rank)
+    # several clients in one rank count into one recorder from their own threads
+    several = any(rank_share(s.clients, size - 1, rank - 1) > 1 for s in plan.steps)
+    recorder = SharedRecorder(rank) if several else Recorder(rank)
     channel = ChannelWriter(run.rank_channel(rank))
     reporter = Reporter(channel, rank, recorder, schedule, worker.state)
     inbox = Inbox(run.coordinator_channel)

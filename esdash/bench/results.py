@@ -390,7 +390,8 @@ def step_status(acc: RunAccumulator, index: int, planned: PlannedStepInfo, worke
 
     A rank "measured it all" when its measured seconds reach the planned duration (less one
     interval, or 2 %, for the boundaries).  When no rank did, the step ended early; when
-    some did and others did not (or sent nothing), ranks were lost during it.
+    some did and others did not (or sent nothing), ranks were lost during it.  A step with
+    fewer clients than ranks expects only as many ranks as it has clients.
     """
     ranks = acc.per_rank("measure", index)
     if not ranks:
@@ -405,8 +406,9 @@ def step_status(acc: RunAccumulator, index: int, planned: PlannedStepInfo, worke
     ]
     if not complete:
         return "ended early"
-    if len(complete) < max(workers, len(ranks)):
-        return f"lost ranks ({len(complete)} of {max(workers, len(ranks))} measured it all)"
+    expected = workers if planned.clients is None else min(workers, planned.clients)
+    if len(complete) < max(expected, len(ranks)):
+        return f"lost ranks ({len(complete)} of {max(expected, len(ranks))} measured it all)"
     return "measured"
 
 
@@ -427,6 +429,7 @@ def _step_result(
             warmup=planned.warmup,
             duration=planned.duration,
             target_throughput=planned.target_throughput,
+            clients=planned.clients,
         ),
         status=step_status(acc, index, planned, workers) if measured else "no data",
         duration_s=round(window, 3),

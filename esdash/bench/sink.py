@@ -96,6 +96,7 @@ class StreamSink:
                     target_throughput=step.target_throughput,
                     round=step.round,
                     position=step.position,
+                    clients=step.clients,
                 )
                 for step in self.plan.steps
             ],
@@ -416,6 +417,7 @@ def _rank_summary(final: JsonObject, intervals: int = 0) -> RankSummary:
         reason=final.get("reason"),
         ingest_node=(final.get("ingest") or {}).get("node"),
         step_nodes={s["step"]: s.get("node") for s in final.get("steps", [])},
+        step_clients={s["step"]: s["clients"] for s in final.get("steps", []) if "clients" in s},
         intervals=intervals,
     )
 

@@ -42,6 +42,7 @@ from esdash.plugin.corpus import (
     read_line,
     write_atomically,
 )
+from esdash.rundir.files import read_regular
 from esdash.rundir.records import JsonObject
 
 #: Suffix of the offset cache written next to a corpus.
@@ -177,7 +178,7 @@ def _load_cache(candidates: Iterable[Path], stat: os.stat_result) -> JsonObject 
     """The first cache among ``candidates`` that is well-formed and matches the corpus."""
     for candidate in candidates:
         try:
-            data = json.loads(candidate.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(candidate))
             if (
                 data["version"] == OFFSETS_VERSION
                 and data["size"] == stat.st_size
@@ -187,8 +188,11 @@ def _load_cache(candidates: Iterable[Path], stat: os.stat_result) -> JsonObject 
             ):
                 _index_from(data)
                 return data
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # missing, unreadable, stale or from another version: scan again
+        except (OSError, ValueError, KeyError, TypeError, OverflowError, RecursionError):
+            # Missing, unreadable (a FIFO is refused, not waited on), stale, from another
+            # version or damaged (nested too deeply, an infinite number): esdash's own file,
+            # so scan again and rewrite it.
+            continue
     return None
 
 
@@ -219,7 +223,7 @@ def _index_from(data: JsonObject) -> _Index:
 def _cached_slices(data: JsonObject, ranks: int) -> list[Slice] | None:
     try:
         slices = [Slice(*map(int, entry)) for entry in data["slices"][str(ranks)]]
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
     return slices if len(slices) == ranks else None
 

@@ -115,7 +115,7 @@ def run_round(
             tick()
             started = perf()
             try:
-                status, body = connection.request("POST", query.path, query.body)
+                status, body = connection.request(query.method, query.path, query.body)
                 if status < 300 and decode is not None:
                     decode(query, body)
             except (RequestFailed, loadgen.DecodeFailed) as exc:

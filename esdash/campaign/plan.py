@@ -24,7 +24,7 @@ cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from esdash.campaign.spec import Campaign, Point, digest, value_key
@@ -136,8 +136,16 @@ def matches(point: Point, filters: Sequence[tuple[str, str]]) -> bool:
     return True
 
 
-def render_plan(groups: Sequence[ClusterGroup], status: Mapping[str, str]) -> list[str]:
-    """The plan as lines (``esdash sweep --dry-run``): clusters, points, what each will do."""
+def render_plan(
+    groups: Sequence[ClusterGroup],
+    status: Mapping[str, str],
+    refused: Collection[str] = (),
+) -> list[str]:
+    """The plan as lines (``esdash sweep --dry-run``): clusters, points, what each will do.
+
+    A point whose run completed but whose session changed since says so (it runs again);
+    a point in ``refused`` (ids) is marked as one its pre-flight checks would stop.
+    """
     lines = []
     for number, group in enumerate(groups, 1):
         lines.append(f"cluster {number}: {group.label}")
@@ -149,5 +157,9 @@ def render_plan(groups: Sequence[ClusterGroup], status: Mapping[str, str]) -> li
                 EACH: "re-ingest",
             }
             what = "skip (completed)" if state == "completed" else action[planned.ingest]
+            if state == "stale":
+                what += " (its session changed since it completed)"
+            if planned.point.id in refused:
+                what += " -- REFUSED by its pre-flight checks"
             lines.append(f"  {planned.point.label or planned.point.id}: {what}")
     return lines

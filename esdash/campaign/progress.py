@@ -69,7 +69,7 @@ def read_progress(path: str | Path) -> CampaignSummary:
         summary = files.read(path, CampaignSummary)
     except files.RunFileError as exc:
         hint = (
-            "a campaign directory has it once `esdash sweep` (or `esdash sweep --dry-run`) ran"
+            "a campaign directory has it once `esdash sweep` ran (a --dry-run writes nothing)"
             if not path.exists()
             else "the file is rewritten by `esdash sweep`: run it again, or restore the file"
         )

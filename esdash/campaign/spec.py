@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from esdash.errors import BadInput
 from esdash.plugin.api import REQUIRED, Option
 from esdash.plugin.options import Problem, describe, suggest, validate
+from esdash.rundir.files import TOO_DEEP, read_regular
 from esdash.rundir.keys import digest, value_key
 from esdash.rundir.records import JsonMapping, JsonObject, JsonValue
 from esdash.session import (
@@ -55,6 +56,7 @@ from esdash.session import (
     SLURM,
     SessionError,
     parse_session,
+    slurm_problems,
     tomllib,
 )
 
@@ -85,7 +87,7 @@ SELECTORS = {
     ("track", "name"): None,
     ("cluster", "backend"): DEFAULT_BACKEND,
 }
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}\Z")
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -190,6 +192,16 @@ class Campaign:
                 lines.append(f"{file}: {where}{message} (point {shown})")
             raise CampaignError(lines)
         return points
+
+    def sets(self, point: Point, key: str) -> bool:
+        """Whether this file (``[set]``, an axis, ``[per_value]``), not the base session,
+        gives ``key`` (a dotted session key) its value in ``point``: findings name that file."""
+        overrides = list(self.overrides)
+        for axis in self.axes:
+            value = point.values.get(axis.dotted)
+            overrides.append((axis.path, value))
+            overrides.extend(self.per_value.get(axis.dotted, {}).get(value_key(value), ()))
+        return _overridden(key, overrides)
 
     # ------------------------------------------------------------------ one point
     def _point(
@@ -615,13 +627,16 @@ def parse_campaign(data: JsonMapping, path: Path, plugins: PluginSet | None = No
     per_value = _parse_per_value(_table(data, "per_value", problems), axes, problems)
     slurm, found = validate(SLURM, _table(data, "slurm", problems), "slurm")
     problems.extend(found)
+    problems.extend(slurm_problems(slurm))
     slurm_raw = dict(_table(data, "slurm", []))
 
     base: JsonObject = {}
     base_path = values.get("session")
     if isinstance(base_path, Path):
         try:
-            base = tomllib.loads(base_path.read_text("utf-8"))
+            base = tomllib.loads(read_regular(base_path).decode("utf-8"))
+        except RecursionError:
+            problems.append(Problem("session", f"{base_path}: {TOO_DEEP}"))
         except FileNotFoundError:
             problems.append(Problem("session", f"{base_path}: no such file"))
         except (OSError, UnicodeDecodeError) as exc:
@@ -647,11 +662,29 @@ def parse_campaign(data: JsonMapping, path: Path, plugins: PluginSet | None = No
     )
 
 
+#: Top-level keys only a campaign has: ``session`` names its base session, ``[axes]`` what it
+#: varies.  Neither is a session key, so a file with one of them is read as a campaign.
+MARKERS = ("session", "axes")
+
+
+def is_campaign_file(path: str | Path) -> bool:
+    """Whether ``path`` holds a campaign rather than a session (``esdash session check``).
+
+    A file that cannot be read or parsed is no campaign: the session loader reports why,
+    as it does for any session file.
+    """
+    try:
+        data = tomllib.loads(read_regular(Path(path)).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return False
+    return any(key in data for key in MARKERS)
+
+
 def load_campaign(path: str | Path, plugins: PluginSet | None = None) -> Campaign:
     """Read and validate a campaign file; raise :class:`CampaignError` on any problem."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except FileNotFoundError:
         raise CampaignError([f"{path}: no such file"]) from None
     except OSError as exc:
@@ -665,4 +698,6 @@ def load_campaign(path: str | Path, plugins: PluginSet | None = None) -> Campaig
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CampaignError([f"{path}: invalid TOML: {exc}"]) from None
+    except RecursionError:
+        raise CampaignError([f"{path}: {TOO_DEEP}"]) from None
     return parse_campaign(data, path, plugins)

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
+from esdash.campaign.check import failing, failure_lines, point_findings
 from esdash.campaign.plan import (
     EACH,
     FIRST,
@@ -51,6 +52,7 @@ from esdash.errors import (
 )
 from esdash.launch import process, slurm
 from esdash.paths import runs_dir
+from esdash.progress import Silent
 from esdash.run import start, stop
 from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
@@ -62,7 +64,7 @@ from esdash.rundir.records import (
     Results,
     RunnerCluster,
 )
-from esdash.session import load_session, parse_session
+from esdash.session import load_session
 
 #: Seconds an interrupted point may take to abort before it is asked again, then killed.
 INTERRUPT_GRACE = 60.0
@@ -144,22 +146,8 @@ class Sweep:
                 result.append((number, group, pending))
         return result
 
-    def preflight(self) -> list[str]:
-        """The session-stage pre-flight findings of every point (``esdash session check``'s)."""
-        from esdash.cluster import preflight
-
-        problems: list[str] = []
-        seen: set[str] = set()
-        for point in self.points:
-            session = parse_session(point.session, self.campaign.base_path)
-            for line in preflight.findings(session, "session"):
-                if line not in seen:  # points sharing a key file share its finding
-                    seen.add(line)
-                    problems.append(f"{point.label}: {line}")
-        return problems
-
-    def run(self) -> int:
-        self.directory.prepare(self.campaign, self.points)
+    def announce(self) -> list[tuple[int, ClusterGroup, list[PlannedPoint]]]:
+        """The first line of every sweep (real or dry): points, completed, to run; the todo."""
         todo = self.todo()
         self.total = sum(len(pending) for _n, _g, pending in todo)
         completed = sum(self.directory.status(p) == "completed" for p in self.points)
@@ -167,15 +155,38 @@ class Sweep:
             f"campaign {self.campaign.name}: {len(self.points)} points, {completed} completed, "
             f"{self.total} to run on {len(todo)} cluster(s); directory {self.directory.path}"
         )
+        return todo
+
+    def dry_run(self) -> int:
+        """The plan, and every point that would run through ``session check``'s checks.
+
+        Writes nothing (no point session, state, summary, runner or directory): a dry run
+        over a campaign whose base session changed must leave its completed points
+        completed.  Exit 2 when a point would be refused, naming it and the reason.
+        """
+        todo = self.announce()
+        to_run = [planned.point for _n, _g, pending in todo for planned in pending]
+        findings = point_findings(self.campaign, to_run)
+        status = {p.id: self.directory.status(p) for p in self.points}
+        bad = failing(to_run, findings)
+        for line in render_plan(self.groups, status, {p.id for p in bad}):
+            print(line, file=self.out)
+        for problem in failure_lines(to_run, findings):
+            print(f"esdash: error: {problem}", file=sys.stderr)
+        if bad:
+            self.say(
+                f"dry run: {len(bad)} of {len(to_run)} point(s) to run would fail their "
+                "pre-flight checks; nothing was written"
+            )
+            return EXIT_BAD_INPUT
+        self.say("dry run: every point to run passes its pre-flight checks; nothing was written")
+        return EXIT_OK
+
+    def run(self) -> int:
         if self.options.dry_run:
-            status = {p.id: self.directory.status(p) for p in self.points}
-            for line in render_plan(self.groups, status):
-                print(line, file=self.out)
-            problems = self.preflight()
-            for problem in problems:
-                print(f"esdash: error: {problem}", file=sys.stderr)
-            self.summary()
-            return EXIT_BAD_INPUT if problems else EXIT_OK
+            return self.dry_run()
+        self.directory.prepare(self.campaign, self.points)
+        todo = self.announce()
         if not todo:
             self.summary()
             return EXIT_OK
@@ -304,7 +315,10 @@ class Sweep:
                 runner.cluster = RunnerCluster(number=number, label=group.label, run=str(run.path))
             started = time.monotonic()
             try:
-                run, launcher, _health = start.up(session, fresh, self.options.timeout, run)
+                quiet = Silent() if self.options.quiet else None  # --quiet: the sweep's lines
+                run, launcher, _health = start.up(
+                    session, fresh, self.options.timeout, run, progress=quiet
+                )
             except EsdashError as exc:
                 last = str(exc)
                 self.say(f"cluster {number}: failed to start (attempt {attempt}): {last}")

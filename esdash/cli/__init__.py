@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
+import select
 import sys
 from collections.abc import Sequence
 
 from esdash import __version__
-from esdash.errors import EXIT_ABORT, EsdashError
+from esdash.errors import EXIT_ABORT, EXIT_FAILURE, EsdashError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +37,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code.  Output to a reader that went away ends quietly."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # another pipe (a child's stdin, a socket): a bug to see, not to hide
+        _silence_stdout()
+        return EXIT_FAILURE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -50,6 +66,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         # whose message names the signal and the phase)
         print(f"esdash: interrupted{f': {exc}' if str(exc) else ''}", file=sys.stderr)
         return EXIT_ABORT
+
+
+def _stdout_closed() -> bool:
+    """Whether whoever read our standard output has gone (``esdash doctor --json | head``).
+
+    A pipe whose reader closed it polls as an error on the write end; a file, a terminal
+    or a pipe still read does not.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by a non-file (tests' capture)
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's final flush of what is still
+    buffered does not fail again (and print "Exception ignored ... BrokenPipeError").
+
+    The usual ending of a command whose reader stopped reading (what Python's documentation
+    of SIGPIPE recommends): quiet, no traceback.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -99,7 +99,12 @@ def run_status(args: argparse.Namespace) -> int:
     if info.slurm_job:
         print(f"slurm    job {info.slurm_job}  {info.slurm_state or ''}".rstrip())
     health = info.health
-    if health:
+    live = info.state in ("starting", "running")
+    if health and (not live or info.launcher_alive is False):  # issue 17: stale after `down`
+        was = f"{health.status}, {health.number_of_nodes} node(s)" if health.ok else "unreachable"
+        why = "gone (its launcher ended)" if live else info.state
+        print(f"health   none: the cluster is {why}; its last answer was {was}")
+    elif health:
         age = time.time() - (health.time or 0)
         if health.ok:
             print(
@@ -128,9 +133,21 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_down(args: argparse.Namespace) -> int:
+    """Stop a run's cluster; exit 1 while a node still runs or its launcher was refused.
+
+    A run already over is left alone (one line, exit 0); a recorded process whose identity
+    is not confirmed is never signalled, and a line on stderr says which and why.
+    """
     run = RunDir.open(args.run)
-    outcome = stop.stop_cluster(run, grace=args.grace)
+    down = stop.take_down(run, grace=args.grace)
+    if down.outcome == "already":
+        print(f"{run.path}: {'; '.join(down.notes)}")
+        return 0
+    for note in down.notes:
+        print(f"esdash: {note}", file=sys.stderr)
     statuses = run.node_statuses()
     still = [r for r, s in statuses.items() if s.state in ("starting", "running")]
-    print(f"{run.path}: {outcome}; {len(statuses) - len(still)} of {len(statuses)} node(s) down")
-    return 0 if not still else 1
+    print(
+        f"{run.path}: {down.outcome}; {len(statuses) - len(still)} of {len(statuses)} node(s) down"
+    )
+    return 0 if not still and down.outcome != "refused" else 1

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from esdash import paths
+
+if TYPE_CHECKING:
+    from esdash.plugin.fetching import ArtifactNotFound
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +31,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from esdash.host.fetch import fetch
+    """Fetch, with a line per step and a sign of life every 2 s on standard error.
 
-    print(fetch(args.backend, args.version))
+    Each message of the backend (``downloading ...``, ``unpacking ...``) begins a progress
+    phase; the home alone goes to standard output.  A version the repository does not
+    have is one line naming the backend, the version and the versions there are (exit 2).
+    """
+    from esdash.errors import BadInput
+    from esdash.host.fetch import fetch
+    from esdash.plugin.fetching import ArtifactNotFound
+    from esdash.progress import for_stderr
+
+    lines = for_stderr()
+    try:
+        home = fetch(args.backend, args.version, say=lines.switch)
+    except ArtifactNotFound as exc:
+        lines.close(failed=True)
+        if exc.version != args.version:
+            raise  # a part the backend needs, not the version asked for: Maven's own words
+        raise BadInput(no_such_version(args.backend, exc)) from None
+    except BaseException:
+        lines.close(failed=True)
+        raise
+    lines.close()
+    print(home)
     return 0
+
+
+def no_such_version(backend: str, exc: ArtifactNotFound) -> str:
+    """``no such version: elasticsearch 99.0.0 (available: 8.19.21, ...)``."""
+    available = exc.available
+    if not available:
+        return f"no such version: {backend} {exc.version} in {exc.repository}"
+    from esdash.plugin.fetching import shown_versions
+
+    return (
+        f"no such version: {backend} {exc.version} "
+        f"(available: {shown_versions(available, exc.version)}); pass one with --version"
+    )

@@ -55,6 +55,7 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from esdash.progress import for_stderr
     from esdash.run.leakage_sample import analyse_session
     from esdash.rundir import files
     from esdash.session import load_session
@@ -64,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
     def say(text: str) -> None:
         print(f"esdash: {text}", file=sys.stderr, flush=True)
 
-    report = analyse_session(session, args.documents, say)
+    lines = for_stderr()  # the analysis says when it begins; the ticker, that it goes on
+    with lines.phase("leakage analysis", announce_after=lines.tick):
+        report = analyse_session(session, args.documents, say)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         files.write(args.out, report)

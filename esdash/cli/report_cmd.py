@@ -23,7 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="FMT",
-        help="md, html, csv or json; repeatable or comma-separated (default md)",
+        help=(
+            "md, html, csv, json or rally (per-task numbers under Rally's metric names); "
+            "repeatable or comma-separated (default md)"
+        ),
     )
     parser.add_argument("--out", type=Path, help="report directory (default: see below)")
     parser.add_argument(
@@ -38,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from esdash.errors import BadInput
+    from esdash.progress import CHECKS_GRACE, for_stderr
     from esdash.report.document import REPORT_FORMATS, build_report, write_report
     from esdash.view.inputs import load_inputs
 
@@ -45,15 +49,22 @@ def run(args: argparse.Namespace) -> int:
     unknown = [f for f in formats if f not in REPORT_FORMATS]
     if unknown:
         raise BadInput(f"--format {', '.join(unknown)}: expected {', '.join(REPORT_FORMATS)}")
-    inputs = load_inputs(args.inputs)
+    lines = for_stderr()
+    with lines.phase(f"reading {len(args.inputs)} input(s)", announce_after=CHECKS_GRACE):
+        inputs = load_inputs(args.inputs)
     if not inputs.entries:
         raise BadInput("no completed runs in the inputs")
     out = args.out
     if out is None:
         dirs = {Path(c.dir) for c in inputs.campaigns if c.dir}
         out = dirs.pop() / "report" if len(dirs) == 1 else Path("esdash-report")
-    report = build_report(inputs, args.baseline)
-    written = write_report(report, out, formats, not args.no_figures, args.self_contained)
+    what = f"computing the tables of {len(inputs.entries)} run(s)"
+    with lines.phase(what, announce_after=CHECKS_GRACE):
+        report = build_report(inputs, args.baseline)
+    drawing = not args.no_figures and bool({"md", "html", "json"} & set(formats))
+    what = "drawing the figures and writing" if drawing else "writing"
+    with lines.phase(f"{what} {', '.join(formats)}"):
+        written = write_report(report, out, formats, not args.no_figures, args.self_contained)
     for path in written:
         print(f"wrote {path}")
     if report.figures:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from esdash.run.job import RunOptions, run_session
 from esdash.run.start import DEFAULT_TIMEOUT
 from esdash.session import load_session
 
@@ -58,6 +57,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from esdash.run.job import RunOptions, run_session  # numpy and more: only when running
+
     session = load_session(args.session)
     options = RunOptions(
         cluster=args.cluster,

@@ -14,6 +14,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="session_command", metavar="ACTION", required=True)
     check = actions.add_parser("check", help="validate session files; errors name file and key")
     check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help='check a threshold `esdash run --threshold` would use, e.g. "age:p99<500ms"',
+    )
     check.set_defaults(func=run_check)
 
 
@@ -29,13 +36,16 @@ def run_check(args: argparse.Namespace) -> int:
 
     failed = 0
     for file in args.files:
+        if _is_campaign(file):
+            failed += not _check_campaign(file)
+            continue
         try:
             session = load_session(file)
         except BadInput as exc:  # SessionError included
             failed += 1
             print(f"esdash: error: {exc}", file=sys.stderr)
             continue
-        problems = preflight.findings(session, "session")
+        problems = preflight.findings(session, "session", thresholds=tuple(args.threshold))
         for problem in problems:
             print(f"esdash: error: {problem}", file=sys.stderr)
         if problems:
@@ -49,3 +59,23 @@ def run_check(args: argparse.Namespace) -> int:
             f"track {session.track.name}, {session.benchmark.workers_per_node} worker(s)/node"
         )
     return EXIT_BAD_INPUT if failed else 0
+
+
+def _is_campaign(file: str) -> bool:
+    from esdash.campaign.spec import is_campaign_file
+
+    return is_campaign_file(file)
+
+
+def _check_campaign(file: str) -> bool:
+    """A campaign file is checked as a campaign: its keys, then every point's session."""
+    from pathlib import Path
+
+    from esdash.campaign.check import check_campaign_file
+
+    result = check_campaign_file(Path(file))
+    for line in result.errors:
+        print(f"esdash: error: {line}", file=sys.stderr)
+    if result.ok:
+        print(result.ok)
+    return not result.errors

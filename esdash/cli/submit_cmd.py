@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from esdash.run import start
-from esdash.session import load_session
+from esdash.session import Session, load_session
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,17 +18,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run the whole benchmark in the job (esdash run), not only the cluster",
     )
-    parser.add_argument("--dry-run", action="store_true", help="write the script, do not submit")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run every check a submit runs and print the job script; write and submit nothing",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    submitted = start.submit(
-        load_session(args.session), bench=args.bench, fresh=args.fresh, dry_run=args.dry_run
-    )
-    if submitted.job is None:
-        print(f"wrote {submitted.script} (not submitted)")
-        return 0
+    session = load_session(args.session)
+    if args.dry_run:
+        return _dry_run(session, args)
+    submitted = start.submit(session, bench=args.bench, fresh=args.fresh)
     print(f"submitted job {submitted.job}; run directory: {submitted.run.path}")
     print(f"follow it with: esdash cluster status {submitted.run.path}")
+    return 0
+
+
+def _dry_run(session: Session, args: argparse.Namespace) -> int:
+    """The script on stdout (a valid script: the note is a comment), nothing on disk.
+
+    A dry run writes nothing (no run directory, no ``job.sbatch``), like every esdash dry
+    run: the script is shown rather than written, and the note on stderr says where the
+    real submit would put it.
+    """
+    run, script = start.preview_submit(session, bench=args.bench, fresh=args.fresh)
+    print(script, end="")
+    print(
+        f"esdash submit: dry run: the checks pass; not written, not submitted (a submit "
+        f"writes this to {run.job_script} in a new run directory)",
+        file=sys.stderr,
+    )
     return 0

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from esdash.run.start import DEFAULT_TIMEOUT
 from esdash.rundir.layout import CAMPAIGNS
+
+if TYPE_CHECKING:
+    from esdash.campaign.sweep import Sweep
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,7 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the plan (with --submit: write the job scripts) and run nothing",
+        help="print the plan, check every point to run as `esdash session check` does "
+        "(with --submit: print the job scripts) and write nothing; exit 2 if a point would "
+        "be refused",
     )
     parser.add_argument(
         "--quiet", action="store_true", help="only the sweep's own lines, not each run's output"
@@ -83,18 +89,6 @@ def run(args: argparse.Namespace) -> int:
     parse_filters(args.only, campaign)  # a bad --only stops before anything is written
     directory = CampaignDir((args.dir or default_directory(campaign)).resolve())
     points = campaign.points(directory.path)
-    if args.submit:
-        from esdash.campaign.submit import submit_jobs
-
-        extra = ["--retries", str(args.retries), f"--reuse-index={args.reuse_index}"] + (
-            ["--fresh"] if args.fresh else []
-        )
-        submit_jobs(campaign, directory, points, args.only, extra, _stdout(), args.dry_run)
-        from esdash.campaign.plan import plan
-
-        directory.write_summary(campaign, plan(points, campaign.ingest))
-        print(f"campaign directory: {directory.path}")
-        return 0
     options = SweepOptions(
         retries=args.retries,
         fresh=args.fresh,
@@ -104,10 +98,32 @@ def run(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         reuse_index=args.reuse_index,
     )
-    return Sweep(campaign, directory, points, options, _stdout()).run()
+    sweep = Sweep(campaign, directory, points, options, _stdout())
+    if not args.submit:
+        return sweep.run()
+    extra = ["--retries", str(args.retries), f"--reuse-index={args.reuse_index}"] + (
+        ["--fresh"] if args.fresh else []
+    )
+    return _submit(sweep, extra)
 
 
-def _stdout():
+def _submit(sweep: Sweep, extra: list[str]) -> int:
+    """``--submit``: one Slurm job per cluster size; with ``--dry-run`` their scripts, printed."""
+    from esdash.campaign.plan import plan
+    from esdash.campaign.submit import job_scripts, show_jobs, submit_jobs
+
+    campaign, directory, only = sweep.campaign, sweep.directory, list(sweep.options.only)
+    if sweep.options.dry_run:
+        code = sweep.dry_run()
+        show_jobs(job_scripts(campaign, directory, sweep.points, only, extra), sweep.out)
+        return code
+    submit_jobs(campaign, directory, sweep.points, only, extra, sweep.out)
+    directory.write_summary(campaign, plan(sweep.points, campaign.ingest))
+    print(f"campaign directory: {directory.path}", file=sweep.out)
+    return 0
+
+
+def _stdout() -> TextIO:
     import sys
 
     return sys.stdout

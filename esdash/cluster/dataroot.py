@@ -45,6 +45,22 @@ def encryption_record(encryption: EncryptionMode) -> DataRootEncryption:
     return DataRootEncryption(mode=encryption.name, node_data=encryption.node_data)
 
 
+def read_marker(root: Path) -> DataRootMarker:
+    """The marker of ``root``; a damaged one is one line naming the file and the fix.
+
+    Without a readable marker nobody can tell which cluster's data the root holds, so it
+    is neither reused nor deleted: the user restores it or chooses ``--fresh``.
+    """
+    marker = root / MARKER
+    try:
+        return files.read(marker, DataRootMarker)
+    except files.RunFileError as exc:
+        raise BadInput(
+            f"{marker}: damaged data-root marker ({exc.problem}); restore it, or start with "
+            f"--fresh to delete the node data under {root} (or choose another cluster.data_dir)"
+        ) from None
+
+
 def check_data_root(
     root: Path, cluster_name: str, nodes: int, fresh: bool, encryption: EncryptionMode
 ) -> str:
@@ -57,7 +73,7 @@ def check_data_root(
         return "new"
     if fresh:
         return "fresh"
-    info = files.read(marker, DataRootMarker)
+    info = read_marker(root)
     if info.cluster_name != cluster_name:
         raise BadInput(
             f"{root} holds the data of cluster {info.cluster_name!r}, not "

@@ -221,6 +221,55 @@ def explicit_ports(session: Session) -> dict[str, int]:
     return {key: port for key, port in found.items() if port is not None}
 
 
+#: Highest TCP port.
+MAX_PORT = 65535
+
+
+def nodes_per_address(session: Session) -> int:
+    """How many nodes share one address, so use base + 0 .. base + this - 1 of a port.
+
+    The loopback interconnect puts every node on one address; a network interconnect puts
+    ``nodes_per_host`` nodes on each host's address (the placement a Slurm job gets).
+    """
+    cluster = session.cluster
+    if cluster.interconnect == "loopback":
+        return cluster.nodes
+    return min(cluster.nodes, cluster.nodes_per_host)
+
+
+def _span(base: int, count: int) -> str:
+    return str(base) if count == 1 else f"{base}-{base + count - 1}"
+
+
+def static_problems(session: Session) -> list[str]:
+    """What is wrong with the explicit ports whatever runs on the host, as ``key: message``.
+
+    Node-local rank *k* uses base + *k*, so each explicit port is a range as wide as the
+    nodes on one address: it must end at or below 65535, and the HTTP and transport ranges
+    must not overlap (with equal bases the engine fails to bind after its JVM booted).
+    """
+    explicit = explicit_ports(session)
+    count = nodes_per_address(session)
+    lines = []
+    for key, base in explicit.items():
+        if base + count - 1 > MAX_PORT:
+            lines.append(
+                f"{key}: {count} node(s) on one address use ports {_span(base, count)}, past "
+                f"{MAX_PORT}; set {key} to at most {MAX_PORT - count + 1} or leave it unset (auto)"
+            )
+    if len(explicit) == 2:
+        http, transport = explicit[HTTP_KEY], explicit[TRANSPORT_KEY]
+        if abs(http - transport) < count:
+            lines.append(
+                f"{TRANSPORT_KEY} = {transport} gives the {count} node(s) on one address "
+                f"port(s) {_span(transport, count)}, which overlap {HTTP_KEY} = {http} "
+                f"({_span(http, count)}); set {TRANSPORT_KEY} = "
+                f"{http + count} (or another port at least {count} away from {http}), or "
+                f"leave it unset (auto)"
+            )
+    return lines
+
+
 def check_explicit(session: Session, address: str, offsets: Sequence[int]) -> list[str]:
     """One line per explicit port of the nodes at ``offsets`` on ``address`` that is in use."""
     lines = []

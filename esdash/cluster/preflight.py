@@ -10,25 +10,32 @@ never at one of those call sites.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import re
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 
 from esdash.cluster import ports
-from esdash.cluster.dataroot import check_data_root, cluster_name, data_root
+from esdash.cluster.dataroot import MARKER, check_data_root, cluster_name, data_root, read_marker
 from esdash.cluster.distribution import resolve_home
 from esdash.cluster.users import resolve_owner
 from esdash.errors import BadInput, EsdashError
 from esdash.launch.mpi import in_allocation
 from esdash.paths import cache_dir
-from esdash.plugin.api import Owner
+from esdash.plugin import corpus as ndjson
+from esdash.plugin.api import Corpus, Owner
 from esdash.plugin.capabilities import runnable_steps
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck, Stage, run_checks
 from esdash.plugin.manager import PluginSet, get_plugins
 from esdash.plugin.options import suggest
 from esdash.session import Session
 from esdash.stats.order import minimum_repetitions
+from esdash.thresholds import parse_threshold, target_problem
 
 
 class EncryptionOptions(PreflightCheck):
@@ -126,12 +133,15 @@ class CorpusPresent(PreflightCheck):
     :meth:`~esdash.plugin.api.Track.corpus` itself may generate or join files, which a check
     must not).  Each problem is one line naming the session key and the fix: missing files
     with their sizes and the total disk they take, files or cache copies that would not fit
-    the free space of their filesystem.
+    the free space of their filesystem.  The files a run reads as they are
+    (:attr:`~esdash.plugin.planning.CorpusStatus.files`) are then read whole
+    (:func:`check_whole_corpus`, once per file identity), so a bad line after the first
+    thousand is refused here and not by the ingest after the cluster started.
     A track that does not load is :class:`TrackLoads`'s finding, not this one's.
     """
 
     name = "corpus"
-    description = "the track's corpus is on disk and its copies fit the free space"
+    description = "the track's corpus is on disk, every line a document, copies fit the disk"
     stage = "session"
 
     def run(self, context: CheckContext) -> Iterator[Finding]:
@@ -142,8 +152,18 @@ class CorpusPresent(PreflightCheck):
                 result = track.corpus_check(session.track.options, cache_dir() / "corpora")
         except BadInput:
             return
-        for key, message in result.problems if result is not None else ():
+        if result is None:
+            return
+        for key, message in result.problems:
             yield Finding("", f"{session.path}: {key}: {message}")
+        if result.problems:
+            return
+        for path, paired in result.files:
+            try:
+                check_whole_corpus(Corpus(path, includes_action_and_meta_data=paired))
+            except BadInput as exc:
+                yield Finding("", f"{session.path}: {corpus_key(session)}: {exc}")
+                return
 
 
 class Distribution(PreflightCheck):
@@ -161,9 +181,72 @@ class Distribution(PreflightCheck):
             yield Finding("", str(exc))
             return
         backend = context.plugins.backend(session.cluster.backend.name)
-        distribution = backend.inspect(home)
+        try:
+            distribution = backend.inspect(home)
+        except BadInput as exc:
+            if session.cluster.home is None:  # an explicit one is :class:`Home`'s finding
+                yield Finding("", f"{home}: {_first_line(exc)}")
+            return
         if distribution.problems:
             yield Finding("", f"{distribution.home}: {'; '.join(distribution.problems)}")
+
+
+class Home(PreflightCheck):
+    """An explicit ``cluster.home`` is a distribution of the session's backend.
+
+    At the session stage, unlike :class:`Distribution`: a path the session names is as
+    much the session's as a key file, and a typo in it should not wait for ``esdash run``.
+    A session without ``cluster.home`` uses the cache, which ``esdash fetch`` may still
+    fill before the run; that is :class:`Distribution`'s, at launch.
+    """
+
+    name = "home"
+    description = "an explicit cluster.home is an unpacked distribution of the backend"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        home = session.cluster.home
+        if home is None:
+            return
+        if not home.exists():
+            yield Finding(
+                "",
+                f"{session.path}: cluster.home: {home} does not exist; point it at an unpacked "
+                f"distribution, or remove it to use the newest one in esdash's cache "
+                f"(`esdash fetch {session.cluster.backend.name}`)",
+            )
+            return
+        backend = context.plugins.backend(session.cluster.backend.name)
+        try:
+            backend.inspect(home)
+        except BadInput as exc:
+            yield Finding("", f"{session.path}: cluster.home: {_first_line(exc)}")
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).split("\n", 1)[0].strip()
+
+
+class DataRootMarker(PreflightCheck):
+    """The data root's marker, when there is one, can be read.
+
+    A damaged marker says nothing about whose data the root holds; a run refuses it (or,
+    with ``--fresh``, deletes that data), so ``session check`` names the file and the fix.
+    """
+
+    name = "data-root-marker"
+    description = "the data root's marker (esdash-data.json) is readable"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        root = context.data_root or data_root(context.session)
+        if context.fresh or not (root / MARKER).exists():
+            return
+        try:
+            read_marker(root)
+        except BadInput as exc:
+            yield Finding("", f"{context.session.path}: cluster.data_dir: {exc}")
 
 
 class DataRoot(PreflightCheck):
@@ -180,7 +263,17 @@ class DataRoot(PreflightCheck):
         try:
             check_data_root(root, cluster_name(session), session.cluster.nodes, context.fresh, mode)
         except BadInput as exc:
-            yield Finding("", str(exc))
+            if not (root / MARKER).exists() or _marker_readable(root):
+                yield Finding("", str(exc))
+            # else: DataRootMarker's finding (session stage, run at launch too)
+
+
+def _marker_readable(root: Path) -> bool:
+    try:
+        read_marker(root)
+    except BadInput:
+        return False
+    return True
 
 
 class StepOrder(PreflightCheck):
@@ -248,6 +341,25 @@ class References(PreflightCheck):
             )
 
 
+class PortsValid(PreflightCheck):
+    """Explicit ports whose ranges fit below 65535 and do not overlap (HTTP vs transport).
+
+    Static, at the session stage: node-local rank *k* uses base + *k*
+    (:func:`esdash.cluster.ports.static_problems`), so ``http_port == transport_port`` or
+    ranges closer than the nodes on one address would fail the engines' bind after the
+    cluster step started.
+    """
+
+    name = "ports"
+    description = "explicit ports stay below 65535 and HTTP and transport do not overlap"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        for line in ports.static_problems(session):
+            yield Finding("", f"{session.path}: {line}")
+
+
 class PortsFree(PreflightCheck):
     """The session's explicit ports are free here, for the nodes that will run on this host.
 
@@ -279,6 +391,113 @@ class PortsFree(PreflightCheck):
             yield Finding(key, message)
 
 
+#: Most primary shards one index may have (Elasticsearch's and OpenSearch's
+#: ``index.number_of_shards`` limit, ``es.index.max_number_of_shards``).
+MAX_INDEX_SHARDS = 1024
+#: Open shards per data node a cluster accepts (``cluster.max_shards_per_node``, default).
+MAX_SHARDS_PER_NODE = 1000
+
+
+def _flat_settings(settings: Mapping[str, object], prefix: str = "") -> dict[str, object]:
+    """``{"index": {"number_of_shards": 3}}`` and its spellings as flat ``index.*`` names."""
+    flat: dict[str, object] = {}
+    for key, value in settings.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping):
+            flat.update(_flat_settings(value, name))
+        else:
+            flat[name if name.startswith("index.") else f"index.{name}"] = value
+    return flat
+
+
+def _count(value: object, default: int) -> int | None:
+    """A shard or replica count as the engines read it (text too); None: not a count."""
+    if value is None:
+        return default
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+class IndexShards(PreflightCheck):
+    """The track's index has at most 1,024 primary shards, and its copies fit the nodes.
+
+    An engine refuses to create an index beyond either limit, which a run learns only when
+    it creates the index, after the cluster started.  The session key is the track option
+    that sets the count (``track.shards``), else the ``[track]`` table.
+    """
+
+    name = "index-shards"
+    description = "the index's shards stay within the engines' limits for this cluster"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        try:
+            with _quiet():
+                body = context.plugins.track(session.track.name).index_body(session.track.options)
+        except BadInput:
+            return  # the ``track`` check's finding
+        settings = body.get("settings") if isinstance(body, Mapping) else None
+        flat = _flat_settings(settings) if isinstance(settings, Mapping) else {}
+        shards = _count(flat.get("index.number_of_shards"), 1)
+        replicas = _count(flat.get("index.number_of_replicas"), 1)
+        options = session.track.options
+        key = "track.shards" if "shards" in options else "track"
+        if shards is not None and shards > MAX_INDEX_SHARDS:
+            yield Finding(
+                "",
+                f"{session.path}: {key}: the index asks for {shards:,} primary shards; the "
+                f"engines allow at most {MAX_INDEX_SHARDS:,} per index; set fewer shards",
+            )
+            return
+        if shards is None or replicas is None:
+            return
+        total, nodes = shards * (1 + replicas), session.cluster.nodes
+        if total > MAX_SHARDS_PER_NODE * nodes:
+            yield Finding(
+                "",
+                f"{session.path}: {key}: {shards:,} shards x {1 + replicas} copies = {total:,} "
+                f"shards exceed what {nodes} node(s) hold (cluster.max_shards_per_node = "
+                f"{MAX_SHARDS_PER_NODE:,} each); set fewer shards or replicas, or more "
+                f"cluster.nodes",
+            )
+
+
+class Thresholds(PreflightCheck):
+    """Every ``--threshold`` parses and its target names something the run records.
+
+    A target that names no query of the session's steps nor an ingest operation would
+    fail only after the whole benchmark, as exit code 3; a typo is bad input (exit 2),
+    told before anything starts.
+    """
+
+    name = "thresholds"
+    description = "--threshold specifications parse and name queries the session runs"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        if not context.thresholds:
+            return
+        try:
+            with _quiet():
+                steps = session.query_steps(context.plugins.track(session.track.name))
+        except BadInput:
+            steps = None  # the ``track`` check's finding; targets cannot be checked
+        queries = [q.name for step in steps or () for q in step.queries]
+        for text in context.thresholds:
+            try:
+                threshold = parse_threshold(text)
+            except BadInput as exc:
+                yield Finding("", f"{session.path}: --threshold: {exc}")
+                continue
+            problem = target_problem(threshold, queries) if steps is not None else None
+            if problem:
+                yield Finding("", f"{session.path}: --threshold: {problem}")
+
+
 #: esdash's own checks, run before the plugins' (in this order).
 CORE_CHECKS: tuple[PreflightCheck, ...] = (
     EncryptionOptions(),
@@ -286,6 +505,11 @@ CORE_CHECKS: tuple[PreflightCheck, ...] = (
     CorpusPresent(),
     StepOrder(),
     References(),
+    Thresholds(),
+    IndexShards(),
+    PortsValid(),
+    Home(),
+    DataRootMarker(),
     Distribution(),
     DataRoot(),
     PortsFree(),
@@ -304,11 +528,23 @@ def findings(
     fresh: bool = False,
     owner: Owner | None = None,
     plugins: PluginSet | None = None,
+    thresholds: tuple[str, ...] = (),
 ) -> list[str]:
-    """Every problem the checks of ``stage`` find in ``session``, one line each."""
+    """Every problem the checks of ``stage`` find in ``session``, one line each, once.
+
+    ``thresholds`` are the ``--threshold`` specifications of the run (or of ``session
+    check``); a line two checks both find (the same file seen twice) is listed once.
+    """
     plugins = plugins or get_plugins()
-    context = CheckContext(session=session, plugins=plugins, owner=owner, fresh=fresh)
-    return run_checks(all_checks(plugins), context, stage)
+    context = CheckContext(
+        session=session,
+        plugins=plugins,
+        owner=owner,
+        fresh=fresh,
+        data_root=data_root(session),
+        thresholds=tuple(thresholds),
+    )
+    return list(dict.fromkeys(run_checks(all_checks(plugins), context, stage)))
 
 
 def require(
@@ -318,8 +554,148 @@ def require(
     fresh: bool = False,
     owner: Owner | None = None,
     plugins: PluginSet | None = None,
+    thresholds: tuple[str, ...] = (),
 ) -> None:
     """Raise :class:`BadInput` listing every finding (one per line), if there is any."""
-    lines = findings(session, stage, fresh=fresh, owner=owner, plugins=plugins)
+    lines = findings(
+        session, stage, fresh=fresh, owner=owner, plugins=plugins, thresholds=thresholds
+    )
     if lines:
         raise BadInput("\n".join(lines))
+
+
+# ------------------------------------------------------------------- the whole corpus
+
+#: Where checked corpora are remembered, under esdash's cache directory.
+CORPUS_CHECKS = "corpus-checks"
+#: Bytes between two progress updates on a terminal.
+_PROGRESS_BYTES = 64 * 1024 * 1024
+
+
+#: What identifies a checked corpus file (see :func:`check_whole_corpus`).
+JsonIdentity = dict[str, "str | int | bool"]
+
+
+def corpus_key(session: Session) -> str:
+    """The session key a corpus problem is about: the option naming the corpus, if any."""
+    options = session.track.options
+    for key in ("documents_file", "corpus_dir", "path"):
+        if options.get(key) is not None:
+            return f"track.{key}"
+    return "track"
+
+
+def _identity(path: Path, paired: bool) -> tuple[str, JsonIdentity]:
+    """The cache key of a corpus file: what changes whenever its content may have changed."""
+    info = path.stat()
+    identity: JsonIdentity = {
+        "path": str(path.resolve()),
+        "size": info.st_size,
+        "mtime_ns": info.st_mtime_ns,
+        "inode": info.st_ino,
+        "device": info.st_dev,
+        "paired": paired,
+        "max_line_bytes": ndjson.MAX_LINE_BYTES,
+    }
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    return digest[:32], identity
+
+
+def _remembered(record: Path, identity: JsonIdentity) -> bool:
+    try:
+        return bool(json.loads(record.read_text())["identity"] == identity)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _remember(record: Path, identity: JsonIdentity, documents: int) -> None:
+    """Record a corpus that passed (atomically; a cache that cannot be written is skipped)."""
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        ndjson.write_atomically(
+            record, [json.dumps({"identity": identity, "documents": documents}) + "\n"]
+        )
+    except OSError:
+        pass
+
+
+def check_whole_corpus(corpus: Corpus) -> None:
+    """Every line of the corpus file is a document (or its action line), or :class:`BadInput`.
+
+    :func:`esdash.plugin.corpus.check_corpus` samples the first 1,000 lines and the last
+    one; a bad line further in would stop the ingest after the cluster started.  This reads
+    the whole file, streamed (progress on a terminal), once per file identity (path, size,
+    mtime_ns, inode, device): a file that passed is remembered in esdash's cache directory,
+    so ``session check`` and the run that follows read it once.  The one file a check
+    writes, and only there.
+    """
+    path = Path(corpus.path)
+    ndjson.corpus_size(path)  # missing, empty, compressed or UTF-16: the fast refusals
+    key, identity = _identity(path, corpus.includes_action_and_meta_data)
+    record = cache_dir() / CORPUS_CHECKS / f"{key}.json"
+    if _remembered(record, identity):
+        return
+    documents = _scan(corpus, int(identity["size"]))
+    _remember(record, identity, documents)
+
+
+def _scan(corpus: Corpus, size: int) -> int:
+    """Check every line (the rules of :func:`esdash.plugin.corpus.check_corpus`); documents."""
+    path = Path(corpus.path)
+    limit = ndjson.MAX_LINE_BYTES
+    paired = ndjson.has_action_lines(corpus, limit)
+    progress = _Progress(path, size)
+    documents = number = position = 0
+    pending: int | None = None  # line of an action line still waiting for its document
+    with ndjson.open_corpus(path) as handle:
+        while True:
+            line = ndjson.read_line(handle, path, number + 1, limit)
+            if not line:
+                break
+            number += 1
+            position += len(line)
+            progress.update(position)
+            if ndjson.is_blank(line):
+                continue
+            value = ndjson.decode_line(path, number, line)
+            if paired and pending is None:
+                ndjson.check_action(path, number, value)
+                pending = number
+                continue
+            if paired and ndjson.is_action(value):
+                raise ndjson.dangling_action(path, pending)
+            ndjson.check_document(path, number, value)
+            pending = None
+            documents += 1
+    progress.done()
+    if pending is not None:
+        raise ndjson.dangling_action(path, pending)
+    if documents == 0:
+        raise ndjson.no_documents(path)
+    return documents
+
+
+class _Progress:
+    """``checking <file>: 42% of 1.2 GB`` on standard error, only when it is a terminal.
+
+    Redirected output (a batch job's log, ``session check`` in a script) gets nothing: its
+    lines are one per problem.  The line is erased when the scan ends.
+    """
+
+    def __init__(self, path: Path, size: int) -> None:
+        self.path, self.size = path, size
+        self.shown = sys.stderr.isatty() and size > _PROGRESS_BYTES
+        self.next = _PROGRESS_BYTES
+        self.started = time.monotonic()
+
+    def update(self, position: int) -> None:
+        if not self.shown or position < self.next:
+            return
+        self.next = position + _PROGRESS_BYTES
+        share = 100 * position // max(self.size, 1)
+        text = f"checking {self.path.name}: {share}% of {self.size / 1e9:.1f} GB"
+        print(f"\r{text}", end="", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.shown:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)

@@ -251,7 +251,7 @@ def _run_node(
     plugins = get_plugins()
     backend = plugins.backend(session.cluster.backend.name)
     encryption = plugins.encryption(session.encryption.name)
-    owner = resolve_owner(session.cluster.run_as)
+    owner = resolve_owner(session.cluster.run_as, session_file=session.path)
     info = run.read_info()
     distribution = backend.inspect(Path(str(info.home)))
     node_dir = run.node_dir(rank)

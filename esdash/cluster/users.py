@@ -14,14 +14,21 @@ from esdash.errors import BadInput
 from esdash.plugin.api import Owner
 
 
-def resolve_owner(run_as: str | None, where: str = "cluster.run_as") -> Owner:
-    """The account nodes run as, or a :class:`BadInput` that says how to fix the session."""
+def resolve_owner(
+    run_as: str | None, where: str = "cluster.run_as", session_file: object = None
+) -> Owner:
+    """The account nodes run as, or a :class:`BadInput` that says how to fix the session.
+
+    ``session_file`` (the session's path), when given, starts the message: the user must
+    know which file to edit.
+    """
     if os.geteuid() != 0:
         return Owner.current()
     if not run_as:
+        session = f"{session_file}: " if session_file is not None else ""
         raise BadInput(
-            f"esdash runs as root, and search engines must not: set {where} in the session to "
-            f"an unprivileged user (create one with `useradd -m esdash`)"
+            f"{session}esdash runs as root, and search engines must not: set {where} in the "
+            f"session to an unprivileged user (create one with `useradd -m esdash`)"
         )
     try:
         entry = pwd.getpwnam(run_as)

@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal as signals
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import psutil
 
@@ -173,8 +176,10 @@ def _same_command(cmdline: Sequence[str], command: Sequence[str]) -> bool:
 def find(record: ProcessRecord | None) -> psutil.Process | None:
     """The process ``record`` names, if it still runs on this host and is still it.
 
-    Pid, host, create time (when recorded) and command line must all match; a zombie is
-    gone.  Records from before create times were kept match on the command line alone.
+    For liveness only (is the run still going?): pid, host, create time (when recorded) and
+    command line (when recorded) must match; a zombie is gone.  Records from before create
+    times were kept match on the command line alone -- good enough to show a run as alive,
+    never to signal it: :func:`check` decides that, and needs a complete record.
     """
     if record is None or record.pid <= 1:
         return None
@@ -198,6 +203,97 @@ def find(record: ProcessRecord | None) -> psutil.Process | None:
     return found
 
 
+#: What :func:`check` found at a recorded pid (:attr:`Check.kind`).
+Kind = Literal["confirmed", "gone", "reused", "unproven", "elsewhere"]
+CONFIRMED: Kind = "confirmed"  # the recorded process itself: it may be signalled
+GONE: Kind = "gone"  # nothing runs at the pid (or a zombie): the recorded process ended
+REUSED: Kind = "reused"  # another process holds the pid: the recorded one ended
+UNPROVEN: Kind = "unproven"  # something runs at the pid; the record cannot prove it is it
+ELSEWHERE: Kind = "elsewhere"  # recorded on another host (or none): not visible from here
+
+
+@dataclass(frozen=True)
+class Check:
+    """What runs at a recorded pid: the confirmed process, or why it is not signalled.
+
+    ``refusal`` is one line for the user (``REUSED``, ``UNPROVEN``, ``ELSEWHERE``).
+    """
+
+    kind: Kind
+    process: psutil.Process | None = None
+    refusal: str | None = None
+
+
+def check(record: ProcessRecord | None) -> Check:
+    """Whether ``record``'s process may be signalled: the one gate before any signal.
+
+    Confirmed only when the record is complete (pid, host, create time, command line) and
+    psutil reads the same create time and command line at that pid on this host.  A record
+    written by an older esdash (no create time or command line) proves nothing: a live pid
+    is then ``UNPROVEN`` and never signalled, whatever it runs.
+    """
+    if record is None or record.pid <= 1:
+        return Check(GONE)
+    here_now = socket.gethostname()
+    if record.host != here_now:
+        where = f"on host {record.host}" if record.host else "with no host"
+        return Check(
+            ELSEWHERE, refusal=f"pid {record.pid} was recorded {where}, this is {here_now}"
+        )
+    try:
+        found = psutil.Process(record.pid)
+        with found.oneshot():
+            if found.status() == psutil.STATUS_ZOMBIE:
+                return Check(GONE)
+            created, cmdline = found.create_time(), found.cmdline()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return Check(GONE)
+    except psutil.AccessDenied:
+        return Check(UNPROVEN, refusal=f"pid {record.pid} belongs to another user")
+    return _compare(record, found, created, cmdline)
+
+
+def _compare(
+    record: ProcessRecord, found: psutil.Process, created: float, cmdline: Sequence[str]
+) -> Check:
+    """The verdict for the live process at ``record.pid`` (see :func:`check`)."""
+    now = f"`{_shown(cmdline)}`, started {_when(created)}"
+    then = f"`{_shown(record.command)}`, started {_when(record.create_time)}"
+    same_time = record.create_time is None or (
+        abs(created - record.create_time) <= CREATE_TIME_TOLERANCE
+    )
+    same_command = not record.command or _same_command(cmdline, record.command)
+    if not (same_time and same_command):
+        return Check(
+            REUSED,
+            refusal=f"pid {record.pid} now belongs to another process ({now}), "
+            f"not the recorded one ({then})",
+        )
+    missing = [
+        what
+        for what, value in (("start time", record.create_time), ("command line", record.command))
+        if not value
+    ]
+    if missing:
+        return Check(
+            UNPROVEN,
+            refusal=f"pid {record.pid} runs {now}, but its record has no "
+            f"{' or '.join(missing)} (written by an older esdash or by hand), "
+            "so it cannot be proved to be the recorded process",
+        )
+    return Check(CONFIRMED, process=found)
+
+
+def _shown(command: Sequence[str]) -> str:
+    """A command line for a one-line message (long ones shortened)."""
+    text = shlex.join(command) if command else "?"
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
+def _when(created: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created)) if created else "?"
+
+
 def alive(record: ProcessRecord | None) -> bool:
     """Whether the recorded process still runs here (and is still the one recorded)."""
     return find(record) is not None
@@ -208,12 +304,13 @@ def send(
 ) -> bool:
     """Signal the recorded process (``group``: its whole process group) if it is still it.
 
-    Returns whether a signal was sent.  A group signal requires the process to lead its
-    group, as everything :func:`start` started does: anything else is refused.  ``tree``
-    also signals every descendant, found through the confirmed process (so they are ours):
-    an MPI launcher's ranks run in sessions of their own, out of reach of its group.
+    Returns whether a signal was sent: only to a process :func:`check` confirms.  A group
+    signal requires the process to lead its group, as everything :func:`start` started
+    does: anything else is refused.  ``tree`` also signals every descendant, found through
+    the confirmed process (so they are ours): an MPI launcher's ranks run in sessions of
+    their own, out of reach of its group.
     """
-    found = find(record)
+    found = check(record).process
     if found is None:
         return False
     below = _descendants(found) if tree else []
@@ -301,9 +398,11 @@ def stop(
     seconds, and finally SIGKILL.  ``process`` is our own child when we started it: it is
     signalled directly (an exec chain, like a launcher script that execs java, changes the
     command line but not the child) and reaped.  Otherwise ``record`` is signalled only
-    while :func:`find` confirms it.  ``tree``: the final SIGKILL also reaches every
-    descendant (an MPI launcher's ranks, which run in sessions of their own).  Returns
-    ``"gone"`` (it had already ended), ``"exited"``, ``"terminated"`` or ``"killed"``.
+    while :func:`check` confirms it: ``"refused"`` when a live pid cannot be proved to be
+    the recorded process (its record is incomplete), ``"gone"`` when nothing here is it.
+    ``tree``: the final SIGKILL also reaches every descendant (an MPI launcher's ranks,
+    which run in sessions of their own).  Returns ``"gone"``, ``"refused"``, ``"exited"``,
+    ``"terminated"`` or ``"killed"``.
     """
     if process is not None:
         if process.poll() is not None:
@@ -317,7 +416,10 @@ def stop(
             signal_child(process, sig, group)
             _signal_all(below, sig)
     else:
-        if not alive(record):
+        verdict = check(record)
+        if verdict.kind == UNPROVEN:
+            return "refused"
+        if verdict.process is None:
             return "gone"
 
         def signal(sig: int) -> None:

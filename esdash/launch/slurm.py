@@ -8,39 +8,105 @@ up, and the dashboard can follow the run through the shared file system.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 
-from esdash.errors import EsdashError
-from esdash.rundir.layout import RunDir
+from esdash.errors import BadInput, EsdashError
+from esdash.rundir.layout import JOB_SCRIPT, RunDir
 from esdash.session import Session
+
+#: A value sbatch reads back unchanged from an #SBATCH line: it splits such a line at white
+#: space, drops quotes, reads a backslash as an escape and ``#`` as the start of a comment, and
+#: a shell would see ``$``, backticks or ``;`` in it if the line were ever pasted into one.
+_DIRECTIVE_VALUE = re.compile(r"[A-Za-z0-9_.,:=@%+/\[\]|&*?()~-]+")
+#: A directory named in ``--output`` and ``--chdir``: no ``%`` either, which ``--output``
+#: expands (``%j`` is the job id).
+_DIRECTIVE_PATH = re.compile(r"[A-Za-z0-9_.,:=@+/~-]+")
+#: Words sbatch reads anywhere in an #SBATCH line (any case) as the start of the next
+#: component of a heterogeneous job.
+_SEPARATORS = ("hetjob", "packjob")
+
+
+def _unreadable(value: str, pattern: re.Pattern[str]) -> str | None:
+    """Why sbatch would not read ``value`` back as written, or None."""
+    if not pattern.fullmatch(value):
+        return "it holds characters sbatch or a shell reads specially"
+    lowered = value.lower()
+    word = next((w for w in _SEPARATORS if w in lowered), None)
+    return f"sbatch reads {word!r} as the start of a heterogeneous job" if word else None
+
+
+def _directive(session: Session, key: str, option: str, value: str) -> str:
+    """``#SBATCH option=value``; a :class:`BadInput` naming ``key`` if sbatch would read it
+    otherwise (the session checks refuse such values first; this keeps a programmatic
+    :class:`Session` to the same rule)."""
+    why = _unreadable(value, _DIRECTIVE_VALUE)
+    if why:
+        raise BadInput(
+            f"{session.path}: {key}: {value!r} cannot be written on an #SBATCH line: {why}; "
+            f"run `esdash session check {session.path}` for the accepted form"
+        )
+    return f"#SBATCH {option}={value}" if option else f"#SBATCH {value}"
+
+
+def _run_directory(run: RunDir) -> str:
+    """The run directory for ``--output`` and ``--chdir``, if sbatch reads it back as is."""
+    path = str(run.path)
+    why = _unreadable(path, _DIRECTIVE_PATH)
+    if why:
+        raise BadInput(
+            f"run directory {path!r} cannot be written on an #SBATCH line: {why}; set "
+            f"ESDASH_RUNS to a directory whose path has only letters, digits and _ . , : = @ + ~ -"
+        )
+    return path
+
+
+def _command_line(command: list[str]) -> str:
+    """``exec`` and the command, every word quoted for the shell; one line in the script."""
+    for word in command:
+        if not word.isprintable():
+            raise BadInput(
+                f"the job's command cannot hold {word!r}: a control character or line "
+                f"separator would break its line in {JOB_SCRIPT}; rename that file or directory"
+            )
+    return f"exec {shlex.join(command)}"
 
 
 def batch_script(session: Session, run: RunDir, command: list[str]) -> str:
-    """The sbatch script: resources from the session, the command, output into the run dir."""
+    """The sbatch script: resources from the session, the command, output into the run dir.
+
+    sbatch takes its options from the #SBATCH lines before the first command line and
+    cannot unquote them as a shell would, so every value there must read back as written
+    (:func:`_directive`); the command line is quoted with :func:`shlex.join`.
+    """
     cluster, slurm = session.cluster, session.slurm
     hosts = -(-cluster.nodes // cluster.nodes_per_host)
+    directory = _run_directory(run)
     lines = [
         "#!/bin/bash",
-        f"#SBATCH --job-name=esdash-{session.name}",
+        _directive(session, "name", "--job-name", f"esdash-{session.name}"),
         f"#SBATCH --nodes={hosts}",
         f"#SBATCH --ntasks-per-node={cluster.nodes_per_host}",
-        f"#SBATCH --time={slurm.time}",
-        f"#SBATCH --output={run.slurm_output_pattern}",
-        f"#SBATCH --chdir={run.path}",
+        _directive(session, "slurm.time", "--time", slurm.time),
+        f"#SBATCH --output={directory}/{run.slurm_output_pattern.name}",
+        f"#SBATCH --chdir={directory}",
     ]
     if slurm.partition:
-        lines.append(f"#SBATCH --partition={slurm.partition}")
+        lines.append(_directive(session, "slurm.partition", "--partition", slurm.partition))
     if slurm.account:
-        lines.append(f"#SBATCH --account={slurm.account}")
-    lines += [f"#SBATCH {option}" for option in slurm.extra]
+        lines.append(_directive(session, "slurm.account", "--account", slurm.account))
+    for index, option in enumerate(slurm.extra):
+        if not option.startswith("-"):
+            raise BadInput(f"{session.path}: slurm.extra[{index}]: {option!r} is not an option")
+        lines.append(_directive(session, f"slurm.extra[{index}]", "", option))
     lines += [
         "",
         "# Written by `esdash submit`; the job's state and output stay in this directory.",
         "set -euo pipefail",
-        f"exec {shlex.join(command)}",
+        _command_line(command),
         "",
     ]
     return "\n".join(lines)

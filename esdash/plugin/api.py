@@ -500,12 +500,27 @@ class Query:
     ``body`` is the ``_search`` request body.  ``requires`` names distribution capabilities
     the query needs (``"scripting"``); on a distribution without them the query is reported
     as unsupported by that distribution, never silently skipped.
+
+    ``request_cache`` is what the request asks of the shard request cache: ``False`` (the
+    default) sends ``request_cache=false``, so repeated queries measure the search and not a
+    cache lookup; ``True`` sends ``request_cache=true``; ``None`` sends nothing and leaves it
+    to the index setting, which is what Rally does for a task without ``cache``.
+
+    A query with a ``path`` is a request other than a search, timed like one: Rally's
+    ``index-stats`` (``GET /INDEX/_stats``), ``node-stats`` (``GET /_nodes/stats``) and
+    ``raw-request``.  It is sent to ``path`` with ``method``, without a body when ``body`` is
+    empty; ``index`` and ``request_cache`` do not apply, and a client-side encryption mode
+    never rewrites it (one with a body is refused under such a mode: its plaintext would
+    not match the encrypted index).
     """
 
     name: str
     body: JsonMapping
     index: str | None = None
     requires: tuple[str, ...] = ()
+    request_cache: bool | None = False
+    method: str = "POST"
+    path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -521,6 +536,11 @@ class QueryStep:
     throughput schedules sends at fixed moments (open loop).  A step with think time therefore
     runs as a closed loop even when the session sets a target throughput, and a step cannot
     set both.
+
+    ``clients`` is how many clients send the step's requests at once, over all bench ranks
+    together (Rally's ``clients`` of a task): they are spread over the ranks as evenly as
+    possible, several in one rank running as concurrent connections, and a target throughput
+    is shared among them.  ``None`` means one client per bench rank, esdash's own model.
     """
 
     name: str
@@ -529,10 +549,13 @@ class QueryStep:
     duration: float | None = None
     target_throughput: float | None = None
     think_time: float = 0.0
+    clients: int | None = None
 
     def __post_init__(self) -> None:
         if self.think_time < 0:
             raise ValueError(f"step {self.name!r}: think_time must be >= 0")
+        if self.clients is not None and self.clients < 1:
+            raise ValueError(f"step {self.name!r}: clients must be at least 1")
         if self.think_time and self.target_throughput is not None:
             raise ValueError(
                 f"step {self.name!r}: set think_time (closed loop) or target_throughput "

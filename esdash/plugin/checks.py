@@ -18,6 +18,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 if TYPE_CHECKING:
@@ -50,6 +51,10 @@ class CheckContext:
     owner: Owner | None = None
     #: ``--fresh``: the run may delete the data root's old data.
     fresh: bool = False
+    #: The data root the run uses (its node data and what modes keep beside it, e.g. salts).
+    data_root: Path | None = None
+    #: ``--threshold`` specifications the run is judged by (``esdash run``, ``session check``).
+    thresholds: tuple[str, ...] = ()
 
 
 class PreflightCheck(ABC):

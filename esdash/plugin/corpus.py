@@ -422,6 +422,15 @@ def generated_corpus(
     seed) becomes :attr:`Corpus.origin`, part of the index's fingerprint.
     """
     path = Path(path)
+    if path.is_symlink() and not path.exists():
+        # Someone put a link there (a loop, or to a file gone): replacing it would change a
+        # file esdash did not write; the user decides.
+        raise corpus_error(
+            path,
+            None,
+            "is a symbolic link to itself or to a missing file",
+            "delete the link so that the corpus is generated again, or point it at a corpus",
+        )
     if not path.exists():
         write_atomically(
             path,

@@ -13,10 +13,13 @@ final name, so a half-unpacked tree is never used.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
 import tempfile
+import urllib.request
+import xml.etree.ElementTree as ElementTree
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +34,43 @@ class FetchError(EsdashError):
 
 class MavenMissing(FetchError):
     """``mvn`` is not on PATH."""
+
+
+class ArtifactNotFound(FetchError):
+    """The repository answered that it has no such artifact: a version that does not exist.
+
+    ``available`` lists the versions the repository's ``maven-metadata.xml`` names, newest
+    first (empty when it could not be read within :data:`METADATA_TIMEOUT`).
+    ``esdash fetch`` makes it bad input (exit 2) when it is the version the user asked for.
+    """
+
+    def __init__(
+        self, message: str, artifact: str, version: str, repository: str, available: list[str]
+    ) -> None:
+        super().__init__(message)
+        self.artifact = artifact
+        self.version = version
+        self.repository = repository
+        self.available = available
+
+
+#: Seconds the version list of a missing artifact may take; it is a courtesy, not a need.
+METADATA_TIMEOUT = 5.0
+
+#: Colour and cursor codes Maven writes even in batch mode (``ESC[0m``, ``ESC[1;31m``).
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+#: Maven's ways of saying that the repository has no such file (a 404): as it asked, and
+#: from the local repository's memory of an earlier 404 (for a day; Maven 3.8 and older).
+_NOT_FOUND = (
+    re.compile(r"Could not find artifact (?P<coords>\S+) in (?P<repo>\S+) \((?P<url>[^)\s]+)\)"),
+    re.compile(
+        r"(?:Failure to find (?P<coords>\S+) in (?P<url>\S+) was cached"
+        r"|(?P<coords2>\S+) was not found in (?P<url2>\S+) during a previous attempt)"
+        r".*?update interval of (?P<repo>\S+) has elapsed",
+        re.DOTALL,
+    ),
+)
 
 
 def find_maven(what: str, by_hand: str) -> str:
@@ -50,19 +90,102 @@ def maven_copy(mvn: str, artifact: str, outdir: Path, file_name: str, by_hand: s
     ``file_name`` is the name Maven gives the file there; ``by_hand`` is appended to every
     error (how to obtain the distribution without Maven).
     """
-    cmd = [mvn, "-B", "-q", "dependency:copy", f"-Dartifact={artifact}"]
+    cmd = [mvn, "-B", "-q", "-Dstyle.color=never", "dependency:copy", f"-Dartifact={artifact}"]
     cmd.append(f"-DoutputDirectory={outdir}")
     proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise FetchError(
-            f"Maven could not download {artifact} ({' '.join(cmd[:4])} ... exited with "
-            f"{proc.returncode}):\n{tail}\n{by_hand}"
-        )
+        raise maven_failure(artifact, proc.stdout + proc.stderr, proc.returncode, by_hand)
     downloaded = outdir / file_name
     if not downloaded.is_file():
         raise FetchError(f"Maven reported success but {downloaded} is missing. {by_hand}")
     return downloaded
+
+
+def maven_failure(artifact: str, output: str, code: int, by_hand: str) -> FetchError:
+    """Maven's failure as one line: :class:`ArtifactNotFound` for a 404, else its first error.
+
+    Maven prints 15 lines of advice and colour codes for a version that does not exist;
+    the user needs to know that the version does not exist, and which ones do.
+    """
+    text = strip_ansi(output)
+    found = next((m for pattern in _NOT_FOUND if (m := pattern.search(text))), None)
+    if found:
+        said = found.groupdict()
+        url = said.get("url") or said.get("url2") or ""
+        group, name, version = _coordinates(said.get("coords") or said["coords2"], artifact)
+        available = available_versions(url, group, name)
+        shown = f" (available: {shown_versions(available, version)})" if available else ""
+        return ArtifactNotFound(
+            f"no such version: {group}:{name} {version} in {found['repo']} ({url}){shown}",
+            artifact,
+            version,
+            url,
+            available,
+        )
+    return FetchError(
+        f"Maven could not download {artifact} (exit code {code}): {first_error(text)}. {by_hand}"
+    )
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal colour codes."""
+    return _ANSI.sub("", text)
+
+
+def first_error(text: str) -> str:
+    """The first ``[ERROR]`` line of Maven's output, without the goal and project preamble."""
+    for line in text.splitlines():
+        line = line.strip().removeprefix("[ERROR]").strip()
+        if line:
+            line = re.sub(r"^Failed to execute goal \S+ \([^)]*\) on project [^:]+: ", "", line)
+            return line
+    return "no output"
+
+
+def _coordinates(found: str, artifact: str) -> tuple[str, str, str]:
+    """group, artifact and version of Maven's ``group:name:type[:classifier]:version``."""
+    parts = found.split(":")
+    if len(parts) >= 4:
+        return parts[0], parts[1], parts[-1]
+    group, name, version = (artifact.split(":") + ["", "", ""])[:3]
+    return group, name, version
+
+
+def available_versions(repository: str, group: str, name: str) -> list[str]:
+    """The versions ``<repository>/<group path>/<name>/maven-metadata.xml`` lists, newest first.
+
+    Best effort within :data:`METADATA_TIMEOUT` (the repository URL is the one Maven used,
+    so a site's mirror answers); an empty list when it cannot be read.
+    """
+    if not repository.startswith(("https://", "http://", "file://")):
+        return []
+    url = f"{repository.rstrip('/')}/{group.replace('.', '/')}/{name}/maven-metadata.xml"
+    try:
+        with urllib.request.urlopen(url, timeout=METADATA_TIMEOUT) as answer:  # noqa: S310
+            root = ElementTree.fromstring(answer.read())
+    except (OSError, ValueError, ElementTree.ParseError):
+        return []
+    versions = [v.text.strip() for v in root.iter("version") if v.text and v.text.strip()]
+    return sorted(set(versions), key=_version_key, reverse=True)
+
+
+def _version_key(version: str) -> tuple[tuple[int, ...], int, str]:
+    """Numeric order, and a release after its own pre-releases (``9.0.0-rc1`` < ``9.0.0``)."""
+    head, _, suffix = version.partition("-")
+    numbers = tuple(int(p) if p.isdigit() else 0 for p in head.split("."))
+    return numbers, 0 if suffix else 1, suffix
+
+
+def shown_versions(available: list[str], wanted: str, most: int = 5) -> str:
+    """The few versions worth showing for ``wanted``: the newest of its major line, if any.
+
+    ``8.19.21, 8.19.4, 8.19.2, 8.19.0, 8.18.0 and 72 more`` -- the list can run to hundreds.
+    """
+    major = wanted.split(".")[0]
+    same = [v for v in available if v.split(".")[0] == major]
+    picked = (same or available)[:most]
+    rest = len(available) - len(picked)
+    return ", ".join(picked) + (f" and {rest} more" if rest > 0 else "")
 
 
 def unzip_keeping_modes(archive: Path, dest: Path) -> None:

@@ -90,6 +90,10 @@ _EXPECTED = {
 }
 
 
+class _Refused(ValueError):
+    """A value of the right type that still cannot be used; the message says why and the fix."""
+
+
 def _convert(option: Option, value: object, base_dir: Path | None) -> OptionValue:
     """Convert ``value`` to the option's kind, or raise ValueError."""
     kind = option.kind
@@ -118,7 +122,14 @@ def _convert(option: Option, value: object, base_dir: Path | None) -> OptionValu
     if kind == "path":
         if not isinstance(value, str) or not value.strip() or "\x00" in value:
             raise ValueError
-        path = Path(value).expanduser()
+        try:
+            path = Path(value).expanduser()
+        except RuntimeError:  # ~user of a user this system does not know
+            user = value.split("/", 1)[0]
+            raise _Refused(
+                f"{value!r}: no user {user[1:]!r} on this host to expand {user!r}; write "
+                f"the path out in full"
+            ) from None
         if base_dir is not None and not path.is_absolute():
             path = base_dir / path
         return path
@@ -198,6 +209,9 @@ def validate(
         expected = _EXPECTED[option.kind]
         try:
             value = _convert(option, raw, base_dir)
+        except _Refused as exc:
+            problems.append(Problem(path(option.name), str(exc)))
+            continue
         except ValueError:
             problems.append(
                 Problem(path(option.name), f"expected {expected}, found {describe(raw)}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from esdash.rundir.records import JsonMapping, JsonObject, JsonValue
@@ -50,6 +51,9 @@ class CorpusStatus:
 
     lines: tuple[str, ...] = ()
     problems: tuple[tuple[str, str], ...] = ()
+    #: The corpus files a run reads as they are (not copies esdash writes), with whether
+    #: each has action-and-meta-data lines: the ``corpus`` check reads them whole.
+    files: tuple[tuple[Path, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,16 @@ MAPPER_MODULES = {
 }
 
 
+#: Rally operations served by an Elasticsearch module (x-pack): a distribution without the
+#: module cannot answer them at all, and OpenSearch has no such API.
+OPERATION_MODULES = {
+    "esql": "x-pack-esql",
+    "esql-profile": "x-pack-esql",
+    "sql": "x-pack-sql",
+    "eql": "x-pack-eql",
+}
+
+
 @dataclass(frozen=True)
 class Refusal:
     """Why a distribution cannot run something: a :data:`~esdash.plugin.api.REASON_KINDS`
@@ -248,6 +262,21 @@ def query_refusal(
                 module,
             )
     return None
+
+
+def operation_refusal(operation: str, distribution: Distribution | None) -> Refusal | None:
+    """Why ``distribution`` cannot answer a Rally operation at all (None: it has the module,
+    or the operation needs none, or there is no distribution): ES|QL, SQL and EQL live in
+    Elasticsearch modules the integ-test-zip does not ship."""
+    module = OPERATION_MODULES.get(operation)
+    if distribution is None or module is None or module in distribution.modules:
+        return None
+    return Refusal(
+        "module",
+        f"Rally's {operation!r} operation needs the {module} module (an Elasticsearch "
+        f"API), which {_lacks(distribution)}",
+        module,
+    )
 
 
 def field_types(body: JsonMapping) -> Iterator[tuple[str, str]]:

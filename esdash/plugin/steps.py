@@ -51,7 +51,8 @@ MAX_SECONDS = 7 * 86400.0
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 _WS = re.compile(r"[ \t\n\r]*")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+-]*$")
+#: Step and query names, used with ``fullmatch`` (``$`` also matches before a final newline).
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]*")
 
 #: Where a value sits in a JSON text: object keys and array indices from the top.
 JsonPath = tuple[str | int, ...]
@@ -140,6 +141,13 @@ def _where(path: JsonPath) -> str:
     return out.lstrip(".") or "top level"
 
 
+def _quoted(text: str) -> str:
+    """``text`` as a JSON string that keeps letters of any script but escapes every character
+    that is not printable (U+2028, U+0085, bidi controls): the message stays one line."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    return "".join(c if c.isprintable() else json.dumps(c)[1:-1] for c in quoted)
+
+
 def _kind(value: JsonValue) -> str:
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
@@ -149,7 +157,7 @@ def _kind(value: JsonValue) -> str:
         return f"the number {value}"
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:40] + "…"
-        return f"the string {json.dumps(shown, ensure_ascii=False)}"
+        return f"the string {_quoted(shown)}"
     return "an array" if isinstance(value, list) else "an object"
 
 
@@ -197,7 +205,7 @@ class _Reader:
         if "name" not in obj:
             return default
         value = obj["name"]
-        if not isinstance(value, str) or not _NAME.match(value) or len(value) > 100:
+        if not isinstance(value, str) or not _NAME.fullmatch(value) or len(value) > 100:
             raise self.error(
                 (*path, "name"),
                 f"expected a name of letters, digits and _ . : + - (at most 100), "

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from esdash.report.figures import Figure
 
 SCHEMA = "esdash.report/1"
-REPORT_FORMATS = ("md", "html", "csv", "json")
+REPORT_FORMATS = ("md", "html", "csv", "json", "rally")
 
 
 @dataclass
@@ -144,6 +144,16 @@ def _json_safe(value: object) -> object:
     if isinstance(value, list | tuple):
         return [_json_safe(v) for v in value]
     return value
+
+
+def write_rally(report: Report, out: Path) -> Path:
+    """``rally.json``: every run's tasks under Rally's metric names (:mod:`.rally_metrics`)."""
+    from esdash.report.rally_metrics import rally_document
+
+    path = out / "rally.json"
+    runs = [(entry.id, entry.results) for entry in report.inputs.entries]
+    path.write_text(json.dumps(rally_document(runs), indent=2) + "\n")
+    return path
 
 
 def write_json(report: Report, out: Path) -> Path:
@@ -331,4 +341,6 @@ def write_report(
             written += write_csv(report, out)
         elif fmt == "json":
             written.append(write_json(report, out))
+        elif fmt == "rally":
+            written.append(write_rally(report, out))
     return written

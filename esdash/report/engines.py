@@ -23,6 +23,7 @@ import msgspec
 
 from esdash.errors import EsdashError
 from esdash.report.tables import Table
+from esdash.rundir import files
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import ClusterSample
 from esdash.view import format as fmt
@@ -57,11 +58,11 @@ def node_load(entry: Entry) -> tuple[float | None, float | None]:
             path = RunDir(
                 Path(str(cluster_run))
             ).cluster_samples_file  # --cluster runs sample there
-        for line in path.read_bytes().splitlines():
+        for line in files.read_regular(path).splitlines():
             try:
                 sample = msgspec.json.decode(line, type=ClusterSample)
-            except msgspec.DecodeError:
-                continue
+            except files.DAMAGE:
+                continue  # a damaged sample line: the others still give the mean
             if entry.results.started and sample.time < entry.results.started:
                 continue
             if entry.results.ended and sample.time > entry.results.ended:

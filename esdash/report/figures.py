@@ -28,6 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from esdash.progress import advance
 from esdash.report.tables import group_configs, merged_histogram
 from esdash.rundir import hdr
 from esdash.rundir.records import JsonMapping
@@ -89,6 +90,7 @@ class Drawer:
             figure.files[fmt] = relative
         self.plt.close(fig)
         self.figures.append(figure)
+        advance(f"{len(self.figures)} drawn, the last {name}")  # the open phase, if any
 
 
 # -------------------------------------------------------------------- distributions

@@ -52,6 +52,13 @@ class LivePrinter:
             self._draw(render_live(self.latest, self.header))
         return records
 
+    def note(self, text: str) -> None:
+        """A line of the orchestrator's own (what a quiet stream awaits), above the table."""
+        self._clear()
+        self._line(text)
+        if self.tty and self.latest:
+            self._draw(render_live(self.latest, self.header))
+
     def _line(self, text: str) -> None:
         self.out.write(text.rstrip("\n") + "\n")
         self.out.flush()

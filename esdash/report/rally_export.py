@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, unquote
 
 import esdash
 from esdash.errors import BadInput
@@ -182,12 +183,14 @@ def build_track(
     by_query: dict[str, str] = {}
 
     def operation(query: Query) -> str:
-        op: JsonObject = {
-            "name": query.name,
-            "operation-type": "search",
-            "index": query.index or index,
-            "body": dict(query.body),
-        }
+        op: JsonObject = {"name": query.name}
+        if query.path is not None:
+            op.update(request_operation(query))
+        else:
+            op.update({"operation-type": "search", "index": query.index or index})
+            op["body"] = dict(query.body)
+            if query.request_cache is not None:
+                op["cache"] = query.request_cache  # Rally sends it as esdash does
         if query.requires:
             op["meta"] = {"esdash-requires": list(query.requires)}
         key = json.dumps(op, sort_keys=True, default=str)
@@ -316,6 +319,24 @@ def _place_corpus(source: Path, target: Path, copy: bool) -> None:
         partial.unlink(missing_ok=True)
         how = "copy" if copy else "link"
         raise BadInput(f"{target}: cannot {how} the corpus {source}: {exc.strerror}") from None
+
+
+def request_operation(query: Query) -> JsonObject:
+    """The Rally operation of a request other than a search (``Query.path``): the
+    ``node-stats`` or ``index-stats`` it was read from, else a ``raw-request``."""
+    path, _, params = (query.path or "/").partition("?")
+    if query.method == "GET" and not query.body and not params:
+        if path == "/_nodes/stats":
+            return {"operation-type": "node-stats"}
+        stats = re.fullmatch(r"/([^/]+)/_stats", path)
+        if stats:
+            return {"operation-type": "index-stats", "index": unquote(stats.group(1))}
+    op: JsonObject = {"operation-type": "raw-request", "method": query.method, "path": path}
+    if params:
+        op["request-params"] = dict(parse_qsl(params, keep_blank_values=True))
+    if query.body:
+        op["body"] = dict(query.body)
+    return op
 
 
 def export_track(

@@ -104,7 +104,7 @@ def _places(results: Results, reference: Reference) -> Iterator[tuple[str, float
     for step in results.steps:
         data = step.queries.get(reference.query)
         if data is not None:
-            yield f"step {step.index} {step.name}", _figure(data, reference.figure)
+            yield f"step {step.index + 1} {step.name}", _figure(data, reference.figure)
 
 
 def judge(results: Results, references: tuple[Reference, ...]) -> list[Judgement]:

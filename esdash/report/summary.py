@@ -117,7 +117,7 @@ def render_summary(results: Results) -> str:
     for name, op in (ingest.ops if ingest else {}).items():
         rows.append(_op_row("ingest", name, op))
     for step in results.steps:
-        label = f"{step.index} {step.name}" + (f" r{step.round + 1}" if rounds else "")
+        label = f"{step.index + 1} {step.name}" + (f" r{step.round + 1}" if rounds else "")
         if not step.queries:
             status = step.status
             if status.startswith(("not run", "warm-up failed")):

@@ -681,9 +681,14 @@ def environment(entries: Sequence[Entry]) -> JsonObject:
 
 
 def _utc(epoch: float | None) -> str | None:
+    """The time in the environment table; None where it has no date (the records bound
+    their times: this guards against a value that came from elsewhere)."""
     if not epoch:
         return None
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(epoch)))
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(epoch)))
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def environment_table(env: JsonMapping) -> Table:

@@ -28,48 +28,31 @@ thresholds exits with :data:`esdash.errors.EXIT_THRESHOLD` (3).
 
 from __future__ import annotations
 
-import operator
-import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from esdash.errors import EXIT_THRESHOLD, BadInput, EsdashError
+from esdash.errors import EXIT_THRESHOLD, EsdashError
 from esdash.rundir.records import OpResult, Results
 from esdash.stats import min_samples
-
-TIME_METRICS = ("p50", "p90", "p99", "p99.9", "gmean", "mean", "max")
-METRICS = TIME_METRICS + ("error_rate", "throughput", "docs_per_s")
-
-_OPERATORS: dict[str, Callable[[float, float], bool]] = {
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
-
-_SYNTAX = re.compile(
-    r"^\s*(?P<target>[^:\s][^:]*?)\s*:\s*(?P<metric>[A-Za-z0-9_.]+)\s*"
-    r"(?P<op><=|>=|<|>)\s*(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*"
-    r"(?P<unit>ms|s|%|/s)?\s*$"
+from esdash.thresholds import (  # the grammar; re-exported for the report's callers
+    METRICS,
+    TIME_METRICS,
+    Threshold,
+    parse_threshold,
+    parse_thresholds,
 )
-_EXAMPLES = "e.g. 'search:p99<500ms', '*:error_rate<1%', 'ingest:docs_per_s>1000'"
 
-
-@dataclass(frozen=True)
-class Threshold:
-    """A parsed threshold; ``value`` is in ms (time), a fraction (error rate) or per second."""
-
-    text: str
-    target: str
-    metric: str
-    op: str
-    value: float
-
-    def holds(self, actual: float) -> bool:
-        return _OPERATORS[self.op](actual, self.value)
-
-    def show(self, value: float) -> str:
-        return _show(self.metric, value)
+__all__ = [
+    "METRICS",
+    "TIME_METRICS",
+    "Threshold",
+    "ThresholdFailure",
+    "ThresholdsFailed",
+    "check_thresholds",
+    "evaluate_thresholds",
+    "parse_threshold",
+    "parse_thresholds",
+]
 
 
 @dataclass(frozen=True)
@@ -96,57 +79,6 @@ class ThresholdsFailed(EsdashError):
         self.failures = failures
 
 
-def _show(metric: str, value: float) -> str:
-    if metric in TIME_METRICS:
-        return f"{value:g} ms"
-    if metric == "error_rate":
-        return f"{value * 100:.4g}%"
-    return f"{value:g}/s"
-
-
-def _bad(text: str, why: str) -> BadInput:
-    return BadInput(
-        f"bad threshold {text!r}: {why}; write <query|*|ingest>:<metric><op><value><unit>, "
-        f"{_EXAMPLES}"
-    )
-
-
-def parse_threshold(text: str) -> Threshold:
-    """Parse one threshold; :class:`~esdash.errors.BadInput` names the string and the fix."""
-    match = _SYNTAX.match(text)
-    if match is None:
-        if ":" not in text or not text.split(":", 1)[0].strip():
-            raise _bad(text, "the target is missing (a query name, * or ingest, then ':')")
-        if not re.search(r"<=|>=|<|>", text):
-            raise _bad(text, "no operator (<, <=, > or >=)")
-        raise _bad(text, "it does not parse")
-    target, metric = match["target"], match["metric"].lower()
-    op, unit = match["op"], match["unit"]
-    value = float(match["value"])
-    if metric not in METRICS:
-        raise _bad(text, f"unknown metric {metric!r} (known: {', '.join(METRICS)})")
-    if metric in TIME_METRICS:
-        if unit not in ("ms", "s"):
-            raise _bad(text, f"{metric} is a time: give the unit, ms or s (e.g. 500ms)")
-        value = value * 1000.0 if unit == "s" else value
-    elif metric == "error_rate":
-        if unit == "%":
-            value /= 100.0
-        elif unit is not None:
-            raise _bad(text, "error_rate takes a percentage (1%) or a fraction (0.01)")
-        elif value > 1:
-            raise _bad(text, f"error_rate {value:g} is above 1: did you mean {value:g}%?")
-    elif unit not in (None, "/s"):
-        raise _bad(text, f"{metric} is a rate per second: give a plain number or '/s'")
-    if value < 0:
-        raise _bad(text, "the value is negative")
-    return Threshold(text.strip(), target, metric, op, value)
-
-
-def parse_thresholds(texts: Iterable[str]) -> list[Threshold]:
-    return [parse_threshold(text) for text in texts]
-
-
 # ------------------------------------------------------------------------ evaluation
 
 
@@ -159,7 +91,7 @@ def _places(results: Results, target: str) -> Iterator[tuple[str, OpResult]]:
     for step in results.steps:
         for name, data in step.queries.items():
             if target in ("*", name):
-                yield f"step {step.index} ({step.name})/{name}", data
+                yield f"step {step.index + 1} ({step.name})/{name}", data
 
 
 def _op_value(data: OpResult, metric: str) -> tuple[float | None, str]:

@@ -134,7 +134,7 @@ def flags_table(entries: Sequence[Entry]) -> Table:
             if step.caches is not None and step.caches.flag:
                 found.append(step.caches.flag)
             for flag in found:
-                table.rows.append([entry.id, f"{step.index} {step.name}", flag])
+                table.rows.append([entry.id, f"{step.index + 1} {step.name}", flag])
                 table.records.append({"run": entry.id, "step": step.name, "flag": flag})
     return table
 
@@ -146,7 +146,7 @@ def session_references(entry: Entry) -> tuple[Reference, ...]:
     try:
         data = tomllib.loads(entry.session_text)
         return parse_references(data.get("references") or {})
-    except (tomllib.TOMLDecodeError, BadInput):
+    except (tomllib.TOMLDecodeError, RecursionError, BadInput):
         return ()  # the run's session was checked when it ran; a damaged copy adds nothing
 
 

@@ -29,17 +29,19 @@ from esdash.errors import (
     EXIT_OK,
     EXIT_THRESHOLD,
     BadInput,
+    ClusterError,
     EsdashError,
 )
 from esdash.launch import mpi, process
 from esdash.paths import cache_dir
 from esdash.plugin.api import ClientCodec, Corpus, QueryStep, Track
-from esdash.plugin.corpus import check_corpus
 from esdash.plugin.manager import get_plugins
+from esdash.progress import CHECKS_GRACE, for_stderr
+from esdash.progress import Progress as Lines
 from esdash.run import start, stop
 from esdash.run.leakage import record_leakage
 from esdash.rundir.files import tail
-from esdash.rundir.layout import RunDir
+from esdash.rundir.layout import RUN_INFO, RunDir
 from esdash.rundir.records import (
     BenchPlan,
     Event,
@@ -75,14 +77,16 @@ def prepare_workload(session: Session) -> tuple[Track, Corpus, tuple[QueryStep, 
     corpus = track.corpus(session.track.options, cache_dir() / "corpora")
     if not Path(corpus.path).is_file():
         raise BadInput(f"track {track.name}: corpus {corpus.path} does not exist")
-    check_corpus(corpus)
+    preflight.check_whole_corpus(corpus)  # every line, once per file identity (cached)
     # Scan once here; the ranks then only read the cached offsets.
     ranks = session.benchmark.workers_per_node * session.cluster.nodes
     plan_slices(corpus, ranks, cache_dir() / "offsets")
     return track, corpus, session.query_steps(track)
 
 
-def client_codec_for(session: Session, track: Track) -> ClientCodec | None:
+def client_codec_for(
+    session: Session, track: Track, thresholds: tuple[str, ...] = ()
+) -> ClientCodec | None:
     """The encryption mode's client codec (None for modes that send data unchanged).
 
     Built before any cluster starts: a missing or unsafe key stops the run right here, with
@@ -90,7 +94,7 @@ def client_codec_for(session: Session, track: Track) -> ClientCodec | None:
     """
     from esdash.cluster.dataroot import data_root
 
-    preflight.require(session, "session")
+    preflight.require(session, "session", thresholds=thresholds)
     mode = get_plugins().encryption(session.encryption.name)
     return mode.client_codec(
         session.encryption.options,
@@ -124,6 +128,29 @@ def _bench_run_dir(session: Session, cluster_run: RunDir, run: RunDir | None = N
     return run
 
 
+def require_running(cluster_run: RunDir, session: Session) -> None:
+    """``run --cluster RUN``: refuse at once, in one line, a cluster that is not running.
+
+    Without this the bench ranks met refused connections and the summary was a table of
+    "(no data)" (issue 17, item 6).  ``run.json``'s state decides; a cluster recorded as
+    running whose launcher on this host has ended is not running either.
+    """
+    info = cluster_run.read_info()
+    state = info.state or "unknown"
+    if state == "running" and info.launcher is not None and process.here(info.launcher):
+        if not process.alive(info.launcher):
+            state = f"running in {RUN_INFO}, but its launcher (pid {info.launcher.pid}) has ended"
+    elif state != "running" and info.reason:
+        state = f"{state}: {info.reason}"
+    if state == "running":
+        return
+    session_path = info.session_path or str(session.path)
+    raise ClusterError(
+        f"the cluster of {cluster_run.path} is not running (state {state}); start one with "
+        f"`esdash cluster up {session_path}` and pass the run directory it prints to --cluster"
+    )
+
+
 def launch_bench(run: RunDir, session: Session) -> tuple[subprocess.Popen[bytes], ProcessRecord]:
     """Start the benchmark step: rank 0 coordinates and records, one rank per worker."""
     workers = session.benchmark.workers_per_node * session.cluster.nodes
@@ -153,6 +180,24 @@ PHASE_WORDS = {
     "steps": "during the query steps",
     "results": "while the results were written",
 }
+
+
+#: What a run awaits while its stream is quiet, by the phase of its last ``phase`` event.
+AWAITED = {
+    "ingest": "ingesting",
+    "settle": "settling the index",
+    "warmup": "warming up",
+    "steps": "running the query steps",
+    "results": "writing the results",
+}
+
+
+def awaited(phase: str | None, session: Session) -> str:
+    """``settling the index``: what a quiet stream is waiting for, for the tick line."""
+    if phase is None:
+        ranks = session.benchmark.workers_per_node * session.cluster.nodes + 1
+        return f"starting {ranks} bench rank(s) (no record yet)"
+    return AWAITED.get(phase, f"in phase {phase}")
 
 
 @dataclass
@@ -186,6 +231,7 @@ def follow(
     session: Session,
     interrupts: stop.Interrupts,
     progress: Progress | None = None,
+    lines: Lines | None = None,
 ) -> bool:
     """Print the stream while the bench runs; forward a stop signal to the ranks.
 
@@ -195,15 +241,24 @@ def follow(
     the signal and take rank 0 down with them.  A second signal, or ranks still running
     :data:`ABORT_GRACE` seconds later, kill the step: the launcher and every rank below it.
     Each interval record goes to the observer hooks once, as it is read, and ``progress``
-    follows the phase events.  Returns True when the run was interrupted.
+    follows the phase events.  Whenever no record arrived for ``lines.tick`` seconds (ranks
+    still starting, an index settling) a line says what is awaited.  Returns True when the
+    run was interrupted.
     """
     from esdash.report.live import LivePrinter
 
     progress = progress or Progress()
+    lines = lines or Lines(out, tty=False)
     plugins = get_plugins()
     printer = LivePrinter(run.stream_file, out, tty=out.isatty())
+    lines.touch()
+    last_record = lines.clock.now()
 
     def observe(records: list[StreamRecord]) -> None:
+        nonlocal last_record
+        if records:
+            lines.touch()
+            last_record = lines.clock.now()
         for item in records:
             progress.see(item)
             if isinstance(item, Interval):
@@ -214,6 +269,10 @@ def follow(
     killed = False
     while launcher.poll() is None:
         observe(printer.poll())
+        if lines.clock.now() - lines.last_output >= lines.tick:
+            quiet = lines.clock.now() - last_record
+            printer.note(f"esdash: {awaited(progress.phase, session)}: no record for {quiet:.0f} s")
+            lines.touch()
         first = interrupts.first
         if first and forwarded_at is None:
             progress.interrupted_in = progress.phase
@@ -262,22 +321,29 @@ def _run_session(
     from esdash.report.summary import evaluate_thresholds, parse_thresholds, render_summary
 
     thresholds = parse_thresholds(options.thresholds)
-    track, corpus, steps = prepare_workload(session)
-    codec = client_codec_for(session, track)
+    lines = for_stderr()
+    if options.cluster is not None:
+        require_running(RunDir.open(options.cluster), session)
+    what = f"preparing track {session.track.name} (corpus, offsets, query steps, encryption)"
+    with lines.phase(what, announce_after=CHECKS_GRACE):  # a refusal here is one line
+        track, corpus, steps = prepare_workload(session)
+        codec = client_codec_for(session, track, options.thresholds)
     plugins = get_plugins()
     cluster_process = None
     prepared = RunDir.open(options.run_dir) if options.run_dir else None
     if options.cluster is not None:
         run = _bench_run_dir(session, RunDir.open(options.cluster), prepared)
     else:
-        run = start.prepare(session, prepared, options.fresh)
+        what = "checking the session and preparing its run directory"
+        with lines.phase(what, announce_after=CHECKS_GRACE):
+            run = start.prepare(session, prepared, options.fresh)
     with run.edit_info() as info:
         info.driver = process.identify(os.getpid())  # what a stop request signals
     plugins.session_started(session, run.path)
     if options.cluster is None:
         try:
             cluster_process, _ = start.start_cluster(
-                run, session, options.fresh, options.timeout, hold=True
+                run, session, options.fresh, options.timeout, hold=True, progress=lines
             )
         except BaseException:
             plugins.session_finished(session, run.path, None)
@@ -294,26 +360,28 @@ def _run_session(
         seed = session.benchmark.seed
         if seed is None:
             seed = random.SystemRandom().randrange(2**31)
-        plan = make_plan(
-            session,
-            track,
-            corpus,
-            steps,
-            distribution,
-            ranks,
-            seed,
-            options.reingest,
-            codec,
-            reuse_index=options.reuse_index,
-        )
+        with lines.phase("planning the benchmark (the index as the cluster has it)"):
+            plan = make_plan(
+                session,
+                track,
+                corpus,
+                steps,
+                distribution,
+                ranks,
+                seed,
+                options.reingest,
+                codec,
+                reuse_index=options.reuse_index,
+            )
         run.write_bench_plan(plan)
         # From here on a signal is only recorded (a cluster start held them already): the
         # ranks get it and still write what they measured, and the summary is printed.
         stop.hold_interrupts()
         if interrupts.first:
             raise stop.Interrupted(interrupts.first, "as the benchmark started")
+        lines.line(f"starting the benchmark: {ranks + 1} MPI rank(s)")
         launcher, record = launch_bench(run, session)
-        interrupted = follow(run, launcher, record, out, session, interrupts, progress)
+        interrupted = follow(run, launcher, record, out, session, interrupts, progress, lines)
         results_file = run.results_file
         if not results_file.exists():
             # The MPI step ended before rank 0 wrote the results (with MPICH a lost rank
@@ -363,8 +431,9 @@ def _run_session(
             if why:  # a stop signal promises a prompt stop: no analysis of seconds now
                 said = why.removeprefix("esdash ")
                 print(f"leakage analysis skipped: {said}; `esdash leakage` runs it", file=out)
-            else:
-                record_leakage(run, session, track, corpus, codec, out)
+            else:  # it says when it begins; the ticker, that it goes on
+                with lines.phase("leakage analysis", announce_after=lines.tick):
+                    record_leakage(run, session, track, corpus, codec, out)
         plugins.session_finished(session, run.path, results)
         if cluster_process is not None:
             if options.keep and not why:  # a signal stops everything, --keep or not

@@ -18,6 +18,7 @@ from types import MappingProxyType
 
 from esdash.errors import BadInput, EsdashError
 from esdash.plugin.api import Track
+from esdash.plugin.corpus import check_corpus
 from esdash.plugin.manager import get_plugins
 from esdash.run.job import client_codec_for, prepare_workload
 from esdash.run.leakage import describe_documents
@@ -53,9 +54,9 @@ def refuse_server_side(session: Session) -> None:
     ]
     disk = "only the disks are encrypted, " if mode.node_data != "plain" else ""
     raise BadInput(
-        f"encryption mode {mode.name} stores plaintext on the nodes ({disk}the search "
-        f"engine reads every value); leakage applies to client-side modes "
-        f"({', '.join(client_side) or 'none is installed'})"
+        f"{session.path}: encryption.mode = {mode.name!r} stores plaintext on the nodes "
+        f"({disk}the search engine reads every value); leakage applies to client-side modes "
+        f"({', '.join(client_side) or 'none is installed'}); set encryption.mode to one of them"
     )
 
 
@@ -74,6 +75,7 @@ def analyse_session(
     session = with_documents(session, documents, plugins.track(session.track.name))
     tell(f"preparing the corpus of track {session.track.name} (generated once, then cached)")
     track, corpus, _steps = prepare_workload(session)
+    check_corpus(corpus)  # a damaged (cached) corpus: exit 2 naming its file and line
     tell(f"reading the key of encryption mode {session.encryption.name}")
     codec = client_codec_for(session, track)
     if codec is None:  # a client-side mode without a codec for this track

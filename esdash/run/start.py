@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from esdash.cluster import ports, preflight
 from esdash.cluster.distribution import resolve_home
 from esdash.cluster.health import wait_ready
 from esdash.cluster.users import resolve_owner
@@ -31,22 +31,33 @@ from esdash.errors import BadInput, ClusterError
 from esdash.launch import mpi, process, slurm
 from esdash.paths import runs_dir
 from esdash.plugin.manager import get_plugins
+from esdash.progress import CHECKS_GRACE, Phase, Progress, for_stderr
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import Health, LaunchRecord
+from esdash.rundir.records import Health, LaunchRecord, NodeStatus
 from esdash.session import Session, load_session
+
+if TYPE_CHECKING:
+    from esdash.plugin.api import Backend, Distribution, Owner
 
 #: How long ``start_cluster`` waits for a healthy cluster before giving up (seconds).
 DEFAULT_TIMEOUT = 300.0
 
 
-def prepare(session: Session, run: RunDir | None = None, fresh: bool = False) -> RunDir:
-    """Check everything that can be checked before launch, and create the run directory."""
+def check(session: Session, fresh: bool = False) -> tuple[Backend, Owner, Distribution]:
+    """Everything :func:`prepare` checks before it creates anything (``submit --dry-run``)."""
     plugins = get_plugins()
     backend = plugins.backend(session.cluster.backend.name)
     plugins.interconnect(session.cluster.interconnect)
-    owner = resolve_owner(session.cluster.run_as)
+    owner = resolve_owner(session.cluster.run_as, session_file=session.path)
+    from esdash.cluster import preflight  # numpy and more: not for every `esdash` command
+
     preflight.require(session, "launch", fresh=fresh, owner=owner, plugins=plugins)
-    distribution = backend.inspect(resolve_home(session))
+    return backend, owner, backend.inspect(resolve_home(session))
+
+
+def prepare(session: Session, run: RunDir | None = None, fresh: bool = False) -> RunDir:
+    """Check everything that can be checked before launch, and create the run directory."""
+    backend, owner, distribution = check(session, fresh)
     if run is None:
         run = RunDir.create(runs_dir(), session.name)
     shutil.copyfile(session.path, run.session_file)
@@ -98,14 +109,61 @@ def launch_cluster(run: RunDir, session: Session, fresh: bool) -> subprocess.Pop
     return launcher
 
 
+class NodeWatch:
+    """Issue 17, item 6: one line per node as it starts, runs or fails, while ``up`` waits.
+
+    The ranks write ``nodes/<rank>/status.json`` and rank 0 ``health.json``; this reads them
+    (in the progress ticker's thread, every half second) and notes each node's change of
+    state, and keeps the phase's count (nodes running) and health current.
+    """
+
+    def __init__(self, run: RunDir, nodes: int) -> None:
+        self.run = run
+        self.nodes = nodes
+        self.seen: dict[int, str | None] = {}
+
+    def poll(self, phase: Phase) -> None:
+        statuses = self.run.node_statuses()
+        for rank, status in sorted(statuses.items()):
+            if self.seen.get(rank) != status.state and status.state is not None:
+                self.seen[rank] = status.state
+                phase.note(node_line(status, self.nodes))
+        running = sum(1 for s in statuses.values() if s.state == "running")
+        phase.update(f"running{self._health()}", done=running)
+
+    def _health(self) -> str:
+        health = self.run.read_health()
+        if health is None:
+            return ""
+        if not health.ok:
+            return ", cluster not answering yet"
+        return f", cluster {health.status} with {health.number_of_nodes} node(s)"
+
+
+def node_line(status: NodeStatus, nodes: int) -> str:
+    """``node-1 (rank 1 of 3) running on host1, http 10.0.0.2:9201, pid 4242``."""
+    name = status.name or f"node {status.rank}"
+    where = f" on {status.host}" if status.host else ""
+    text = f"{name} (rank {status.rank} of {nodes}) {status.state}{where}"
+    if status.state == "running" and status.http_port:
+        text += f", http {status.address or status.host}:{status.http_port}, pid {status.pid}"
+    elif status.state in ("failed", "stopped") and status.message:
+        text += f": {status.message}"
+    return text
+
+
 def start_cluster(
     run: RunDir,
     session: Session,
     fresh: bool,
     timeout: float = DEFAULT_TIMEOUT,
     hold: bool = False,
+    progress: Progress | None = None,
 ) -> tuple[subprocess.Popen[bytes], Health]:
     """Launch the ranks of a prepared run and wait until the cluster is healthy.
+
+    ``progress`` (default: standard error) says that the start begins before the launcher
+    is started, one line per node as it changes state, and the count while it waits.
 
     On any failure (Ctrl-C included) the cluster is stopped before the error propagates.
     A command that holds :class:`esdash.run.stop.Interrupts` gets SIGTERM and SIGHUP handled
@@ -113,6 +171,22 @@ def start_cluster(
     its signals are only recorded from the moment the cluster is ready (the caller then
     owns a running cluster and stops it itself: no signal may fall between the two).
     """
+    progress = progress or for_stderr()
+    nodes = session.cluster.nodes
+    what = f"starting {nodes} {session.cluster.backend.name} node(s)"
+    with progress.phase(what, total=nodes, poll=NodeWatch(run, nodes).poll):
+        return _launch_and_wait(run, session, fresh, timeout, hold, progress)
+
+
+def _launch_and_wait(
+    run: RunDir,
+    session: Session,
+    fresh: bool,
+    timeout: float,
+    hold: bool,
+    progress: Progress,
+) -> tuple[subprocess.Popen[bytes], Health]:
+    """:func:`start_cluster` inside its progress phase."""
     from esdash.run.stop import Interrupted, check_interrupts, hold_interrupts, stop_cluster
 
     launcher = launch_cluster(run, session, fresh)
@@ -121,7 +195,7 @@ def start_cluster(
         try:
             health = wait_ready(run, session.cluster.nodes, launcher, timeout)
         except ClusterError:
-            retried = _restart_with_new_ports(run, session, fresh, launcher)
+            retried = _restart_with_new_ports(run, session, fresh, launcher, progress)
             if retried is None:
                 raise
             launcher = retried
@@ -143,7 +217,11 @@ def start_cluster(
 
 
 def _restart_with_new_ports(
-    run: RunDir, session: Session, fresh: bool, launcher: subprocess.Popen[bytes]
+    run: RunDir,
+    session: Session,
+    fresh: bool,
+    launcher: subprocess.Popen[bytes],
+    progress: Progress,
 ) -> subprocess.Popen[bytes] | None:
     """Issue 15, item 6: the one retry of a start whose automatic port was taken meanwhile.
 
@@ -154,13 +232,14 @@ def _restart_with_new_ports(
     node failed.  Returns the new launcher, or None (nothing relaunched) for any other
     failure, which the caller raises as before.
     """
+    from esdash.cluster import ports
     from esdash.run.stop import stop_cluster
 
     stop_cluster(run, launcher, reason="failed to start")
     reason = ports.retry_reason(run, session)
     if not reason:
         return None
-    print(f"esdash: {reason}; starting again with new ports", file=sys.stderr)
+    progress.line(f"{reason}; starting again with new ports")
     ports.forget_failed_start(run)
     return launch_cluster(run, session, fresh)
 
@@ -171,13 +250,18 @@ def up(
     timeout: float = DEFAULT_TIMEOUT,
     run: RunDir | None = None,
     hold: bool = False,
+    progress: Progress | None = None,
 ) -> tuple[RunDir, subprocess.Popen[bytes], Health]:
     """Prepare and start a cluster; return once it is healthy (or leave nothing running).
 
-    ``hold``: see :func:`start_cluster`.
+    ``hold``, ``progress``: see :func:`start_cluster`.
     """
-    run = prepare(session, run, fresh)
-    launcher, health = start_cluster(run, session, fresh, timeout, hold)
+    progress = progress or for_stderr()
+    what = f"checking session {session.name} and preparing its run directory"
+    with progress.phase(what, announce_after=CHECKS_GRACE):
+        run = prepare(session, run, fresh)
+    progress.line(f"run directory: {run.path}")
+    launcher, health = start_cluster(run, session, fresh, timeout, hold, progress)
     return run, launcher, health
 
 
@@ -186,11 +270,36 @@ def up(
 
 @dataclass(frozen=True)
 class Submitted:
-    """A session handed to Slurm: its run directory, batch script and job (None: dry run)."""
+    """A session handed to Slurm: its run directory, batch script and job id."""
 
     run: RunDir
     script: Path
-    job: str | None
+    job: str
+
+
+def _job_command(session: Session, run: RunDir, bench: bool, fresh: bool) -> list[str]:
+    """What the job runs: ``esdash run`` (``bench``) or ``esdash cluster up --foreground``."""
+    flags = ["--fresh"] if fresh else []
+    session_path = str(session.path.resolve())
+    if bench:
+        return slurm.python_command("run", session_path, "--run-dir", str(run.path), *flags)
+    return slurm.python_command(
+        "cluster", "up", session_path, "--run-dir", str(run.path), "--foreground", *flags
+    )
+
+
+def preview_submit(
+    session: Session, *, bench: bool, fresh: bool = False, root: Path | None = None
+) -> tuple[RunDir, str]:
+    """``esdash submit --dry-run``: :func:`submit`'s checks and script, writing nothing.
+
+    The run directory is the one :func:`submit` would create now (not created); the script
+    is returned for printing, never written.
+    """
+    check(session, fresh)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    run = RunDir((root or runs_dir()) / f"{session.name}-{stamp}")
+    return run, slurm.batch_script(session, run, _job_command(session, run, bench, fresh))
 
 
 def submit(
@@ -198,30 +307,23 @@ def submit(
     *,
     bench: bool,
     fresh: bool = False,
-    dry_run: bool = False,
     root: Path | None = None,
 ) -> Submitted:
     """Prepare a run directory (under ``root``) and submit its batch script.
 
     ``bench`` runs the whole benchmark in the job (``esdash run``), otherwise only the
-    cluster (``esdash cluster up --foreground``).  ``dry_run`` writes the script only.
-    ``esdash submit`` and the dashboard's submit key both come here.
+    cluster (``esdash cluster up --foreground``).  ``esdash submit`` and the dashboard's
+    submit key both come here; ``esdash submit --dry-run`` goes to :func:`preview_submit`.
     """
     run = _prepare_fresh_dir(session, root or runs_dir())
-    flags = ["--fresh"] if fresh else []
-    session_path = str(session.path.resolve())
-    if bench:
-        command = slurm.python_command("run", session_path, "--run-dir", str(run.path), *flags)
-    else:
-        command = slurm.python_command(
-            "cluster", "up", session_path, "--run-dir", str(run.path), "--foreground", *flags
-        )
+    command = _job_command(session, run, bench, fresh)
     script = run.job_script
-    script.write_text(slurm.batch_script(session, run, command))
-    if dry_run:
-        with run.edit_info() as info:
-            info.state, info.script = "prepared", str(script)
-        return Submitted(run, script, None)
+    try:
+        text = slurm.batch_script(session, run, command)
+    except BadInput:  # a value sbatch would misread: nothing was submitted from the directory
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
+    script.write_text(text)
     job = slurm.submit(script)
     with run.edit_info() as info:
         info.state, info.submitted, info.slurm_job, info.script = "queued", True, job, str(script)

@@ -7,10 +7,16 @@ stop key, sweeps, a failed start):
    after its grace) and records why;
 2. the launcher (``mpiexec``/``srun``), if it lingers past the grace period: TERM, then
    KILL, to its process group, through :func:`esdash.launch.process.stop`, which signals
-   only a process whose pid, create time and command line are still the recorded ones;
+   only a process whose pid, create time and command line are still the recorded ones
+   (:func:`esdash.launch.process.check`); a pid that cannot be proved to be the recorded
+   launcher is refused, and the stop says so;
 3. ``scancel`` for a submitted job still in the queue;
 4. storage the ranks could not release themselves (a SIGKILLed rank leaves its gocryptfs
    mount): the encryption mode's ``release_storage``.
+
+A stop from outside (``esdash cluster down``, the dashboard's stop key: :func:`take_down`,
+:func:`stop_run`) never signals a run whose ``run.json`` state says it is over
+(:data:`ENDED`): its pids may be anybody's by now (a reboot, a shared run directory).
 
 Signals: a command that starts things (``esdash run``, ``esdash cluster up``) holds one
 :class:`Interrupts` from its start to the end of its stop path.  SIGINT (Ctrl-C), SIGTERM
@@ -32,6 +38,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
@@ -40,7 +47,8 @@ from esdash.cluster.users import resolve_owner
 from esdash.errors import ClusterError, EsdashError
 from esdash.launch import process, slurm
 from esdash.plugin.manager import get_plugins
-from esdash.rundir.layout import RunDir
+from esdash.rundir.layout import RUN_INFO, RunDir
+from esdash.rundir.records import ProcessRecord, RunInfo
 from esdash.session import load_run_session
 
 #: Seconds a cluster gets to stop on its own after the stop file before its launcher is
@@ -48,6 +56,10 @@ from esdash.session import load_run_session
 #: ``esdash.cluster.node.STOP_GRACE`` (10 s) before SIGKILL, so a healthy cluster is gone
 #: long before; the launcher is signalled only when ranks hang.
 STOP_GRACE = 12.0
+
+#: ``run.json`` states of a run that is over: what it recorded has ended (or is being stopped
+#: by the esdash that set the state), so a stop from outside signals nothing of it.
+ENDED = ("stopped", "killed", "failed", "failed to start", "interrupted", "finished")
 
 #: The signals that stop a command of esdash (Ctrl-C, kill/scancel/time limit, hang-up).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -167,10 +179,12 @@ def stop_cluster(
     """Ask every rank to stop its node, wait, and escalate if the launcher lingers.
 
     ``launcher`` is the launcher process when this process started it (it is then also
-    reaped).  Returns ``"stopped"`` or ``"killed"``; the run's state becomes ``reason``
-    (or that outcome) and ``run.json``'s reason ``why`` -- written before the stop file, so
-    every rank records it as its node's stop reason.  Signals are only recorded meanwhile
-    (:func:`deferred_interrupts`): the stop runs to its end.
+    reaped).  Returns ``"stopped"``, ``"killed"`` or ``"refused"`` (a recorded launcher
+    whose identity cannot be proved is not signalled; the state is kept while a node still
+    says running); the run's state becomes ``reason`` (or that outcome) and ``run.json``'s
+    reason ``why`` -- written before the stop file, so every rank records it as its node's
+    stop reason.  Signals are only recorded meanwhile (:func:`deferred_interrupts`): the
+    stop runs to its end.
     """
     with deferred_interrupts():
         if why:
@@ -179,27 +193,85 @@ def stop_cluster(
         run.request_stop()
         info = run.read_info()
         record = info.launcher
-        outcome = "stopped"
+        result = None
         if launcher is not None or process.here(record):
             result = process.stop(
                 record, grace=grace, first=0, group=True, process=launcher, tree=True
             )
-            if result == "killed":
-                outcome = "killed"
-            _close_node_statuses(run, why or reason)
+        if result is None or result == "refused":
+            _wait_for_nodes(run, grace)
         else:
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and running_nodes(run):
-                time.sleep(0.5)
+            _close_node_statuses(run, why or reason)
+        outcome = "killed" if result == "killed" else "stopped"
         job = info.slurm_job
         if job and info.submitted and slurm.job_state(job) not in ("FINISHED",):
             slurm.cancel(job)
         for message in release_storage(run):
             print(f"esdash: {message}", file=sys.stderr)
+        if result == "refused" and running_nodes(run):
+            return "refused"  # the run may still be up: its state stays what it was
         with run.edit_info() as changed:
             changed.state = reason if reason != "stopped" else outcome
             changed.stopped = time.time()
-    return outcome
+    return "refused" if result == "refused" else outcome
+
+
+def _wait_for_nodes(run: RunDir, grace: float) -> None:
+    """Give the ranks ``grace`` seconds to stop their nodes on the stop file."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and running_nodes(run):
+        time.sleep(0.5)
+
+
+def ended(info: RunInfo) -> str | None:
+    """The state of a run that is over (:data:`ENDED`), or None while it may still run."""
+    return info.state if info.state in ENDED else None
+
+
+@dataclass
+class Down:
+    """What a stop from outside did: the outcome and one line per process not signalled.
+
+    ``outcome`` is :func:`stop_cluster`'s (``stopped``, ``killed``, ``refused``), or
+    ``already`` when the run had ended before and nothing was done.
+    """
+
+    outcome: str
+    notes: list[str] = field(default_factory=list)
+
+
+def take_down(run: RunDir, grace: float = STOP_GRACE) -> Down:
+    """Stop a run's cluster from outside the esdash that started it (``esdash cluster down``).
+
+    A run that is over is left alone: nothing is signalled, and only ranks whose status
+    still says running are asked to stop, through the stop file.  Otherwise
+    :func:`stop_cluster`, with a line naming the recorded launcher if it is not signalled
+    (another process holds its pid, or its record cannot prove it is the launcher).
+    """
+    info = run.read_info()
+    state = ended(info)
+    if state is not None:
+        note = f"already {state} ({RUN_INFO}); nothing signalled"
+        still = running_nodes(run)
+        if still:
+            run.request_stop()  # the ranks' own protocol: no signal involved
+            note += f"; {len(still)} node(s) still marked running were asked to stop (stop file)"
+        return Down("already", [note])
+    notes = []
+    refusal = _refusal("the launcher", info.launcher)
+    if refusal:
+        notes.append(refusal)
+    return Down(stop_cluster(run, grace=grace), notes)
+
+
+def _refusal(what: str, record: ProcessRecord | None) -> str | None:
+    """A line saying why ``what`` (a process recorded on this host) will not be signalled."""
+    if not process.here(record):
+        return None  # its own host's esdash, or its ranks through the stop file, stop it
+    verdict = process.check(record)
+    if verdict.refusal is None:
+        return None
+    return f"{what} not signalled: {verdict.refusal}"
 
 
 def _close_node_statuses(run: RunDir, reason: str) -> None:
@@ -238,7 +310,7 @@ def release_storage(run: RunDir) -> list[str]:
         release = getattr(encryption, "release_storage", None)
         if release is None:
             return done
-        owner = resolve_owner(session.cluster.run_as)
+        owner = resolve_owner(session.cluster.run_as, session_file=session.path)
     except EsdashError as exc:
         print(f"esdash: warning: cannot check the run's data directories: {exc}", file=sys.stderr)
         return done
@@ -292,21 +364,32 @@ def stop_run(path: Path, grace: float = 120.0) -> str:
     * otherwise the benchmark ranks (SIGINT to their launcher's group) and the cluster
       (:func:`stop_cluster`).
 
-    May take minutes: call it from a worker thread.
+    Nothing is signalled in a run that is over (:func:`ended`), nor any process whose
+    identity is not confirmed; the answer names what was refused.  May take minutes: call
+    it from a worker thread.
     """
     run = RunDir(path)
     info = run.read_info()
+    state = ended(info)
+    if state is not None:
+        return f"already {state} ({RUN_INFO}); nothing signalled"
     driver = info.driver
     if driver is None:  # runs the dashboard started before drivers were recorded
         with contextlib.suppress(EsdashError):
             driver = run.read_launch_record()
+    refused = _refusal("esdash run", driver)
+    notes = [refused] if refused else []
     if driver is not None and process.send(driver, signal.SIGINT):
         if process.wait_gone(driver, grace):
             return f"stopped esdash run (pid {driver.pid}) and its cluster"
         return f"sent Ctrl-C to esdash run (pid {driver.pid}); it is still stopping"
     done = []
+    bench = _refusal("the benchmark launcher", info.bench_launcher)
+    if bench:
+        notes.append(bench)
     if process.send(info.bench_launcher, signal.SIGINT, group=True):
         done.append("interrupted the benchmark ranks")
-    outcome = stop_cluster(run, grace=min(grace, STOP_GRACE))
-    done.append(f"cluster {outcome}")
-    return "; ".join(done)
+    down = take_down(run, grace=min(grace, STOP_GRACE))
+    if down.outcome != "already":  # its note says so
+        done.append(f"cluster {down.outcome}")
+    return "; ".join(done + notes + down.notes)

@@ -12,11 +12,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
@@ -40,33 +42,79 @@ class RunFileError(BadInput):
         self.problem = problem
 
 
-def _problem(exc: msgspec.DecodeError) -> str:
-    text = str(exc)
+#: What decoding damaged bytes raises: msgspec's DecodeError (its ValidationError for a
+#: value of the wrong type or out of a record's bounds), and two it lets through -- invalid
+#: UTF-8 inside a string is a UnicodeDecodeError, nesting deeper than the interpreter allows
+#: (``[[[[…``) a RecursionError.  Every reader of a run file catches all of them.
+DAMAGE: tuple[type[Exception], ...] = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+
+
+#: The problem of a file nested deeper than its parser can follow (``[[[[…`` thousands of
+#: levels deep: the parser recurses and hits the interpreter's limit of about 1000 frames).
+TOO_DEEP = "nested too deeply (more than a few hundred levels of arrays or tables); flatten it"
+
+
+def problem(exc: Exception) -> str:
+    """What is wrong, in a few words, for an exception of :data:`DAMAGE`.
+
+    A validation error keeps msgspec's text: what was expected and the JSON path
+    (``Expected `float` <= 253402300799.0 - at `$.started```).
+    """
     if isinstance(exc, msgspec.ValidationError):
-        return text
-    return f"not valid JSON ({text})"
+        return str(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.object[exc.start]:#04x} in a string)"
+    if isinstance(exc, RecursionError):
+        return "not valid JSON (nested too deeply)"
+    return f"not valid JSON ({exc})"
 
 
 def decode(data: bytes | str, kind: type[T], path: Path) -> T:
     """``data`` (the content of ``path``) as a ``kind`` record, or a :class:`RunFileError`."""
     try:
         return msgspec.json.decode(data, type=kind)
-    except msgspec.DecodeError as exc:
-        raise RunFileError(path, _problem(exc)) from None
+    except DAMAGE as exc:
+        raise RunFileError(path, problem(exc)) from None
 
 
 def convert(data: object, kind: type[T], path: Path) -> T:
     """Already decoded JSON ``data`` (from ``path``) as a ``kind`` record."""
     try:
         return msgspec.convert(data, type=kind)
-    except msgspec.ValidationError as exc:
-        raise RunFileError(path, str(exc)) from None
+    except (msgspec.ValidationError, RecursionError) as exc:
+        raise RunFileError(path, problem(exc)) from None
+
+
+@contextmanager
+def open_regular(path: Path) -> Iterator[BinaryIO]:
+    """``path`` opened for reading, if it is a regular file; OSError otherwise.
+
+    A FIFO where a run file should be would block a plain ``open`` until someone writes to
+    it -- a hung viewer; opened without blocking and checked, it is an error at once.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
+        yield handle
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of a regular file (see :func:`open_regular`); OSError for anything else."""
+    with open_regular(path) as handle:
+        return handle.read()
 
 
 def read(path: Path, kind: type[T]) -> T:
     """The record in ``path``; a missing, unreadable or damaged file is a RunFileError."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         raise RunFileError(path, "no such file") from None
     except OSError as exc:
@@ -144,7 +192,7 @@ def edit(path: Path, kind: type[T], default: T) -> Iterator[T]:
 
 def _read_bytes(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return read_regular(path)
     except OSError as exc:
         raise RunFileError(path, f"cannot read: {exc.strerror or exc}") from None
 
@@ -152,7 +200,7 @@ def _read_bytes(path: Path) -> bytes:
 def tail(path: Path, lines: int = 20) -> str:
     """The last ``lines`` lines of a text file ('' when it does not exist)."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - 64 * 1024))

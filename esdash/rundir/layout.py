@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from esdash.errors import BadInput
-from esdash.rundir import files
+from esdash.rundir import files, hdr
 from esdash.rundir.records import (
     BenchPlan,
     CampaignSummary,
@@ -56,6 +56,7 @@ from esdash.rundir.records import (
     LaunchRecord,
     Leakage,
     NodeStatus,
+    OpResult,
     PointState,
     Results,
     RunInfo,
@@ -327,7 +328,15 @@ class RunDir:
         files.write(self.bench_plan_file, plan)
 
     def read_results(self) -> Results:
-        return files.read(self.results_file, Results)
+        """``results.json``, every latency histogram in it decoded once (a damaged one is a
+        RunFileError naming its JSON path, not a failure of whichever table reads it)."""
+        results = files.read(self.results_file, Results)
+        for where, encoded in _histograms(results):
+            try:
+                hdr.decode(encoded)
+            except ValueError as exc:
+                raise files.RunFileError(self.results_file, f"{exc} - at `{where}`") from None
+        return results
 
     def write_results(self, results: Results) -> None:
         files.write(self.results_file, results)
@@ -345,6 +354,23 @@ class RunDir:
 
     def write_launch_record(self, record: LaunchRecord) -> None:
         files.write(self.launch_record_file, record)
+
+
+def _histograms(results: Results) -> Iterator[tuple[str, str]]:
+    """``(JSON path, encoded histogram)`` of every histogram of ``results``."""
+    ops: list[tuple[str, OpResult]] = []
+    if results.ingest is not None:
+        ops += [(f"$.ingest.ops.{name}", op) for name, op in results.ingest.ops.items()]
+    for k, step in enumerate(results.steps):
+        ops += [(f"$.steps[{k}].queries.{name}", op) for name, op in step.queries.items()]
+    for where, op in ops:
+        tables = [(where, op.histograms)]
+        tables += [(f"{where}.per_rank.{r}", s.histograms) for r, s in op.per_rank.items()]
+        for base, histograms in tables:
+            for kind in ("latency", "service_time"):
+                encoded = getattr(histograms, kind)
+                if encoded:
+                    yield f"{base}.histograms.{kind}", encoded
 
 
 @dataclass(frozen=True)

@@ -50,11 +50,29 @@ JsonValue = Mapping[str, Any] | list[Any] | str | int | float | bool | None
 #: The error classes (a small, closed taxonomy; docs/stream.md):
 #: ``timeout``, ``connection``, ``other``, ``http_<status>``, ``bulk_item_<type>``.
 ERROR_CLASS_PATTERN = (
-    r"^(timeout|connection|other|partial|open|http_[1-5][0-9][0-9]|bulk_item_[a-z0-9_]+)$"
+    r"^(timeout|connection|other|partial|open|http_[1-5][0-9][0-9]|bulk_item_[a-z0-9_]+)\Z"
 )
 ERROR_CLASS_RE = re.compile(ERROR_CLASS_PATTERN)
 ErrorClass = Annotated[str, msgspec.Meta(pattern=ERROR_CLASS_PATTERN)]
-Count = Annotated[int, msgspec.Meta(ge=0)]
+#: Every number of a record is bounded, so a damaged file's ``1e308`` or 400-digit integer
+#: is refused where the file is read -- one line naming the file and the JSON path --
+#: instead of overflowing a viewer's arithmetic later (``time.gmtime(1e308)``,
+#: ``float(10**400)``).  The bounds are far beyond any real figure: counts and bytes fit
+#: 64 bits, and no time, rate or sum of esdash reaches 1e15.
+MAX_INT = 2**63 - 1
+MAX_FLOAT = 1e15
+Int = Annotated[int, msgspec.Meta(ge=-MAX_INT - 1, le=MAX_INT)]
+Float = Annotated[float, msgspec.Meta(ge=-MAX_FLOAT, le=MAX_FLOAT)]
+#: The latest time a record may give, in seconds since the epoch: the end of year 9999,
+#: the last one ``time.gmtime`` and :mod:`datetime` can show.
+MAX_EPOCH = 253402300799.0
+#: A wall-clock time (seconds since the epoch), from 1970 to :data:`MAX_EPOCH`.
+Epoch = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_EPOCH)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]
+#: An encoded HDR histogram (:mod:`esdash.rundir.hdr`): ``HISTF`` and base64.  The pattern
+#: is the cheap check every read makes; :meth:`~esdash.rundir.layout.RunDir.read_results`
+#: also decodes each one.
+HdrText = Annotated[str, msgspec.Meta(pattern=r"^HISTF[A-Za-z0-9+/]*={0,2}\Z")]
 #: Counts per error class.
 ErrorCounts = dict[ErrorClass, Count]
 
@@ -64,7 +82,7 @@ Level = Literal["info", "warning", "error"]
 LEVELS: tuple[Level, ...] = ("info", "warning", "error")
 RunStatus = Literal["ok", "failed", "aborted"]
 STATUSES: tuple[RunStatus, ...] = ("ok", "failed", "aborted")
-EventKind = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]*$")]
+EventKind = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]*\Z")]
 
 
 class Record(msgspec.Struct):
@@ -87,10 +105,10 @@ class ProcessRecord(Record, kw_only=True):
     :mod:`esdash.launch.process`).
     """
 
-    pid: int
+    pid: Int
     host: str | None = None
     command: list[str] = []
-    create_time: float | None = None
+    create_time: Epoch | None = None
 
 
 class RunInfo(Record, kw_only=True):
@@ -107,7 +125,7 @@ class RunInfo(Record, kw_only=True):
     home: str | None = None
     engine: str | None = None
     version: str | None = None
-    nodes: int | None = None
+    nodes: Int | None = None
     security: bool | None = None
     owner: str | None = None
     #: prepared, queued, starting, running, stopped, killed, failed, interrupted, ...
@@ -116,15 +134,15 @@ class RunInfo(Record, kw_only=True):
     #: the cluster was starting", "stop requested (esdash cluster down)".  Also what each
     #: rank records as its node's stop reason.
     reason: str | None = None
-    created: float | None = None
-    updated: float | None = None
-    ready: float | None = None
-    stopped: float | None = None
+    created: Epoch | None = None
+    updated: Epoch | None = None
+    ready: Epoch | None = None
+    stopped: Epoch | None = None
     launcher: ProcessRecord | None = None
     bench_launcher: ProcessRecord | None = None
     #: The ``esdash run`` driving this run: what a stop request (dashboard) interrupts.
     driver: ProcessRecord | None = None
-    bench_exit: int | None = None
+    bench_exit: Int | None = None
     slurm_job: str | None = None
     submitted: bool = False
     script: str | None = None
@@ -133,14 +151,14 @@ class RunInfo(Record, kw_only=True):
     #: A benchmark against another run's cluster (``esdash run --cluster``).
     cluster_run: str | None = None
     campaign: str | None = None
-    campaign_cluster: int | None = None
+    campaign_cluster: Int | None = None
     campaign_point: str | None = None
 
 
 class LaunchRecord(ProcessRecord, kw_only=True):
     """``tui-launch.json``: an ``esdash run`` the dashboard started, detached."""
 
-    started: float | None = None
+    started: Epoch | None = None
     output: str | None = None
 
 
@@ -150,13 +168,13 @@ class LaunchRecord(ProcessRecord, kw_only=True):
 class NodePlan(FrozenRecord, kw_only=True, frozen=True):
     """One node of the cluster as rank 0 planned it."""
 
-    rank: int
+    rank: Int
     name: str
     host: str
     interface: str
     address: str
-    http_port: int
-    transport_port: int
+    http_port: Int
+    transport_port: Int
     master_eligible: bool
 
     @property
@@ -195,22 +213,22 @@ NODE_STATES: tuple[NodeState, ...] = ("starting", "running", "stopped", "failed"
 class NodeStatus(Record, kw_only=True):
     """``nodes/<rank>/status.json``: one node's state, written by its rank."""
 
-    rank: int
+    rank: Int
     state: NodeState | None = None
     name: str | None = None
     host: str | None = None
     address: str | None = None
     interface: str | None = None
-    http_port: int | None = None
-    transport_port: int | None = None
+    http_port: Int | None = None
+    transport_port: Int | None = None
     master_eligible: bool | None = None
     slurm_node: str | None = None
-    pid: int | None = None
-    started: float | None = None
-    exit_code: int | None = None
+    pid: Int | None = None
+    started: Epoch | None = None
+    exit_code: Int | None = None
     message: str | None = None
     log_tail: str | None = None
-    updated: float | None = None
+    updated: Epoch | None = None
     #: The session key of a port the node found in use (``cluster.http_port``): an
     #: automatically chosen one makes the start retry once with new ports.
     port_in_use: str | None = None
@@ -229,9 +247,9 @@ class DataRootMarker(Record, kw_only=True):
     """
 
     cluster_name: str
-    nodes: int
+    nodes: Int
     encryption: DataRootEncryption | None = None
-    updated: float | None = None
+    updated: Epoch | None = None
     last: str | None = None
 
 
@@ -246,29 +264,29 @@ class Health(Record, kw_only=True):
     """
 
     ok: bool = False
-    time: float | None = None
+    time: Epoch | None = None
     error: str | None = None
     cluster_name: str | None = None
     status: str | None = None
     timed_out: bool | None = None
-    number_of_nodes: int | None = None
-    number_of_data_nodes: int | None = None
-    active_primary_shards: int | None = None
-    active_shards: int | None = None
-    relocating_shards: int | None = None
-    initializing_shards: int | None = None
-    unassigned_shards: int | None = None
-    delayed_unassigned_shards: int | None = None
-    number_of_pending_tasks: int | None = None
-    number_of_in_flight_fetch: int | None = None
-    active_shards_percent_as_number: float | None = None
+    number_of_nodes: Int | None = None
+    number_of_data_nodes: Int | None = None
+    active_primary_shards: Int | None = None
+    active_shards: Int | None = None
+    relocating_shards: Int | None = None
+    initializing_shards: Int | None = None
+    unassigned_shards: Int | None = None
+    delayed_unassigned_shards: Int | None = None
+    number_of_pending_tasks: Int | None = None
+    number_of_in_flight_fetch: Int | None = None
+    active_shards_percent_as_number: Float | None = None
 
 
 class SampleHealth(Record, kw_only=True):
     status: str | None = None
-    number_of_nodes: int | None = None
-    active_shards: int | None = None
-    unassigned_shards: int | None = None
+    number_of_nodes: Int | None = None
+    active_shards: Int | None = None
+    unassigned_shards: Int | None = None
 
 
 class NodeSample(Record, kw_only=True):
@@ -276,15 +294,15 @@ class NodeSample(Record, kw_only=True):
 
     name: str | None = None
     host: str | None = None
-    heap_used_percent: float | None = None
-    heap_used_bytes: int | None = None
-    cpu_percent: float | None = None
-    os_cpu_percent: float | None = None
-    gc_count: int = 0
-    gc_millis: int = 0
-    segments: int | None = None
-    docs: int | None = None
-    rejected: dict[str, int] = {}
+    heap_used_percent: Float | None = None
+    heap_used_bytes: Int | None = None
+    cpu_percent: Float | None = None
+    os_cpu_percent: Float | None = None
+    gc_count: Int = 0
+    gc_millis: Int = 0
+    segments: Int | None = None
+    docs: Int | None = None
+    rejected: dict[str, Int] = {}
 
 
 class ClusterSample(Record, kw_only=True):
@@ -292,7 +310,7 @@ class ClusterSample(Record, kw_only=True):
 
     schema: str = CLUSTER_SCHEMA
     type: str = "sample"
-    time: float
+    time: Epoch
     health: SampleHealth = msgspec.field(default_factory=SampleHealth)
     nodes: dict[str, NodeSample] = {}
 
@@ -307,13 +325,13 @@ class SeriesPayload(Record, kw_only=True):
     and ``sum`` are seconds, ``ln_sum`` and ``ln_sq_sum`` sums of ``ln(x)`` and ``ln(x)²``.
     """
 
-    hdr: str
+    hdr: HdrText
     count: Count
-    min: float | None = None
-    max: float | None = None
-    sum: float = 0.0
-    ln_sum: float = 0.0
-    ln_sq_sum: float = 0.0
+    min: Float | None = None
+    max: Float | None = None
+    sum: Float = 0.0
+    ln_sum: Float = 0.0
+    ln_sq_sum: Float = 0.0
     clamped: Count = 0
 
     def __post_init__(self) -> None:
@@ -325,18 +343,18 @@ class ErrorTime(Record, kw_only=True):
     """Seconds from sending to failure, over the failed requests that reported one."""
 
     count: Count = 0
-    sum: float = 0.0
+    sum: Float = 0.0
     #: The longest: an ``open`` request (no answer when its step ended) is as long as any.
-    max: float | None = None
+    max: Float | None = None
 
 
 class ErrorSample(Record, kw_only=True):
     """One recent error message of an error class."""
 
-    status: int | None = None
+    status: Int | None = None
     message: str = ""
     node: str | None = None
-    wall: float | None = None
+    wall: Epoch | None = None
     #: The operation it belongs to (added by viewers that list errors across operations).
     op: str | None = None
 
@@ -346,8 +364,8 @@ class NodePayload(Record, kw_only=True):
 
     requests: Count
     docs: Count
-    ln_sum: float = 0.0
-    ln_sq_sum: float = 0.0
+    ln_sum: Float = 0.0
+    ln_sq_sum: Float = 0.0
     errors: ErrorCounts = {}
     doc_errors: ErrorCounts = {}
 
@@ -380,9 +398,9 @@ class RankPayload(Record, kw_only=True):
     """What a rank hands over per interval (``Recorder.drain``), or a merge of such."""
 
     v: Literal[1] = PAYLOAD_VERSION
-    rank: int | None = None
-    ranks: list[int] = []
-    elapsed: float = 0.0
+    rank: Int | None = None
+    ranks: list[Int] = []
+    elapsed: Float = 0.0
     ops: dict[str, OpPayload] = {}
 
 
@@ -394,32 +412,34 @@ class PlannedStepInfo(Record, kw_only=True):
 
     name: str
     queries: list[str]
-    warmup: float | None = None
-    duration: float | None = None
-    target_throughput: float | None = None
-    round: int = 0
-    position: int = 0
+    warmup: Float | None = None
+    duration: Float | None = None
+    target_throughput: Float | None = None
+    round: Int = 0
+    position: Int = 0
+    #: Clients over all bench ranks (None: one per bench rank).
+    clients: Int | None = None
 
 
 class RankInfo(Record, kw_only=True):
-    rank: int
+    rank: Int
     host: str | None = None
     target: str | None = None
-    pid: int | None = None
+    pid: Int | None = None
 
 
 class BenchInfo(Record, kw_only=True):
-    ranks: int
+    ranks: Int
     per_rank: list[RankInfo] = []
 
 
 class IngestPlan(Record, kw_only=True):
-    docs_total: int | None = None
+    docs_total: Int | None = None
 
 
 class IngestProgress(Record, kw_only=True):
     docs_done: Count
-    docs_total: int | None = None
+    docs_total: Int | None = None
 
 
 class Header(Record, kw_only=True, tag_field="type", tag="header"):
@@ -431,8 +451,8 @@ class Header(Record, kw_only=True, tag_field="type", tag="header"):
     plugins: dict[str, str]
     topology: Topology
     bench: BenchInfo
-    started: float
-    interval: Annotated[float, msgspec.Meta(gt=0)]
+    started: Epoch
+    interval: Annotated[float, msgspec.Meta(gt=0, le=MAX_FLOAT)]
     steps: list[PlannedStepInfo]
     slurm_job_id: str | None = None
     ingest: IngestPlan | None = None
@@ -448,15 +468,15 @@ class Interval(Record, kw_only=True, tag_field="type", tag="interval"):
     """One interval (or one phase's part of it): the ranks' payloads merged."""
 
     seq: Count
-    t: float
-    wall: float
+    t: Float
+    wall: Epoch
     phase: Phase
-    elapsed: float
+    elapsed: Float
     ops: dict[str, OpPayload]
-    step: int | None = None
+    step: Int | None = None
     step_name: str | None = None
-    ranks: list[int] = []
-    missing_ranks: list[int] = []
+    ranks: list[Int] = []
+    missing_ranks: list[Int] = []
     ingest: IngestProgress | None = None
 
     def __post_init__(self) -> None:
@@ -468,20 +488,20 @@ class Interval(Record, kw_only=True, tag_field="type", tag="interval"):
 class Event(Record, kw_only=True, tag_field="type", tag="event"):
     """Something a viewer shows once: a phase change, a failed warm-up, a lost node."""
 
-    t: float
-    wall: float
+    t: Float
+    wall: Epoch
     kind: EventKind
     level: Level
     message: str
-    step: int | None = None
+    step: Int | None = None
     data: JsonObject = {}
 
 
 class Final(Record, kw_only=True, tag_field="type", tag="final"):
     """The last record: how the run ended (``wall`` is when it ended)."""
 
-    t: float
-    wall: float
+    t: Float
+    wall: Epoch
     status: RunStatus
     reason: str | None = None
 
@@ -495,19 +515,19 @@ StreamRecord = Header | Interval | Event | Final
 class Spread(Record, kw_only=True):
     """Mean, sample std and range of a series, e.g. per-interval throughput."""
 
-    n: int = 0
-    mean: float | None = None
-    std: float | None = None
-    min: float | None = None
-    median: float | None = None
-    max: float | None = None
+    n: Int = 0
+    mean: Float | None = None
+    std: Float | None = None
+    min: Float | None = None
+    median: Float | None = None
+    max: Float | None = None
 
 
 class Throughput(Record, kw_only=True):
     """Successful requests (docs) per second over the window, and per full interval."""
 
-    requests_per_s: float | None = None
-    docs_per_s: float | None = None
+    requests_per_s: Float | None = None
+    docs_per_s: Float | None = None
     intervals: Spread = msgspec.field(default_factory=Spread)
     docs_intervals: Spread = msgspec.field(default_factory=Spread)
 
@@ -518,17 +538,17 @@ class LatencyStats(Record, kw_only=True, omit_defaults=True):
     A percentile is present only where the sample count supports it (:mod:`esdash.stats`).
     """
 
-    count: int = 0
-    min: float | None = None
-    mean: float | None = None
-    gmean: float | None = None
-    gstd: float | None = None
-    p1: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-    p99: float | None = None
-    p99_9: float | None = msgspec.field(default=None, name="p99.9")
-    max: float | None = None
+    count: Int = 0
+    min: Float | None = None
+    mean: Float | None = None
+    gmean: Float | None = None
+    gstd: Float | None = None
+    p1: Float | None = None
+    p50: Float | None = None
+    p90: Float | None = None
+    p99: Float | None = None
+    p99_9: Float | None = msgspec.field(default=None, name="p99.9")
+    max: Float | None = None
 
     def value(self, name: str) -> float | None:
         """A statistic by its results name (``p99.9``, ``gmean``, ``max`` ...), in ms."""
@@ -540,55 +560,55 @@ class LatencyStats(Record, kw_only=True, omit_defaults=True):
 
 
 class Histograms(Record, kw_only=True):
-    latency: str | None = None
-    service_time: str | None = None
+    latency: HdrText | None = None
+    service_time: HdrText | None = None
 
 
 class RankOpResult(Record, kw_only=True):
-    requests: int = 0
-    ok: int = 0
-    errors: dict[str, int] = {}
-    error_rate: float | None = None
-    docs: int = 0
-    duration_s: float | None = None
-    requests_per_s: float | None = None
+    requests: Int = 0
+    ok: Int = 0
+    errors: dict[str, Int] = {}
+    error_rate: Float | None = None
+    docs: Int = 0
+    duration_s: Float | None = None
+    requests_per_s: Float | None = None
     latency: LatencyStats = msgspec.field(default_factory=LatencyStats)
     service_time: LatencyStats = msgspec.field(default_factory=LatencyStats)
     histograms: Histograms = msgspec.field(default_factory=Histograms)
 
 
 class NodeLatency(Record, kw_only=True):
-    gmean: float | None = None
-    gstd: float | None = None
+    gmean: Float | None = None
+    gstd: Float | None = None
 
 
 class NodeOpResult(Record, kw_only=True):
-    requests: int = 0
-    ok: int = 0
-    errors: dict[str, int] = {}
-    error_rate: float | None = None
-    docs: int = 0
-    rejected_docs: dict[str, int] = {}
+    requests: Int = 0
+    ok: Int = 0
+    errors: dict[str, Int] = {}
+    error_rate: Float | None = None
+    docs: Int = 0
+    rejected_docs: dict[str, Int] = {}
     latency: NodeLatency = msgspec.field(default_factory=NodeLatency)
 
 
 class OpResult(Record, kw_only=True):
     """One operation of a step (or of the ingest): counts, rates, latency, breakdowns."""
 
-    requests: int = 0
-    ok: int = 0
-    failed: int = 0
-    errors: dict[str, int] = {}
-    error_rate: float | None = None
-    docs: int = 0
-    bytes: int = 0
-    rejected_docs: dict[str, int] = {}
+    requests: Int = 0
+    ok: Int = 0
+    failed: Int = 0
+    errors: dict[str, Int] = {}
+    error_rate: Float | None = None
+    docs: Int = 0
+    bytes: Int = 0
+    rejected_docs: dict[str, Int] = {}
     throughput: Throughput = msgspec.field(default_factory=Throughput)
     latency: LatencyStats = msgspec.field(default_factory=LatencyStats)
     service_time: LatencyStats = msgspec.field(default_factory=LatencyStats)
-    error_time_mean: float | None = None
+    error_time_mean: Float | None = None
     #: The longest failed request (ms): a request still open at its step's end counts here.
-    error_time_max: float | None = None
+    error_time_max: Float | None = None
     per_rank: dict[str, RankOpResult] = {}
     per_node: dict[str, NodeOpResult] = {}
     last_errors: dict[str, list[ErrorSample]] = {}
@@ -598,46 +618,48 @@ class OpResult(Record, kw_only=True):
 
 
 class IngestResult(Record, kw_only=True):
-    duration_s: float | None = None
+    duration_s: Float | None = None
     #: None for an imported ingest whose document count is not known.
-    docs: int | None = 0
-    docs_per_s: float | None = None
-    rejected_docs: dict[str, int] = {}
+    docs: Int | None = 0
+    docs_per_s: Float | None = None
+    rejected_docs: dict[str, Int] = {}
     ops: dict[str, OpResult] = {}
-    docs_sent: int | None = None
-    docs_rejected: int | None = None
-    client_cpu_seconds: float | None = None
-    encode_seconds: float | None = None
+    docs_sent: Int | None = None
+    docs_rejected: Int | None = None
+    client_cpu_seconds: Float | None = None
+    encode_seconds: Float | None = None
     #: Summed bulk times of an imported ingest (the authors' files have no CPU time).
-    cpu_time_s: float | None = None
+    cpu_time_s: Float | None = None
 
 
 class StepPlan(Record, kw_only=True):
     """What a step was planned to do, as ``results.json`` repeats it."""
 
     queries: list[str] = []
-    warmup: float | None = None
-    duration: float | None = None
-    target_throughput: float | None = None
-    think_time: float | None = None
+    warmup: Float | None = None
+    duration: Float | None = None
+    target_throughput: Float | None = None
+    think_time: Float | None = None
+    #: Clients over all bench ranks (None: one per bench rank).
+    clients: Int | None = None
 
 
 class WarmupCounts(Record, kw_only=True):
     #: None for imported results (the authors did not count warm-up requests).
-    requests: int | None = 0
-    errors: int | None = 0
+    requests: Int | None = 0
+    errors: Int | None = 0
 
 
 class Trend(Record, kw_only=True):
     """How a per-interval series moved over a step (:func:`esdash.stats.trend.steadiness`)."""
 
-    n: int = 0
+    n: Int = 0
     #: Theil–Sen slope relative to the mean, in % per minute.
-    slope_pct_per_min: float | None = None
+    slope_pct_per_min: Float | None = None
     #: Two-sided Mann–Kendall p-value (None: too few intervals to judge).
-    p_value: float | None = None
+    p_value: Float | None = None
     #: Coefficient of variation of the series (std / mean).
-    cv: float | None = None
+    cv: Float | None = None
     steady: bool = True
     label: str = ""
 
@@ -655,12 +677,12 @@ class Steadiness(Record, kw_only=True):
 class CacheCounts(Record, kw_only=True):
     """Index cache activity and segment count over one step's measurement (all shards)."""
 
-    request_cache_hits: int | None = None
-    request_cache_misses: int | None = None
-    query_cache_hits: int | None = None
-    query_cache_misses: int | None = None
+    request_cache_hits: Int | None = None
+    request_cache_misses: Int | None = None
+    query_cache_hits: Int | None = None
+    query_cache_misses: Int | None = None
     #: Segments at the end of the measurement (all shard copies).
-    segments: int | None = None
+    segments: Int | None = None
     #: Why the step's numbers may come from a cache rather than from search (None: they do not).
     flag: str | None = None
 
@@ -673,28 +695,28 @@ INCOMPLETE_STEP = ("ended early", "lost ranks", "node lost", "rank(s) silent")
 class StepResult(Record, kw_only=True):
     """One query step: its plan, what happened, and every query's numbers."""
 
-    index: int
+    index: Int
     name: str
     planned: StepPlan = msgspec.field(default_factory=StepPlan)
     #: ``measured``, ``ended early``, ``lost ranks``, ``no data``, ``not run: ...``,
     #: ``warm-up failed: ...``
     status: str = "no data"
     #: Seconds actually measured (the throughput's denominator; format >= 3).
-    duration_s: float | None = None
+    duration_s: Float | None = None
     warmup: WarmupCounts = msgspec.field(default_factory=WarmupCounts)
     queries: dict[str, OpResult] = {}
     unsupported: dict[str, str] = {}
     warmup_failed: dict[str, str | None] | None = None
     #: The round (0-based) and the position inside it (``benchmark.repetitions``/``order``).
-    round: int = 0
-    position: int = 0
+    round: Int = 0
+    position: Int = 0
     steadiness: Steadiness | None = None
     caches: CacheCounts | None = None
 
 
 class SettleAction(Record, kw_only=True):
     action: str
-    seconds: float
+    seconds: Float
     ok: bool = True
     detail: str = ""
 
@@ -703,27 +725,27 @@ class SettleResult(Record, kw_only=True):
     """What was done between ingest and the first measurement, and how long it took."""
 
     after_ingest: str = "none"
-    seconds: float = 0.0
+    seconds: Float = 0.0
     timed_out: bool = False
     actions: list[SettleAction] = []
 
 
 class WarmupQuery(Record, kw_only=True):
     #: Cluster throughput (req/s) of the query in each global warm-up round.
-    rounds: list[float] = []
+    rounds: list[Float] = []
     converged: bool = False
-    cv: float | None = None
-    p_value: float | None = None
-    errors: int = 0
+    cv: Float | None = None
+    p_value: Float | None = None
+    errors: Int = 0
 
 
 class GlobalWarmup(Record, kw_only=True):
     """The global warm-up: rounds per query until every query is steady, or the bound."""
 
-    rounds: int = 0
-    round_seconds: float = 0.0
-    seconds: float = 0.0
-    bound_seconds: float = 0.0
+    rounds: Int = 0
+    round_seconds: Float = 0.0
+    seconds: Float = 0.0
+    bound_seconds: Float = 0.0
     converged: bool = False
     queries: dict[str, WarmupQuery] = {}
 
@@ -734,34 +756,34 @@ class QueryRounds(Record, kw_only=True):
     step: str
     query: str
     #: req/s in each round (round order); None where a round has no measurement.
-    values: list[float | None] = []
-    median: float | None = None
-    low: float | None = None
-    high: float | None = None
-    n: int = 0
+    values: list[Float | None] = []
+    median: Float | None = None
+    low: Float | None = None
+    high: Float | None = None
+    n: Int = 0
     #: ``ci`` (order-statistic confidence interval, ``coverage``) or ``range`` (n < 6).
     kind: str = "range"
-    coverage: float | None = None
-    p50_ms: list[float | None] = []
+    coverage: Float | None = None
+    p50_ms: list[Float | None] = []
 
 
 class RoundsResult(Record, kw_only=True):
     """Rounds of all steps inside one run (``benchmark.repetitions``), and their order."""
 
     order: str = "listed"
-    repetitions: int = 1
-    seed: int | None = None
+    repetitions: Int = 1
+    seed: Int | None = None
     #: The step names in each round, as run.
     sequences: list[list[str]] = []
     queries: list[QueryRounds] = []
     #: Median throughput by position relative to each query's median (all queries pooled).
-    position_effect: list[float | None] = []
-    first_to_last: float | None = None
+    position_effect: list[Float | None] = []
+    first_to_last: Float | None = None
 
 
 class NodeFacts(Record, kw_only=True):
     jvm: str | None = None
-    heap_max_bytes: int | None = None
+    heap_max_bytes: Int | None = None
 
 
 class ClusterFacts(Record, kw_only=True):
@@ -782,18 +804,20 @@ class RankSummary(Record, kw_only=True):
     reason: str | None = None
     ingest_node: str | None = None
     step_nodes: dict[str, str | None] = {}
+    #: Clients it ran per step (a step's clients are spread over the load ranks).
+    step_clients: dict[str, Int] = {}
     #: Wall clock of its last heartbeat (a lost rank: when it went silent).
-    last_heartbeat: float | None = None
+    last_heartbeat: Epoch | None = None
     #: Interval payloads of it that reached rank 0 (all of them are in the numbers).
-    intervals: int = 0
+    intervals: Int = 0
 
 
 class NodeEvent(Record, kw_only=True):
     """A search node lost or back during the benchmark, as rank 0 noticed it."""
 
     #: Seconds since the run's start (T0), and the wall clock.
-    t: float
-    wall: float
+    t: Float
+    wall: Epoch
     node: str
     kind: Literal["lost", "back"]
     #: What showed it: the node's process exited, it stopped answering, it left the cluster.
@@ -803,11 +827,11 @@ class NodeEvent(Record, kw_only=True):
 class HealthPoint(Record, kw_only=True):
     """The cluster's health when it changed (status, nodes or shards), seconds since T0."""
 
-    t: float
+    t: Float
     status: str | None = None
-    number_of_nodes: int | None = None
-    active_shards: int | None = None
-    unassigned_shards: int | None = None
+    number_of_nodes: Int | None = None
+    active_shards: Int | None = None
+    unassigned_shards: Int | None = None
     error: str | None = None
 
 
@@ -816,19 +840,19 @@ class Results(Record, kw_only=True):
 
     schema: str = RESULTS_SCHEMA
     #: 1 for files written before the field existed.
-    format: int = 1
+    format: Int = 1
     run_id: str | None = None
-    started: float | None = None
-    ended: float | None = None
+    started: Epoch | None = None
+    ended: Epoch | None = None
     status: str | None = None
     reason: str | None = None
     units: dict[str, str] = {}
-    ranks: int | None = None
+    ranks: Int | None = None
     ingest: IngestResult | None = None
     steps: list[StepResult] = []
-    unattributed_requests: dict[str, int] = {}
+    unattributed_requests: dict[str, Int] = {}
     encryption: str | None = None
-    missing_ranks: list[int] = []
+    missing_ranks: list[Int] = []
     per_rank: dict[str, RankSummary] = {}
     recovered_from_stream: bool = False
     #: The file an imported result came from: ``{"format", "path"}``.
@@ -913,7 +937,7 @@ class Leakage(Record, kw_only=True):
     never holds a plaintext value of the user's data.
     """
 
-    version: int = LEAKAGE_VERSION
+    version: Int = LEAKAGE_VERSION
     #: One paragraph: who the adversary is and what it sees.
     threat_model: str
     #: The papers the attacks and bounds come from.
@@ -937,18 +961,25 @@ class PlannedQuery(FrozenRecord, kw_only=True, frozen=True):
     index: str
     body: JsonObject | None
     unsupported: str | None = None
+    #: ``request_cache`` sent with the query: False, True, or None (not sent: index default).
+    request_cache: bool | None = False
+    #: A request other than a search (``Query.path``): its method and path.
+    method: str = "POST"
+    path: str | None = None
 
 
 class PlannedStep(FrozenRecord, kw_only=True, frozen=True):
     name: str
     queries: tuple[PlannedQuery, ...]
-    warmup: float
-    duration: float
-    target_throughput: float | None
-    think_time: float = 0.0
+    warmup: Float
+    duration: Float
+    target_throughput: Float | None
+    think_time: Float = 0.0
     #: The round (0-based) this run of the step belongs to, and its position in the round.
-    round: int = 0
-    position: int = 0
+    round: Int = 0
+    position: Int = 0
+    #: Clients over all bench ranks (None: one per bench rank); see ``QueryStep.clients``.
+    clients: Int | None = None
 
     @property
     def runnable(self) -> tuple[PlannedQuery, ...]:
@@ -961,13 +992,13 @@ class BenchPlan(FrozenRecord, kw_only=True, frozen=True):
     index: str
     index_body: JsonObject
     corpus_path: str
-    corpus_documents: int | None
+    corpus_documents: Int | None
     corpus_has_actions: bool
-    bulk_size: int
+    bulk_size: Int
     steps: tuple[PlannedStep, ...]
-    interval: float
-    seed: int
-    ranks: int
+    interval: Float
+    seed: Int
+    ranks: Int
     schema: str = BENCH_SCHEMA
     reingest: bool = False
     #: ``esdash run --reuse-index``: ``auto`` re-ingests an index whose ``_meta.esdash``
@@ -981,14 +1012,14 @@ class BenchPlan(FrozenRecord, kw_only=True, frozen=True):
     client_codec: JsonObject | None = None
     #: Settling after ingest (``force-merge``, ``wait``, ``none``) and its bounds.
     after_ingest: str = "none"
-    max_num_segments: int = 1
-    settle_timeout: float = 600.0
+    max_num_segments: Int = 1
+    settle_timeout: Float = 600.0
     #: Global warm-up bound and round length per query (0: no global warm-up).
-    warmup_max: float = 0.0
-    warmup_round: float = 5.0
+    warmup_max: Float = 0.0
+    warmup_round: Float = 5.0
     #: How steps were ordered and how many rounds (``steps`` holds every round, in order).
     order: str = "listed"
-    repetitions: int = 1
+    repetitions: Int = 1
 
 
 # ------------------------------------------------------------------------ campaign
@@ -997,9 +1028,9 @@ class BenchPlan(FrozenRecord, kw_only=True, frozen=True):
 class Attempt(Record, kw_only=True):
     run: str | None = None
     cluster_run: str | None = None
-    started: float | None = None
-    ended: float | None = None
-    exit_code: int | None = None
+    started: Epoch | None = None
+    ended: Epoch | None = None
+    exit_code: Int | None = None
     status: str | None = None
     reason: str | None = None
 
@@ -1008,9 +1039,9 @@ class PointRunner(Record, kw_only=True):
     """The sweep process running a point (to tell a live point from an abandoned one)."""
 
     host: str | None = None
-    pid: int | None = None
+    pid: Int | None = None
     #: psutil's create time of the sweep process: with host and pid, its identity.
-    create_time: float | None = None
+    create_time: Epoch | None = None
 
 
 class PointState(Record, kw_only=True):
@@ -1020,18 +1051,18 @@ class PointState(Record, kw_only=True):
     id: str
     label: str = ""
     values: JsonObject = {}
-    repetition: int = 1
-    nodes: int | None = None
+    repetition: Int = 1
+    nodes: Int | None = None
     status: str = "pending"
     digest: str | None = None
     run: str | None = None
     cluster_run: str | None = None
     reason: str | None = None
-    started: float | None = None
-    ended: float | None = None
+    started: Epoch | None = None
+    ended: Epoch | None = None
     attempts: list[Attempt] = []
     runner: PointRunner | None = None
-    updated: float | None = None
+    updated: Epoch | None = None
 
 
 class CurrentPoint(Record, kw_only=True):
@@ -1041,12 +1072,12 @@ class CurrentPoint(Record, kw_only=True):
     label: str = ""
     run: str | None = None
     cluster_run: str | None = None
-    attempt: int | None = None
-    started: float | None = None
+    attempt: Int | None = None
+    started: Epoch | None = None
 
 
 class RunnerCluster(Record, kw_only=True):
-    number: int | None = None
+    number: Int | None = None
     label: str | None = None
     run: str | None = None
 
@@ -1055,13 +1086,13 @@ class Runner(Record, kw_only=True):
     """``runners/<host>-<pid>.json``: one ``esdash sweep`` process."""
 
     host: str
-    pid: int | None = None
+    pid: Int | None = None
     #: psutil's create time of the sweep process: with host and pid, its identity.
-    create_time: float | None = None
+    create_time: Epoch | None = None
     state: str = "running"
     slurm_job: str | None = None
-    started: float | None = None
-    updated: float | None = None
+    started: Epoch | None = None
+    updated: Epoch | None = None
     current: CurrentPoint | None = None
     cluster: RunnerCluster | None = None
     #: ``--only`` filters of this sweep.
@@ -1071,24 +1102,24 @@ class Runner(Record, kw_only=True):
 class JobRecord(Record, kw_only=True):
     """``jobs/nodes-<N>/job.json``: a Slurm job ``esdash sweep --submit`` wrote."""
 
-    nodes: int | None = None
-    points: int | None = None
+    nodes: Int | None = None
+    points: Int | None = None
     job: str | None = None
     script: str | None = None
-    written: float | None = None
-    submitted: float | None = None
+    written: Epoch | None = None
+    submitted: Epoch | None = None
 
 
 class Counts(Record, kw_only=True):
     """How many points have each status, and how many there are."""
 
-    total: int = 0
-    completed: int = 0
-    failed: int = 0
-    running: int = 0
-    pending: int = 0
-    interrupted: int = 0
-    stale: int = 0
+    total: Int = 0
+    completed: Int = 0
+    failed: Int = 0
+    running: Int = 0
+    pending: Int = 0
+    interrupted: Int = 0
+    stale: Int = 0
 
     def of(self, status: str) -> int:
         """The count of one point status (0 for anything that is not one)."""
@@ -1112,16 +1143,16 @@ class CampaignPoint(Record, kw_only=True):
     label: str = ""
     status: str = "pending"
     values: JsonObject = {}
-    repetition: int = 1
-    nodes: int | None = None
-    cluster: int | None = None
+    repetition: Int = 1
+    nodes: Int | None = None
+    cluster: Int | None = None
     ingest: str | None = None
     run: str | None = None
     cluster_run: str | None = None
-    attempts: int = 0
+    attempts: Int = 0
     reason: str | None = None
-    started: float | None = None
-    ended: float | None = None
+    started: Epoch | None = None
+    ended: Epoch | None = None
     session: str | None = None
 
     def duration(self, now: float) -> float | None:
@@ -1136,11 +1167,11 @@ class CampaignPoint(Record, kw_only=True):
 class PlannedCluster(Record, kw_only=True):
     """One cluster of the plan (a size and encryption setup), in run order."""
 
-    number: int
+    number: Int
     label: str = ""
-    nodes: int | None = None
+    nodes: Int | None = None
     root_label: str = ""
-    points: int = 0
+    points: Int = 0
 
 
 class CampaignSummary(Record, kw_only=True):
@@ -1156,10 +1187,10 @@ class CampaignSummary(Record, kw_only=True):
     file: str | None = None
     base_session: str | None = None
     dir: str | None = None
-    updated: float | None = None
+    updated: Epoch | None = None
     axes: dict[str, list[Any]] = {}
     short_names: dict[str, str] = {}
-    repetitions: int = 1
+    repetitions: Int = 1
     ingest: str = ""
     counts: Counts | None = None
     current: list[CurrentPoint] = []

@@ -39,6 +39,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
+from esdash.rundir import files
 from esdash.rundir.records import Final, Header, StreamRecord
 
 T = TypeVar("T")
@@ -170,7 +171,7 @@ class JsonlFollower(Generic[T]):
     def poll(self) -> list[T]:
         """Records completed since the last poll (possibly none), in file order."""
         try:
-            with self.path.open("rb") as handle:
+            with files.open_regular(self.path) as handle:
                 self.exists = True
                 size = os.fstat(handle.fileno()).st_size
                 if size < self._offset:
@@ -180,8 +181,10 @@ class JsonlFollower(Generic[T]):
         except FileNotFoundError:
             self.exists = False
             return []
-        except OSError as exc:  # e.g. a stale NFS handle: try again next poll
-            self._problem(self._line, f"cannot read: {exc}", b"")
+        except OSError as exc:  # e.g. a stale NFS handle, a FIFO: try again next poll
+            message = f"cannot read: {exc}"
+            if not self.problems or self.problems[-1].message != message:  # said once
+                self._problem(self._line, message, b"")
             return []
         if not data:
             return []
@@ -245,13 +248,13 @@ class JsonlFollower(Generic[T]):
         except msgspec.ValidationError as exc:
             self._problem(self._line, f"invalid record: {exc}", raw)
             return None
-        except msgspec.DecodeError as exc:
+        except files.DAMAGE as exc:
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError:
                 self._problem(self._line, "not UTF-8 text", raw)
                 return None
-            self._problem(self._line, f"not JSON ({exc})", raw)
+            self._problem(self._line, files.problem(exc).replace("valid JSON", "JSON"), raw)
             return None
         if not self._accept(record, raw):
             return None
@@ -341,10 +344,12 @@ class StreamReader(JsonlFollower[StreamRecord]):
 def read_header(path: Path) -> Header | None:
     """The header of a stream file (its first line), or None when it has none readable."""
     try:
-        with path.open("rb") as handle:
+        with files.open_regular(path) as handle:
             first = handle.readline(16 * 1024 * 1024)
         record: StreamRecord = msgspec.json.decode(first, type=StreamRecord)
-    except (OSError, msgspec.DecodeError):
+    except OSError:
+        return None
+    except files.DAMAGE:
         return None
     return record if isinstance(record, Header) else None
 
@@ -352,7 +357,7 @@ def read_header(path: Path) -> Header | None:
 def read_last(path: Path, chunk: int = 256 * 1024) -> StreamRecord | None:
     """The last complete, valid record of a stream file (None if there is none)."""
     try:
-        with path.open("rb") as handle:
+        with files.open_regular(path) as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - chunk))
@@ -367,6 +372,6 @@ def read_last(path: Path, chunk: int = 256 * 1024) -> StreamRecord | None:
                 # msgspec leaves a decode into a union alias untyped: the annotation types it.
                 record: StreamRecord = msgspec.json.decode(raw, type=StreamRecord)
                 return record
-            except msgspec.DecodeError:
+            except files.DAMAGE:
                 return None
     return None

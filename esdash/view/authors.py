@@ -29,11 +29,13 @@ Nothing about the cluster is in their files (size, workers, setup): pass it as m
 from __future__ import annotations
 
 import ast
-import json
 import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Annotated
+
+import msgspec
 
 from esdash.bench.merge import SeriesData
 from esdash.errors import BadInput
@@ -44,6 +46,44 @@ from esdash.stats import latency_stats, spread, summarize
 SCHEMA = "esdash.results/1"
 _LIST = re.compile(r"\[[^\[\]]*\]")
 _TIME = re.compile(r"^(\d+):(\d{1,2}):(\d{1,2}(?:\.\d*)?)$")
+
+#: The longest time the authors' files may give (a request, a step, a bulk): a year.  Longer
+#: is damage, and would overflow the statistics (a latency of 1e308 s has no histogram bin).
+MAX_SECONDS = 365 * 86400.0
+Seconds = Annotated[float, msgspec.Meta(ge=0.0, le=MAX_SECONDS)]
+#: Documents a response may return: within what a float counts exactly.
+Docs = Annotated[int, msgspec.Meta(ge=0, le=2**53)]
+#: An HTTP status, or -1 for "no answer" (their ``Failure`` docstring's timeout).
+ErrorCode = Annotated[int, msgspec.Meta(ge=-1, le=999)]
+
+
+class AuthorsResponse(msgspec.Struct):
+    """One request: ``{"latency": s, "docs": n}`` (a success) or ``{"error_code": status}``."""
+
+    latency: Seconds | None = None
+    docs: Docs | None = None
+    error_code: ErrorCode | None = None
+
+    def __post_init__(self) -> None:
+        if (self.latency is None) == (self.error_code is None):
+            raise ValueError("expected either latency (a success) or error_code (a failure)")
+
+
+class AuthorsResult(msgspec.Struct):
+    """One query of a step: the ``search_queries`` item and every rank's responses."""
+
+    query: JsonObject = {}
+    responses: list[list[AuthorsResponse]] = []
+
+
+class AuthorsStep(msgspec.Struct):
+    """One step of ``queryer.py``'s output (reference-impl.md §2b)."""
+
+    search_results: list[AuthorsResult]
+    warmup_time_secs: Seconds | None = None
+    execution_time_secs: Seconds | None = None
+    sleep_between_requests_secs: Seconds | None = None
+    name: str | None = None
 
 
 def sniff(path: Path) -> str | None:
@@ -115,51 +155,44 @@ def _query_name(query: JsonMapping, taken: set[str], index: int) -> str:
 
 
 def load_queries(path: Path, label: str) -> Results:
-    """The authors' query result JSON as a results document (see the module docstring)."""
-    try:
-        steps = json.loads(path.read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise BadInput(f"{path}: not the authors' query result JSON: {exc}") from None
-    if not isinstance(steps, list) or not all(
-        isinstance(s, dict) and isinstance(s.get("search_results"), list) for s in steps
-    ):
-        raise BadInput(f"{path}: expected a list of steps with search_results (their §2b format)")
+    """The authors' query result JSON as a results document (see the module docstring).
+
+    The file is decoded into :class:`AuthorsStep` records: any damage is one
+    :class:`~esdash.rundir.files.RunFileError` naming the file and the JSON path.
+    """
+    steps = files.read(path, list[AuthorsStep])
     out_steps = []
     ranks = 0
     for k, step in enumerate(steps):
-        seconds = step.get("execution_time_secs")
-        seconds = float(seconds) if isinstance(seconds, int | float) and seconds > 0 else None
+        seconds = step.execution_time_secs or None
         queries: JsonObject = {}
         taken: set[str] = set()
-        for j, result in enumerate(step["search_results"]):
-            query = result.get("query") if isinstance(result.get("query"), dict) else {}
-            responses = result.get("responses") or []
-            ranks = max(ranks, len(responses))
+        for j, result in enumerate(step.search_results):
+            ranks = max(ranks, len(result.responses))
             latencies: list[float] = []
             docs = 0
             errors: dict[str, int] = {}
-            for rank in responses:
-                for response in rank or []:
-                    if "error_code" in response:
-                        code = int(response["error_code"])
-                        key = f"http_{code}" if code > 0 else "other"
-                        errors[key] = errors.get(key, 0) + 1
-                    else:
-                        latencies.append(float(response["latency"]))
-                        docs += int(response.get("docs") or 0)
+            for response in (r for rank in result.responses for r in rank):
+                if response.error_code is not None:
+                    code = response.error_code
+                    key = f"http_{code}" if code > 0 else "other"
+                    errors[key] = errors.get(key, 0) + 1
+                elif response.latency is not None:
+                    latencies.append(response.latency)
+                    docs += response.docs or 0
             op = _op(latencies, docs, errors, seconds)
-            op["body"] = query.get("body")
-            queries[_query_name(query, taken, j)] = op
+            op["body"] = result.query.get("body")
+            queries[_query_name(result.query, taken, j)] = op
         out_steps.append(
             {
                 "index": k,
-                "name": step.get("name") if isinstance(step.get("name"), str) else f"step{k}",
+                "name": step.name if step.name is not None else f"step{k}",
                 "planned": {
                     "queries": list(queries),
-                    "warmup": step.get("warmup_time_secs"),
-                    "duration": step.get("execution_time_secs"),
+                    "warmup": step.warmup_time_secs,
+                    "duration": step.execution_time_secs,
                     "target_throughput": None,
-                    "think_time": step.get("sleep_between_requests_secs"),
+                    "think_time": step.sleep_between_requests_secs,
                 },
                 "status": "measured",
                 "duration_s": seconds,
@@ -182,11 +215,14 @@ def load_queries(path: Path, label: str) -> Results:
     return files.convert(document, Results, path)
 
 
-def _seconds(text: str) -> float:
-    match = _TIME.match(text.strip())
+def _seconds(text: object) -> float:
+    """``'H:MM:SS.ff'`` as seconds; ValueError for anything else (or longer than a year)."""
+    match = _TIME.match(text.strip()) if isinstance(text, str) else None
     if not match:
         raise ValueError(text)
     hours, minutes, seconds = match.groups()
+    if len(hours) > 6 or int(hours) * 3600.0 > MAX_SECONDS:
+        raise ValueError(text)
     return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
 
 
@@ -200,7 +236,7 @@ def load_ingest(path: Path, label: str, docs: int | None = None) -> Results:
     for number, chunk in enumerate(_LIST.findall(text)):
         try:
             ranks.append([_seconds(item) for item in ast.literal_eval(chunk)])
-        except (ValueError, SyntaxError):
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             raise BadInput(
                 f"{path}: list {number + 1} is not a list of 'H:MM:SS.ff' bulk times"
             ) from None

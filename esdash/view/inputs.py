@@ -26,12 +26,17 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
 
 from esdash.errors import BadInput, EsdashError
 from esdash.paths import runs_dir
+from esdash.rundir import files
 from esdash.rundir.keys import value_key
 from esdash.rundir.layout import CampaignFiles, RunDir
 from esdash.rundir.records import (
+    MAX_INT,
     CampaignPoint,
     CampaignSummary,
     Header,
@@ -127,22 +132,54 @@ def _number(value: JsonValue) -> JsonValue:
     return value
 
 
-def _session_config(session: JsonMapping) -> JsonObject:
-    cluster = session.get("cluster") or {}
-    encryption = session.get("encryption") or {}
-    setup = str(encryption.get("mode", "none"))
-    if cluster.get("security", True) is False:
+#: A cluster size or a worker count: a whole number from 1.
+_Size = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]
+
+
+class _ClusterView(msgspec.Struct):
+    nodes: _Size = 1
+    interconnect: str = "loopback"
+    security: bool = True
+    backend: Any = DEFAULT_ENGINE  # a name, or a table of the plugin's options
+
+
+class _EncryptionView(msgspec.Struct):
+    mode: Any = BASELINE
+
+
+class _BenchmarkView(msgspec.Struct):
+    workers_per_node: _Size = 1
+
+
+class _TrackView(msgspec.Struct):
+    name: Any = None
+
+
+class SessionView(msgspec.Struct):
+    """What a report takes from a run's session (``session.toml``, or the stream header's
+    copy): its configuration.  Typed, so a damaged copy is one error naming the file and
+    the key, not a crash where a table was expected; the rest of the session is not read."""
+
+    cluster: _ClusterView = msgspec.field(default_factory=_ClusterView)
+    encryption: _EncryptionView = msgspec.field(default_factory=_EncryptionView)
+    benchmark: _BenchmarkView = msgspec.field(default_factory=_BenchmarkView)
+    track: _TrackView = msgspec.field(default_factory=_TrackView)
+
+
+def _session_config(session: SessionView) -> JsonObject:
+    cluster = session.cluster
+    setup = str(session.encryption.mode)
+    if cluster.security is False:
         setup += " (no TLS)"
     config: JsonObject = {
         "setup": setup,
-        "interconnect": cluster.get("interconnect", "loopback"),
-        "nodes": cluster.get("nodes", 1),
-        "workers_per_node": (session.get("benchmark") or {}).get("workers_per_node", 1),
+        "interconnect": cluster.interconnect,
+        "nodes": cluster.nodes,
+        "workers_per_node": session.benchmark.workers_per_node,
     }
-    backend = cluster.get("backend", DEFAULT_ENGINE)
-    if backend != DEFAULT_ENGINE:
+    if cluster.backend != DEFAULT_ENGINE:
         # another engine is another configuration (never pooled with Elasticsearch runs)
-        config["engine"] = backend
+        config["engine"] = cluster.backend
     return config
 
 
@@ -165,7 +202,7 @@ def load_run(path: Path, extra: JsonMapping | None = None) -> Entry:
     """A run directory as an entry (its session, environment and results)."""
     path = path.resolve()
     run = RunDir(path)
-    if not run.results_file.is_file():
+    if not run.results_file.exists():  # a FIFO or directory there: refused on reading
         if run.info_file.is_file():
             raise BadInput(
                 f"{path}: the run has no {run.results_file.name} (still running, or it failed "
@@ -178,18 +215,22 @@ def load_run(path: Path, extra: JsonMapping | None = None) -> Entry:
         info = run.read_info()
     session_text = None
     session: JsonObject = {}
-    with contextlib.suppress(OSError, ValueError, tomllib.TOMLDecodeError):
-        session_text = run.session_file.read_text("utf-8")
+    # unreadable (a TOML error, "[[[[..." too deep to parse): the stream header's copy
+    with contextlib.suppress(OSError, ValueError, RecursionError):
+        session_text = files.read_regular(run.session_file).decode("utf-8")
         session = tomllib.loads(session_text)
     header: Header | None = read_header(run.stream_file)
+    source = run.session_file
     if not session and header is not None:
         session = header.session
+        source = Path(f"{run.stream_file} (the header's session)")
+    view = files.convert(session, SessionView, source)
     topology = header.topology if header is not None else None
     if topology is None:
         with contextlib.suppress(EsdashError):
             topology = run.read_topology()
     hosts = sorted({n.host for n in topology.nodes if n.host}) if topology is not None else []
-    config = _session_config(session)
+    config = _session_config(view)
     if results.encryption and not (session.get("encryption") or {}).get("mode"):
         config["setup"] = results.encryption
     config.update(extra or {})
@@ -205,7 +246,7 @@ def load_run(path: Path, extra: JsonMapping | None = None) -> Entry:
         "bench_ranks": results.ranks,
         "slurm_job": (header.slurm_job_id if header is not None else None)
         or (info.slurm_job if info is not None else None),
-        "track": (session.get("track") or {}).get("name"),
+        "track": view.track.name,
         "cluster_run": info.cluster_run if info is not None else None,
     }
     return Entry(
@@ -282,6 +323,22 @@ def load_campaign_dir(path: Path, meta: Mapping[str, str], inputs: Inputs) -> No
         raise BadInput(f"{path}: no completed point matches {meta or 'the campaign'}")
 
 
+#: The largest count a ``#docs=``/``#repetition=`` may give (exact as a float, so every
+#: rate computed from it is finite).
+MAX_COUNT = 2**53
+
+
+def _whole(path: Path, key: str, text: str) -> int:
+    """``#key=text`` of an input as a positive whole number, or a BadInput saying so."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 0 < value <= MAX_COUNT:
+        raise BadInput(f"{path}#{key}={text}: expected a whole number from 1 to {MAX_COUNT}")
+    return value
+
+
 def load_authors(path: Path, meta: Mapping[str, str]) -> Entry:
     from esdash.view import authors
 
@@ -291,7 +348,7 @@ def load_authors(path: Path, meta: Mapping[str, str]) -> Entry:
         results = authors.load_queries(path, label)
     elif kind == "ingest":
         docs = meta.get("docs")
-        results = authors.load_ingest(path, label, int(docs) if docs else None)
+        results = authors.load_ingest(path, label, _whole(path, "docs", docs) if docs else None)
     else:
         raise BadInput(
             f"{path}: not a run or campaign directory, nor a file in the authors' query or "
@@ -324,7 +381,7 @@ def load_authors(path: Path, meta: Mapping[str, str]) -> Entry:
         path=path.resolve(),
         results=results,
         config=config,
-        repetition=int(meta.get("repetition", 1)),
+        repetition=_whole(path, "repetition", meta.get("repetition", "1")),
         env={"run": str(path.resolve()), "imported": (results.imported_from or {}).get("format")},
         plan=plan,
     )
@@ -333,7 +390,9 @@ def load_authors(path: Path, meta: Mapping[str, str]) -> Entry:
 def _campaign_name(path: Path) -> str:
     """The ``name`` of a campaign file (its runs are under the campaign's default directory)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(files.read_regular(path).decode("utf-8"))
+    except RecursionError:
+        raise BadInput(f"{path}: {files.TOO_DEEP}") from None
     except (OSError, ValueError) as exc:
         raise BadInput(f"{path}: not a readable campaign file: {exc}") from None
     name = data.get("name")

@@ -31,12 +31,13 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
 from esdash.rundir import hdr
 from esdash.rundir.records import (
+    MAX_INT,
     ClusterSample,
     ErrorSample,
     Event,
@@ -139,7 +140,10 @@ class OpAcc:
         acc.ln_sq_sum = latency.ln_sq_sum
         acc.min, acc.max = latency.min, latency.max
         if decode and acc.count:
-            acc.counts = hdr.decode(latency.hdr)
+            try:
+                acc.counts = hdr.decode(latency.hdr)
+            except ValueError:  # damaged in a way its pattern passed: no percentiles from it
+                acc.counts = hdr.empty()
         return acc
 
     def merge(self, other: OpAcc) -> OpAcc:
@@ -501,6 +505,12 @@ class Snapshot:
 def _session_field(session: JsonMapping, table: str, key: str, default: Any) -> Any:
     value = session.get(table)
     return value.get(key, default) if isinstance(value, Mapping) else default
+
+
+def _is_rank(value: object) -> TypeGuard[int]:
+    """An event's ``data`` is free-form JSON: only a whole number from 0 up names a rank
+    (anything else in a damaged stream is skipped, not a crash of the view)."""
+    return type(value) is int and 0 <= value <= MAX_INT
 
 
 class RunModel:
@@ -892,12 +902,14 @@ class RunModel:
             if upto_t is not None and event.t > upto_t:
                 continue
             data = event.data
-            if event.kind == "rank_lost" and data.get("rank") is not None:
-                lost.add(int(data["rank"]))
-            if event.kind == "rank_back" and data.get("rank") is not None:
-                lost.discard(int(data["rank"]))
-            if event.kind == "ranks_missing":
-                lost.update(int(r) for r in data.get("ranks") or [])
+            rank = data.get("rank")
+            if event.kind == "rank_lost" and _is_rank(rank):
+                lost.add(rank)
+            if event.kind == "rank_back" and _is_rank(rank):
+                lost.discard(rank)
+            ranks = data.get("ranks")
+            if event.kind == "ranks_missing" and isinstance(ranks, list):
+                lost.update(r for r in ranks if _is_rank(r))
         return tuple(sorted(lost))
 
     def _lost_nodes(self, upto_t: float | None) -> tuple[str, ...]:
@@ -1066,7 +1078,7 @@ def step_counts(model: RunModel, step: int, query: str) -> hdr.Counts:
         for entry in model.results.steps:
             if entry.index == step and query in entry.queries:
                 encoded = entry.queries[query].histograms.latency
-                return hdr.decode(encoded) if encoded else hdr.empty()
+                return hdr.decode(encoded) if encoded else hdr.empty()  # checked on read
         return hdr.empty()
     scope = model._live.scopes.get(("measure", step))
     acc = scope.ops.get(query) if scope is not None else None

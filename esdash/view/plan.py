@@ -10,10 +10,11 @@ the result.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from esdash.bench.plan import step_timing
+from esdash.bench.plan import encoded_query, step_timing
 from esdash.cluster.distribution import resolve_home
 from esdash.errors import BadInput
 from esdash.plugin.api import ClientCodec, Distribution, QueryNotSupported, Track
@@ -84,11 +85,32 @@ def _with_session(task: PlannedTask, session: Session, ranks: int) -> PlannedTas
         rate = f"paced at {target:g} req/s in total"
     else:
         rate = "closed loop (unthrottled)"
+    clients = task.step.clients
+    on = f"{clients} client(s) over {ranks} bench rank(s)" if clients else f"{ranks} bench rank(s)"
     return replace(
         task,
-        esdash=f"{task.esdash} -> {warmup:g} s warm-up + {duration:g} s measured, {rate}, "
-        f"on {ranks} bench rank(s)",
+        esdash=f"{task.esdash} -> {warmup:g} s warm-up + {duration:g} s measured, {rate}, on {on}",
     )
+
+
+def _cache_text(tasks: Sequence[PlannedTask]) -> str:
+    """How the searches of ``tasks`` use the shard request cache."""
+    choices = {
+        q.request_cache
+        for t in tasks
+        if t.step is not None
+        for q in t.step.queries
+        if q.path is None  # a search; other requests have no request cache
+    }
+    words = {
+        False: "request_cache=false",
+        True: "request_cache=true",
+        None: "no request_cache parameter (the index default decides)",
+    }
+    if len(choices) <= 1:
+        return f"every search is sent with {words[choices.pop() if choices else False]}"
+    listed = ", ".join(words[c] for c in (False, True, None) if c in choices)
+    return f"searches use the request cache as their tasks set it ({listed})"
 
 
 def session_codec(
@@ -122,7 +144,7 @@ def _under_codec(task: PlannedTask, codec: ClientCodec) -> PlannedTask:
     refused = []
     for query in task.step.queries:
         try:
-            codec.encode_query(query.body)
+            encoded_query(query, codec)
         except QueryNotSupported as exc:
             refused.append(
                 f"{query.name}: not possible under {codec.label}: {exc.part} ({exc.reason})"
@@ -171,8 +193,8 @@ def session_plan(session: Session, plugins: PluginSet | None = None) -> SessionP
     warmup = f"a global warm-up of at most {bench.warmup_max:g} s, " if bench.warmup_max else ""
     esdash_line = (
         f"esdash: {ranks} bench rank(s) ({bench.workers_per_node} per node x "
-        f"{session.cluster.nodes} node(s)) are the clients, one connection each; every search "
-        f"is sent with request_cache=false; after the ingest: refresh, flush, "
+        f"{session.cluster.nodes} node(s)) are the clients, one connection each unless a task "
+        f"sets its clients; {_cache_text(tasks)}; after the ingest: refresh, flush, "
         f"{bench.after_ingest}, {warmup}then the query steps in {bench.order} order{rounds}"
     )
     if unchecked:

@@ -5,7 +5,9 @@ Textual-free, so it is unit-tested like the rest of the core:
 * :func:`list_sessions`: session files of some directories, validated, with key settings;
 * :func:`list_runs` / :func:`run_entry`: run directories under ``runs_dir()`` with their state
   (running, finished, failed, aborted, pending in Slurm, stopped, stalled ...), read from
-  ``run.json``, ``results.json``, the stream's last record and, for a submitted job, ``squeue``.
+  ``run.json``, ``results.json``, the stream's last record and, for a submitted job, ``squeue``;
+  a run whose ``run.json`` or ``results.json`` is damaged is listed as ``damaged``, with the
+  file and the problem, beside the others.
 
 Starting and stopping runs is :mod:`esdash.run`'s.  Nothing here is called per record; the
 functions touch the file system and may run ``squeue``, so a viewer calls them from a worker
@@ -23,6 +25,8 @@ from typing import TYPE_CHECKING
 
 from esdash.errors import EsdashError
 from esdash.launch import process
+from esdash.rundir import files
+from esdash.rundir.files import RunFileError
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import Final, Header, Interval, ProcessRecord, RunInfo
 from esdash.rundir.stream import read_header, read_last
@@ -106,8 +110,8 @@ def is_campaign(path: Path) -> bool:
     from esdash.session import tomllib
 
     try:
-        return "axes" in tomllib.loads(path.read_text())
-    except (OSError, ValueError):
+        return "axes" in tomllib.loads(files.read_regular(path).decode())
+    except (OSError, ValueError, RecursionError):
         return False  # shown as an invalid session, with the parser's message
 
 
@@ -116,10 +120,10 @@ def list_sessions(dirs: Iterable[Path], plugins: PluginSet | None = None) -> lis
     entries = []
     for directory in dirs:
         try:
-            files = sorted(directory.glob("*.toml"))
+            found = sorted(directory.glob("*.toml"))
         except OSError:
             continue
-        entries.extend(load_entry(path, plugins) for path in files if not is_campaign(path))
+        entries.extend(load_entry(path, plugins) for path in found if not is_campaign(path))
     return entries
 
 
@@ -131,7 +135,9 @@ class RunEntry:
     path: Path
     run_id: str
     session: str
-    state: str  # running, finished, failed, aborted, pending, queued, starting, stopped ...
+    #: running, finished, failed, aborted, pending, queued, starting, stopped, ... or
+    #: damaged (``run.json`` or ``results.json`` cannot be read: ``detail`` says why)
+    state: str
     detail: str = ""
     created: float | None = None
     slurm_job: str | None = None
@@ -161,6 +167,16 @@ def _describe_record(record: Interval, header: Header | None) -> str:
     return f"{label} step {of} {record.step_name or ''}".rstrip()
 
 
+#: The state of a run whose ``run.json`` or ``results.json`` cannot be read; the entry's
+#: detail says which file and what is wrong with it.
+DAMAGED = "damaged"
+
+
+def _damage(exc: RunFileError) -> str:
+    """``results.json: Expected `object`, got `array``` (the row names the run already)."""
+    return f"{exc.path.name}: {exc.problem}"
+
+
 def run_entry(
     path: Path,
     job_state: Callable[[str], str] | None = None,
@@ -169,13 +185,16 @@ def run_entry(
     """The state of one run directory (None if it is not one)."""
     now = time.time() if now is None else now
     run = RunDir(path)
+    damage: list[str] = []
     try:
         info: RunInfo | None = run.read_info()
-    except EsdashError:
+    except RunFileError as exc:
         info = None
+        if run.info_file.is_file():
+            damage.append(_damage(exc))
     stream = run.stream_file
     if info is None:
-        if not stream.is_file():
+        if not stream.is_file() and not damage:
             return None
         info = RunInfo()
     header = read_header(stream) if stream.is_file() else None
@@ -189,15 +208,20 @@ def run_entry(
         "slurm_job": info.slurm_job or (header.slurm_job_id if header is not None else None),
         "benchmark": header is not None or info.bench_launcher is not None,
     }
-    if run.results_file.is_file():
+    if run.results_file.exists():  # not a regular file: damaged
         try:
             results = run.read_results()
             status, reason = results.status, results.reason
-        except EsdashError:
+        except RunFileError as exc:  # written atomically: never half-written, so damaged
             status, reason = None, None
+            damage.append(_damage(exc))
+        if damage:
+            return RunEntry(state=DAMAGED, detail="; ".join(damage), **base)
         if status:
             state = "finished" if status == "ok" else status
             return RunEntry(state=state, detail=str(reason or ""), **base)
+    if damage:
+        return RunEntry(state=DAMAGED, detail="; ".join(damage), **base)
     last = read_last(stream) if header is not None else None
     if isinstance(last, Final):
         return RunEntry(

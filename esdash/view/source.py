@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from esdash.errors import EsdashError
-from esdash.rundir.files import tail
+from esdash.rundir.files import read_regular, tail
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import ClusterSample, NodeStatus, RunInfo
 from esdash.rundir.stream import JsonlFollower, StreamReader
@@ -100,7 +100,8 @@ class RunSource:
         """Everything new since the last poll; ``log_rank``: whose log to tail (None: none)."""
         update = Update()
         update.records = self.stream.poll()
-        update.problems = [str(p) for p in self.stream.new_problems()]
+        stream = self.run.stream_file
+        update.problems = [f"{stream}: {p}" for p in self.stream.new_problems()]
         if self.stream.exists != self._stream_exists:
             self._stream_exists = update.stream_exists = self.stream.exists
         update.cluster = self.cluster.poll()
@@ -131,8 +132,8 @@ class RunSource:
                 update.problems.append(str(exc))
         if self._changed(run.session_file):
             try:
-                update.session = tomllib.loads(run.session_file.read_text())
-            except (OSError, ValueError) as exc:
+                update.session = tomllib.loads(read_regular(run.session_file).decode())
+            except (OSError, ValueError, RecursionError) as exc:
                 update.problems.append(f"{run.session_file}: {exc}")
         if self._cluster_name is None and self._changed(run.topology_file):
             try:

@@ -96,7 +96,7 @@ def step_flags(results: Results) -> list[str]:
     """Steps whose numbers need a second look: unsteady, cached, ended early, lost ranks."""
     flags = []
     for step in results.steps:
-        label = f"  {step.index} {step.name}"
+        label = f"  {step.index + 1} {step.name}"
         if step.status.startswith(INCOMPLETE_STEP):
             flags.append(f"{label}: {step.status}")
         if step.steadiness is not None and not step.steadiness.steady:

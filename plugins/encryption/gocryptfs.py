@@ -185,7 +185,7 @@ def check_password_options(options: OptionValues) -> None:
             f"never goes into the session file"
         )
     if file is not None:
-        problem = _file_problem(Path(file))
+        problem = _file_problem(Path(file)) or _content_problem(Path(file))
         if problem:
             raise BadInput(f"{_KEY_FILE}: {problem}")
         return
@@ -202,17 +202,47 @@ def check_password_options(options: OptionValues) -> None:
         )
 
 
+def _strip_line_end(raw: bytes) -> bytes:
+    """``raw`` without one trailing newline (and a CR before it), as gocryptfs reads it."""
+    password = raw[:-1] if raw.endswith(b"\n") else raw
+    return password[:-1] if password.endswith(b"\r") else password
+
+
+def _password_problem(password: bytes) -> str | None:
+    """What gocryptfs would refuse or silently cut in ``password`` (line end stripped)."""
+    if not password:
+        return "an empty password"
+    if b"\n" in password or b"\0" in password:
+        return "more than one line (or a NUL byte); the password must be one line"
+    if len(password) > MAX_PASSWORD:
+        return f"a password longer than {MAX_PASSWORD} bytes (gocryptfs reads at most that)"
+    return None
+
+
+def _content_problem(path: Path) -> str | None:
+    """Why the password in ``path`` would be refused when the ranks read it, or None.
+
+    Read here, bounded (a wrong path to a large file is not read whole), so ``session
+    check`` and the pre-flight before launch refuse an empty, multi-line or too long
+    password instead of every rank after the cluster step started.
+    """
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_PASSWORD + 3)
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror}"
+    problem = _password_problem(_strip_line_end(raw))
+    if problem is None:
+        return None
+    return f"{path} holds {problem}; write the password on its first and only line"
+
+
 def _one_line(raw: bytes, source: str) -> bytes:
     """The password from ``raw``: one trailing newline stripped, as gocryptfs does."""
-    password = raw[:-1] if raw.endswith(b"\n") else raw
-    if password.endswith(b"\r"):
-        password = password[:-1]
-    if not password:
-        raise BadInput(f"{source} gave an empty password")
-    if b"\n" in password or b"\0" in password:
-        raise BadInput(f"{source} gave more than one line; the password must be one line")
-    if len(password) > MAX_PASSWORD:
-        raise BadInput(f"{source} gave a password longer than {MAX_PASSWORD} bytes")
+    password = _strip_line_end(raw)
+    problem = _password_problem(password)
+    if problem:
+        raise BadInput(f"{source} gave {problem}")
     return password
 
 

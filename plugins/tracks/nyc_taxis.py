@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from esdash.plugin_api import (
     Corpus,
+    CorpusStatus,
     FieldSpec,
     JsonObject,
     Option,
@@ -265,6 +266,18 @@ class NycTaxisTrack(Track):
         path = Path(cache_dir) / f"nyc_taxis-{count}-{seed}.ndjson"
         origin = {"generator": "nyc_taxis", "seed": seed}  # identifies the index's corpus
         return generated_corpus(path, generate(count, seed), count, origin)
+
+    def corpus_check(self, options: OptionValues, cache_dir: Path) -> CorpusStatus | None:
+        """``documents_file`` is read as it is, so the ``corpus`` check may read it whole;
+        a generated corpus is esdash's own (None: nothing to check before it is written)."""
+        file = self.resolved(options)["documents_file"]
+        if file is None:
+            return None
+        if not Path(file).is_file():
+            return CorpusStatus(
+                problems=(("track.documents_file", f"{file} does not exist or is no file"),)
+            )
+        return CorpusStatus(lines=(f"corpus: {file}",), files=((Path(file), False),))
 
     def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         """The authors' 18 steps, in their order."""

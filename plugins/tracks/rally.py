@@ -76,6 +76,7 @@ from esdash.plugin_api import (
     adaptation_note,
     hookimpl,
     mapping_refusal,
+    operation_refusal,
     query_refusal,
 )
 
@@ -196,7 +197,10 @@ class RallyTrack(Track):
         for task in loaded.tasks:
             query = loaded.task_queries.get(task.name)
             refusal = query_refusal(query.requires, query.body, distribution) if query else None
-            if task.status == "refused":
+            lacking = operation_refusal(task.operation, distribution)
+            if lacking is not None:
+                task = task.refused(lacking.kind, lacking.reason)
+            elif task.status == "refused":
                 pass
             elif blocker is not None:
                 task = task.refused("unsupported_operation", blocker)

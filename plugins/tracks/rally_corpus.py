@@ -365,7 +365,8 @@ def check_corpus(loaded: LoadedTrack, where: _Where, cache_dir: Path) -> CorpusS
             else:
                 lines.append(f"the run joins the {len(paths)} files into {joined} ({_size(size)})")
     lines += [f"REFUSED: {message}" for _, message in problems]
-    return CorpusStatus(tuple(lines), tuple(problems))
+    files = tuple((path, doc.includes_action_and_meta_data) for doc, path, cut in found if not cut)
+    return CorpusStatus(tuple(lines), tuple(problems), files)
 
 
 def _missing(doc: DocumentSet, where: _Where) -> bool:

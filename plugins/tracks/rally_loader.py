@@ -59,6 +59,21 @@ def parse_params(entries: Sequence[str]) -> JsonObject:
 
 
 def _track_file(path: Path) -> Path:
+    """The track.json of ``track.path`` (a directory or the file itself), or BadInput.
+
+    A path the system refuses outright (too long, a looping symlink) is a BadInput on the key,
+    not an OSError from deep in a stat call.
+    """
+    try:
+        return _find_track_file(path)
+    except OSError as exc:
+        raise BadInput(
+            f"track.path: cannot use it ({exc.strerror or exc}); set it to a Rally track "
+            f"directory (the one holding track.json)"
+        ) from None
+
+
+def _find_track_file(path: Path) -> Path:
     if path.is_file() and path.name == "track.json":
         return path
     if not path.exists():

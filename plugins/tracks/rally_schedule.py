@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from esdash_plugins.tracks import rally_template as tpl
 from esdash_plugins.tracks.rally_model import (
@@ -54,7 +55,6 @@ BY_ESDASH = {
 #: Properties of a search that change what Rally sends, which esdash does not reproduce.
 SEARCH_IGNORED = (
     "request-params",
-    "cache",
     "headers",
     "request-timeout",
     "opaque-id",
@@ -63,6 +63,10 @@ SEARCH_IGNORED = (
     "assertions",
 )
 TASK_IGNORED = ("schedule", "ramp-up-time-period")
+#: Rally operations that are one timed request each, run as esdash query steps like searches:
+#: the request Rally 2.13's runner sends (``IndexStats``, ``NodeStats``, ``RawRequest``).
+REQUEST_OPERATIONS = ("index-stats", "node-stats", "raw-request")
+_HTTP_METHODS = ("GET", "POST", "PUT", "DELETE", "HEAD")
 #: A task's scheduling properties, shown in a plan as the track gives them.
 SCHEDULE_KEYS = (
     "warmup-time-period",
@@ -230,8 +234,9 @@ class _ScheduleMapper:
             )
         if self._clients:
             self.notes.append(
-                "Rally clients are not reproduced (esdash's bench ranks are its clients; "
-                "target-throughput is kept as the total rate): " + ", ".join(self._clients)
+                "tasks with several clients (spread over the bench ranks, several in one "
+                "rank as concurrent connections; target-throughput is the rate of all of "
+                "them together): " + ", ".join(self._clients)
             )
 
     def walk(self, schedule: Sequence[JsonValue]) -> None:
@@ -380,7 +385,9 @@ class _ScheduleMapper:
             )
         for task in tasks:
             self._search_notes(task)
-        step = QueryStep(name, tuple(queries), warmup, duration, target)
+        # each task brings its own clients; together they send the block's queries
+        clients = sum(t.clients for t in tasks)
+        step = QueryStep(name, tuple(queries), warmup, duration, target, clients=clients)
         self.steps.append(step)
         throttled = (
             "its rate is the sum of the tasks' target-throughput"
@@ -392,10 +399,10 @@ class _ScheduleMapper:
             self.task_queries[task.name] = query
             self._plan(
                 task,
-                f"runs as one query step {name!r} with {others or 'no other task'}: every bench "
-                f"rank sends the block's {len(queries)} queries in its own random order, one "
-                f"request at a time (the tasks do not get clients of their own); "
-                f"{self._timing_text(task, timing)}; {throttled}; {self._clients_text(task)}",
+                f"runs as one query step {name!r} with {others or 'no other task'}: the "
+                f"block's {clients} client(s) (the sum of its tasks' clients) each send the "
+                f"block's {len(queries)} queries in their own random order, one request at a "
+                f"time; {self._timing_text(task, timing)}; {throttled}",
                 step=step,
             )
 
@@ -435,10 +442,10 @@ class _ScheduleMapper:
     def _clients_text(task: RallyTask) -> str:
         if task.clients > 1:
             return (
-                f"esdash's bench ranks are its clients, one each, not the task's "
-                f"{task.clients} clients"
+                f"its {task.clients} clients are spread over the bench ranks (several in one "
+                f"rank run as concurrent connections)"
             )
-        return "esdash's bench ranks are its clients, one each"
+        return "its one client runs in the first bench rank"
 
     @staticmethod
     def _timing_text(task: RallyTask, timing: Timing) -> str:
@@ -511,10 +518,10 @@ class _ScheduleMapper:
                     ),
                 )
             return
-        if task.op_type == "search":
+        if task.op_type == "search" or task.op_type in REQUEST_OPERATIONS:
             query = self._query(task)
             if isinstance(query, str):
-                self.unsupported.append(f"{task.name} (search): {query}")
+                self.unsupported.append(f"{task.name} ({task.op_type}): {query}")
                 source = task.op.get("param-source")
                 if source is not None:
                     reason = (
@@ -535,22 +542,27 @@ class _ScheduleMapper:
                 suffix += " (after the ingest, although the schedule puts it before)"
             timing = self._timing(task)
             self._search_notes(task)
+            what = "query step" if query.path is None else f"{query.method} {query.path} as step"
             step = QueryStep(
-                task.name, (query,), timing.warmup, timing.duration, timing.target_throughput
+                task.name,
+                (query,),
+                timing.warmup,
+                timing.duration,
+                timing.target_throughput,
+                clients=task.clients,
             )
             self.steps.append(step)
             self.task_queries[task.name] = query
-            ignored = [k for k in SEARCH_IGNORED if k in task.op]
-            ignored += [k for k in TASK_IGNORED if k in task.spec]
+            ignored = self._ignored(task)
             rate = (
-                f"target-throughput {timing.target_throughput:g} ops/s, kept as the total rate "
-                f"of all bench ranks"
+                f"target-throughput {timing.target_throughput:g} ops/s, the total rate of "
+                f"the task's clients"
                 if timing.target_throughput
                 else "unthrottled unless the session sets benchmark.target_throughput"
             )
             self._plan(
                 task,
-                f"query step {task.name!r}: {self._timing_text(task, timing)}; {rate}; "
+                f"{what} {task.name!r}: {self._timing_text(task, timing)}; {rate}; "
                 f"{self._clients_text(task)}"
                 + (f"; ignores the task's {', '.join(ignored)}" if ignored else "")
                 + suffix,
@@ -602,9 +614,55 @@ class _ScheduleMapper:
         if settings:
             self.create_settings.append(settings)
 
+    def _request(self, task: RallyTask) -> Query:
+        """The timed request of an ``index-stats``, ``node-stats`` or ``raw-request`` task.
+
+        As Rally 2.13 sends them: ``GET /INDEX/_stats`` (``index`` defaults to ``_all``),
+        ``GET /_nodes/stats``, and a raw request's ``method`` (default GET), ``path``,
+        ``body`` and ``request-params`` (the query string).
+        """
+        op, reader, where, name = task.op, self.reader, task.where, task.op_name
+        if task.op_type == "index-stats":
+            index = reader.get(op, "index", str, where, name, default="_all")
+            return Query(name, {}, method="GET", path=f"/{quote(index, safe=',*')}/_stats")
+        if task.op_type == "node-stats":
+            return Query(name, {}, method="GET", path="/_nodes/stats")
+        path = reader.get(op, "path", str, where, name, required=True)
+        if not path.startswith("/") or any(ord(c) < 32 or c in " #?" for c in path):
+            raise reader.fail(
+                where,
+                f"'path' must start with '/' and hold no spaces, control characters, '?' or "
+                f"'#' (put parameters into 'request-params'), found {path!r}",
+                name,
+            )
+        method = reader.get(op, "method", str, where, name, default="GET").upper()
+        if method not in _HTTP_METHODS:
+            raise reader.fail(
+                where, f"'method' must be one of {', '.join(_HTTP_METHODS)}, found {method!r}", name
+            )
+        params = reader.get(op, "request-params", dict, where, name) or {}
+        if params:
+            path += "?" + urlencode({k: _param(v) for k, v in params.items()})
+        body = reader.get(op, "body", dict, where, name) or {}
+        requires = ("scripting",) if _needs_scripting(body) else ()
+        return Query(name, dict(body), requires=requires, method=method, path=path)
+
     def _query(self, task: RallyTask) -> Query | str:
-        """The esdash query of a search task, or why it cannot be one."""
+        """The esdash query of a search task (or a timed request), or why it cannot be one."""
         op, reader = task.op, self.reader
+        if task.op_type in REQUEST_OPERATIONS:
+            if "param-source" in op:
+                return (
+                    f"its requests come from the parameter source {op['param-source']!r} in "
+                    f"the track's track.py, which esdash does not run"
+                )
+            timed = ("warmup-time-period", "time-period", "warmup-iterations", "iterations")
+            if task.op_type == "raw-request" and not any(k in task.spec for k in timed):
+                return (
+                    "a raw-request without a time period or iterations is a one-off call "
+                    "(Rally sends it once); esdash runs raw requests only as timed tasks"
+                )
+            return self._request(task)
         if task.op_type != "search":
             return f"{task.op_type} is not a search"
         if "param-source" in op:
@@ -639,13 +697,32 @@ class _ScheduleMapper:
         meta = op.get("meta")
         if isinstance(meta, dict) and isinstance(meta.get("esdash-requires"), list):
             requires = tuple(str(r) for r in meta["esdash-requires"])
-        return Query(task.op_name, dict(body or {}), target, requires)
+        # Rally sends request_cache only when the operation sets "cache"; otherwise the
+        # index's setting (on by default for size-0 searches) decides, and so it does here.
+        cache = reader.get(op, "cache", bool, task.where, task.op_name)
+        return Query(task.op_name, dict(body or {}), target, requires, request_cache=cache)
+
+    @staticmethod
+    def _ignored(task: RallyTask) -> list[str]:
+        """The task's properties that change what Rally sends, which esdash does not send."""
+        ignored = [k for k in SEARCH_IGNORED if k in task.op]
+        if task.op_type == "raw-request":  # its request-params are sent
+            ignored = [k for k in ignored if k != "request-params"]
+        if task.op_type == "index-stats" and "condition" in task.op:
+            ignored.append("condition")  # Rally retries until it holds; esdash times each call
+        return ignored + [k for k in TASK_IGNORED if k in task.spec]
 
     def _search_notes(self, task: RallyTask) -> None:
-        ignored = [k for k in SEARCH_IGNORED if k in task.op]
-        ignored += [k for k in TASK_IGNORED if k in task.spec]
+        ignored = self._ignored(task)
         if ignored:
-            self.notes.append(f"{task.name} (search): ignored {', '.join(ignored)}")
+            self.notes.append(f"{task.name} ({task.op_type}): ignored {', '.join(ignored)}")
+
+
+def _param(value: JsonValue) -> str:
+    """A request parameter as Rally's client puts it into the query string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 @dataclass(frozen=True)

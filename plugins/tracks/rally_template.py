@@ -38,7 +38,7 @@ import jinja2
 import jinja2.meta
 import jinja2.sandbox
 
-from esdash.plugin_api import BadInput, JsonMapping, JsonValue
+from esdash.plugin_api import TOO_DEEP, BadInput, JsonMapping, JsonValue
 
 #: ``{{ rally.collect(parts="...") }}``: replaced by the files' text before Jinja2 runs.
 COLLECT = re.compile(r"\{\{-?\s*rally\.collect\(\s*parts\s*=\s*([\"'])(.*?)\1\s*\)\s*-?\}\}")
@@ -527,6 +527,8 @@ def parse_param(text: str) -> tuple[str, JsonValue]:
         return key, json.loads(value)
     except ValueError:
         pass
+    except RecursionError:
+        raise BadInput(f"track.track_params: the value of {key!r} is {TOO_DEEP}") from None
     lowered = value.lower()
     if lowered in ("true", "false"):
         return key, lowered == "true"

@@ -160,6 +160,18 @@ def test_a_corrupt_cache_is_ignored_and_rewritten(tmp_path):
         assert json.loads(offsets_path(path).read_text())["documents"] == 2
 
 
+def test_a_cache_too_deep_infinite_or_a_fifo_is_rebuilt(tmp_path):
+    path = write(tmp_path, "c.ndjson", b'{"a":1}\n{"a":2}\n')
+    plan_slices(Corpus(path), 2)
+    good = json.loads(offsets_path(path).read_text())
+    for slices in ('{"2": ' + "[" * 100_000 + "]" * 100_000 + "}", '{"2": [[-Infinity]]}'):
+        offsets_path(path).write_text(json.dumps(good)[:-1] + f', "slices": {slices}}}')
+        assert [s.documents for s in plan_slices(Corpus(path), 2)] == [1, 1]
+    offsets_path(path).unlink()
+    os.mkfifo(offsets_path(path))  # refused at once (a plain open would block), then replaced
+    assert [s.documents for s in plan_slices(Corpus(path), 2)] == [1, 1]
+
+
 def test_read_only_corpus_directory_caches_in_the_cache_dir(tmp_path, monkeypatch):
     path = write(tmp_path, "c.ndjson", b'{"a":1}\n{"a":2}\n')
     cache_dir = tmp_path / "cache"

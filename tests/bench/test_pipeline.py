@@ -85,6 +85,6 @@ def test_from_recorders_to_summary(tmp_path):
     assert set(q.per_rank) == {"0", "1"}
     assert q.per_node["n1"].requests == 300
     summary = render_summary(results)
-    assert "0 one  q" in summary
+    assert "1 one  q" in summary
     failures = evaluate_thresholds([parse_threshold("q:p99<3ms")], results)
     assert len(failures) == 1 and "p99 is" in failures[0].message

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import string
 from pathlib import Path
 
@@ -217,6 +218,21 @@ def test_unreadable_files(tmp_path: Path) -> None:
             load_campaign(path)
     with pytest.raises(CampaignError, match="no such file"):
         load_campaign(tmp_path / "missing.toml")
+
+
+def test_deep_nesting_and_a_fifo_are_refused_naming_the_file(tmp_path: Path) -> None:
+    from esdash.campaign.spec import is_campaign_file
+
+    deep = tmp_path / "deep.toml"
+    deep.write_text("axes = " + "[" * 5000 + "]" * 5000 + "\n")
+    assert not is_campaign_file(deep)  # the session loader then says why
+    with pytest.raises(CampaignError, match=f"\n  {deep}: nested too deeply"):
+        load_campaign(deep)
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)  # nobody writes to it: a blocking read would hang
+    assert not is_campaign_file(fifo)
+    with pytest.raises(CampaignError, match=f"\n  {fifo}: cannot read: not a regular file"):
+        load_campaign(fifo)
 
 
 # ---------------------------------------------------------------------- hypothesis

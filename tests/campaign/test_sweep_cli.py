@@ -1,8 +1,7 @@
-"""`esdash sweep` without running anything: the plan, Slurm job scripts, campaign.json, errors."""
+"""`esdash sweep` without running anything: the plan, Slurm job scripts, errors; no file."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from support.cli import esdash
@@ -39,7 +38,7 @@ def setup(tmp_path: Path) -> Path:
     return tmp_path / "plan.toml"
 
 
-def test_dry_run_prints_the_plan_and_writes_campaign_json(tmp_path: Path) -> None:
+def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
     campaign = setup(tmp_path)
     result = esdash("sweep", str(campaign), "--dry-run", env_runs=tmp_path / "runs")
     lines = result.stdout.splitlines()
@@ -51,16 +50,10 @@ def test_dry_run_prints_the_plan_and_writes_campaign_json(tmp_path: Path) -> Non
         "  nodes=1 workers_per_node=1 #2: reuse index",
         "  nodes=1 workers_per_node=2 #2: reuse index",
     ]
-    directory = tmp_path / "runs" / "campaigns" / "plan"
-    summary = json.loads((directory / "campaign.json").read_text())
-    assert summary["schema"] == "esdash.campaign/1" and summary["state"] == "pending"
-    assert summary["counts"]["total"] == 8 and summary["counts"]["pending"] == 8
-    assert summary["axes"] == {"cluster.nodes": [3, 1], "benchmark.workers_per_node": [1, 2]}
-    first = summary["points"][0]
-    assert first["cluster"] == 1 and first["ingest"] == "first" and first["nodes"] == 1
-    session = Path(first["session"]).read_text()
-    assert 'data_dir = "' + str(directory / "data" / "1n-none") + '"' in session
-    assert 'name = "plan-1n-none"' in session
+    assert lines[-1].endswith(
+        "every point to run passes its pre-flight checks; nothing was written"
+    )
+    assert not (tmp_path / "runs").exists()  # no campaign directory, no campaign.json
 
 
 def test_dry_run_runs_the_preflight_checks_of_every_point(tmp_path: Path) -> None:
@@ -71,13 +64,20 @@ def test_dry_run_runs_the_preflight_checks_of_every_point(tmp_path: Path) -> Non
     result = esdash("sweep", str(campaign), "--dry-run", env_runs=tmp_path / "runs", check=False)
     assert result.returncode == 2, result.stdout + result.stderr
     errors = result.stderr.splitlines()
-    assert len(errors) == 1, errors  # one finding, not one per point
-    assert errors[0].startswith("esdash: error: nodes=3 workers_per_node=1 #1: ")
+    assert len(errors) == 1, errors  # one line per finding, not one per point
+    assert errors[0].startswith(f"esdash: error: {base}: "), errors  # the base lacks the key
     assert "set cluster.run_as in the session to an unprivileged user" in errors[0]
+    assert errors[0].endswith(
+        "(8 points: nodes=1 workers_per_node=1 #1, nodes=1 workers_per_node=2 #1, "
+        "nodes=1 workers_per_node=1 #2, +5 more)"
+    )
     assert "cluster 1: 1n-none over loopback" in result.stdout  # the plan is still shown
+    assert "  nodes=3 workers_per_node=2 #2: reuse index -- REFUSED" in result.stdout
+    assert "8 of 8 point(s) to run would fail" in result.stdout.splitlines()[-1]
+    assert not (tmp_path / "runs").exists()
 
 
-def test_submit_writes_one_job_per_cluster_size(tmp_path: Path) -> None:
+def test_submit_dry_run_prints_one_job_per_cluster_size(tmp_path: Path) -> None:
     campaign = setup(tmp_path)
     result = esdash(
         "sweep",
@@ -90,15 +90,16 @@ def test_submit_writes_one_job_per_cluster_size(tmp_path: Path) -> None:
         env_runs=tmp_path / "runs",
     )
     directory = tmp_path / "runs" / "campaigns" / "plan"
-    assert f"campaign directory: {directory}" in result.stdout
-    for nodes in (1, 3):
-        script = (directory / "jobs" / f"nodes-{nodes}" / "job.sbatch").read_text()
+    scripts = result.stdout.split("# " + str(directory / "jobs"))[1:]
+    assert len(scripts) == 2, result.stdout
+    for nodes, script in zip((1, 3), scripts, strict=True):
+        assert script.startswith(f"/nodes-{nodes}/job.sbatch ({nodes} node(s), 4 points): ")
+        assert "not written, not submitted (dry run)\n#!/bin/bash\n" in script
         assert f"#SBATCH --nodes={nodes}" in script  # one host per node
         assert "#SBATCH --time=03:00:00" in script and "#SBATCH --partition=debug" in script
         assert f"--only cluster.nodes={nodes} --retries 2 --reuse-index=require" in script
         assert f"sweep {campaign.resolve()} --dir {directory}" in script
-    jobs = json.loads((directory / "campaign.json").read_text())["jobs"]
-    assert [(j["nodes"], j["points"], j["job"]) for j in jobs] == [(1, 4, None), (3, 4, None)]
+    assert not (tmp_path / "runs").exists()  # no script, no job record, no campaign.json
 
 
 def test_errors_exit_2_naming_file_and_key(tmp_path: Path) -> None:

@@ -19,6 +19,13 @@ def test_root_without_run_as_is_refused() -> None:
 
 
 @needs_root
+def test_the_refusal_names_the_session_file(tmp_path) -> None:
+    session = tmp_path / "s.toml"
+    with pytest.raises(BadInput, match=f"^{session}: esdash runs as root.*set cluster.run_as"):
+        resolve_owner(None, session_file=session)
+
+
+@needs_root
 def test_unknown_and_root_users_are_refused() -> None:
     with pytest.raises(BadInput, match="no such user"):
         resolve_owner("no-such-user-esdash")

@@ -148,6 +148,17 @@ def cheap_kdf(root: Path) -> None:
     )
 
 
+def test_a_salt_file_nested_too_deeply_or_a_fifo_is_refused_naming_it(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"kdf": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(BadInput, match=f"^salt file {deep}: nested too deeply"):
+        keylib.load_kdf(deep, create=False)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # nobody writes to it: a blocking read would hang
+    with pytest.raises(BadInput, match=f"^salt file {fifo}: cannot read it"):
+        keylib.load_kdf(fifo, create=True)
+
+
 def test_passphrase_file_goes_through_argon2id_with_a_salt_in_the_data_root(tmp_path: Path):
     passphrase = tmp_path / "pass"
     passphrase.write_text("correct horse battery staple\n")

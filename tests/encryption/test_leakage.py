@@ -28,7 +28,7 @@ from esdash_plugins.encryption.abe.leakage import (
 from esdash_plugins.tracks.mri import MriTrack
 
 from esdash.plugin.manager import load_plugins
-from esdash.plugin_api import Corpus, FieldSpec
+from esdash.plugin_api import BadInput, Corpus, FieldSpec
 from esdash.rundir.records import Leakage
 
 FIELD_KEYS = {
@@ -257,6 +257,13 @@ def test_corpus_sample_skips_action_lines(tmp_path: Path) -> None:
     plain = tmp_path / "p.ndjson"
     plain.write_text("\n".join(json.dumps({"n": i}) for i in range(5)) + "\n")
     assert len(read_documents(Corpus(plain), 10)) == 5
+
+
+def test_a_broken_corpus_line_names_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.ndjson"
+    path.write_bytes(b'\xef\xbb\xbf{"n": 0}\n{"n": 1\n')  # a BOM is skipped; line 2 broken
+    with pytest.raises(BadInput, match=rf"^corpus {path}, line 2: not valid JSON"):
+        read_documents(Corpus(path), 10)
 
 
 # ------------------------------------------------------------------------ MRI track

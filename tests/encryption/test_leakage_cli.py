@@ -91,7 +91,8 @@ def test_modes_that_store_plaintext_on_the_nodes_are_refused(tmp_path, env, mode
     assert result.returncode == EXIT_BAD_INPUT
     assert result.stdout == ""
     assert result.stderr == (
-        f"esdash: error: encryption mode {mode} stores plaintext on the nodes {said}; "
-        f"leakage applies to client-side modes (abe)\n"
+        f"esdash: error: {session}: encryption.mode = {mode!r} stores plaintext on the nodes "
+        f"{said}; leakage applies to client-side modes (abe); set encryption.mode to one of "
+        f"them\n"
     )
     assert not (tmp_path / "cache").exists()  # refused before any corpus was generated

@@ -64,6 +64,13 @@ def test_broken_files_are_named(tmp_path: Path) -> None:
         load_inputs([str(other)])
 
 
+def test_a_campaign_file_nested_too_deeply_is_named(tmp_path: Path) -> None:
+    deep = tmp_path / "study.toml"
+    deep.write_text("name = 'x'\naxes = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(BadInput, match=f"^{deep}: nested too deeply"):
+        load_inputs([str(deep)])
+
+
 def test_their_numbers_land_next_to_a_run(tmp_path: Path) -> None:
     """Their unnamed queries take the names of the run's queries with the same bodies."""
     run = synthetic.write_run(

@@ -13,6 +13,7 @@ from esdash_plugins.tracks import mri
 from query_eval import fields_used, matches
 
 from esdash.bench.slices import plan_slices, read_slice
+from esdash.errors import BadInput
 from esdash.plugin.corpus import check_corpus
 
 DOCS = 6000
@@ -208,6 +209,14 @@ def test_corpus_is_generated_once_and_reused(tmp_path: Path):
     other = track.corpus({"documents": 40, "seed": 4}, tmp_path)
     assert other.path.name == "mri-40-4.ndjson"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mri-40-3.ndjson", "mri-40-4.ndjson"]
+
+
+def test_a_cached_corpus_that_is_a_looping_link_is_refused_not_replaced(tmp_path: Path):
+    link = tmp_path / "mri-40-3.ndjson"
+    link.symlink_to(link.name)  # a link to itself
+    with pytest.raises(BadInput, match=f"^corpus {link}: is a symbolic link to itself"):
+        mri.MriTrack().corpus({"documents": 40, "seed": 3}, tmp_path)
+    assert link.is_symlink()
 
 
 def test_generated_corpus_passes_the_corpus_checks(tmp_path: Path):

@@ -75,13 +75,17 @@ def test_index_body_is_the_rendered_body_file(track):
 
 def test_search_tasks_become_query_steps_with_converted_timing(track):
     steps = {s.name: s for s in track.query_steps(options(WEBLOGS))}
-    assert list(steps) == ["match-all", "status-range", "recent", "slow-requests"]
+    assert list(steps) == ["match-all", "status-range", "recent", "slow-requests", "node-stats"]
 
     # 2 clients at 40 ops/s together (the step's total rate): 100 + 200 iterations per
     # client at 20 ops/s per client take 5 s + 10 s.
     match_all = steps["match-all"]
-    assert match_all.queries == (Query("match-all", {"query": {"match_all": {}}}, "weblogs"),)
+    # no "cache" in the operation: request_cache is not sent, the index decides (as Rally)
+    assert match_all.queries == (
+        Query("match-all", {"query": {"match_all": {}}}, "weblogs", request_cache=None),
+    )
     assert (match_all.warmup, match_all.duration, match_all.target_throughput) == (5, 10, 40)
+    assert match_all.clients == 2  # the task's clients, spread over the bench ranks
 
     status = steps["status-range"]
     assert (status.warmup, status.duration, status.target_throughput) == (5, 20, None)
@@ -97,6 +101,29 @@ def test_search_tasks_become_query_steps_with_converted_timing(track):
     slow = steps["slow-requests"]
     assert slow.queries[0].requires == ("scripting",)
     assert (slow.warmup, slow.duration, slow.target_throughput) == (2, 10, 5)
+
+    # node-stats is a timed request like a search: Rally's GET /_nodes/stats, no body
+    stats = steps["node-stats"].queries[0]
+    assert (stats.method, stats.path, stats.body) == ("GET", "/_nodes/stats", {})
+
+
+def test_a_search_sends_request_cache_as_its_cache_says(track, weblogs):
+    """Rally sends ``request_cache`` only for an operation with ``cache``; so does esdash."""
+    queries = weblogs / "operations" / "queries.json"
+    text = queries.read_text()
+    text = text.replace('"name": "match-all",', '"name": "match-all", "cache": true,')
+    text = text.replace('"name": "recent",', '"name": "recent", "cache": false,')
+    queries.write_text(text)
+    steps = {s.name: s for s in track.query_steps(options(weblogs))}
+    assert steps["match-all"].queries[0].request_cache is True
+    assert steps["recent"].queries[0].request_cache is False
+    assert steps["status-range"].queries[0].request_cache is None
+
+    queries.write_text(text.replace('"cache": true', '"cache": "yes"'))
+    with pytest.raises(
+        BadInput, match=r"queries.json:2: .*'cache' must be true or false, found 'yes' \(string\)"
+    ):
+        track.query_steps(options(weblogs))
 
 
 def test_everything_else_is_listed_with_the_reason(track):
@@ -114,7 +141,6 @@ def test_everything_else_is_listed_with_the_reason(track):
         "scroll (search)",
         "generated-terms (search)",
         "index-update (bulk)",
-        "node-stats (node-stats)",
     ]
     assert "esdash creates only 'weblogs'" in unsupported[1]
     assert "paginated" in unsupported[2]
@@ -135,7 +161,7 @@ def test_the_summary_is_logged_once_as_a_warning_when_something_is_not_run(track
     records = [r for r in caplog.records if r.name == rally.__name__]
     assert len(records) == 1 and records[0].levelno == logging.WARNING
     assert "NOT SUPPORTED, not run" in records[0].getMessage()
-    assert "node-stats (node-stats)" in records[0].getMessage()
+    assert "index-update (bulk)" in records[0].getMessage()
 
 
 def test_the_corpus_is_the_uncompressed_file_next_to_the_track(track, tmp_path):
@@ -230,7 +256,7 @@ def test_unknown_challenge_and_index_name_the_choices(track):
 def test_the_other_index_has_no_local_corpus(track, tmp_path):
     o = options(WEBLOGS, index="weblogs-archive")
     steps = track.query_steps(o)
-    assert [s.name for s in steps] == ["status-range", "archive-only"]
+    assert [s.name for s in steps] == ["status-range", "archive-only", "node-stats"]
     with pytest.raises(BadInput) as info:
         track.corpus(o, tmp_path)
     message = str(info.value)
@@ -251,7 +277,7 @@ def test_action_and_meta_data_corpus_and_top_level_schedule(track, tmp_path):
         ("errors", 0, 3),  # a measured phase without warm-up has none, as in Rally
     ]
     assert steps[0].queries[0] == Query(
-        "all-events", {"query": {"match_all": {}}, "size": 10}, "events"
+        "all-events", {"query": {"match_all": {}}, "size": 10}, "events", request_cache=None
     )
     assert "their _index decides" in "\n".join(track.notes(o))
 

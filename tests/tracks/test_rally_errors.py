@@ -75,6 +75,18 @@ def test_missing_track_json_and_missing_directory(tmp_path):
     assert f"{tmp_path}/nope does not exist" in error_of(tmp_path / "nope", tmp_path)
 
 
+def test_a_track_path_too_long_names_the_key(tmp_path):
+    assert error_of(tmp_path / ("x" * 5000), tmp_path).startswith(
+        "track.path: cannot use it (File name too long)"
+    )
+
+
+def test_a_track_param_nested_too_deeply_names_the_key(weblogs, tmp_path):
+    deep = "x=" + "[" * 10_000
+    message = error_of(weblogs, tmp_path, track_params=[deep])
+    assert message.startswith("track.track_params: the value of 'x' is nested too deeply")
+
+
 def test_json_error_in_a_collected_file_points_into_that_file(weblogs, tmp_path):
     queries = weblogs / "operations" / "queries.json"
     edit(queries, lambda t: t.replace('"name": "recent",', '"name": "recent"', 1))

@@ -198,6 +198,7 @@ def test_a_rally_track_exports_to_itself(tmp_path):
         "status-range",
         "recent",
         "slow-requests",
+        "node-stats",  # a timed request, exported as the node-stats operation it came from
     ]
 
 

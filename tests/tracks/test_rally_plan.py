@@ -154,11 +154,12 @@ def test_plan_json_lists_every_task_in_order_with_its_fate(tmp_path):
         "iterations": 100,
         "target-throughput": 50,
     }
-    assert "not the task's 8 clients" in match_all["esdash"]
-    # 20+100 iterations per client at 50/8 per second each: 3.2 s + 16 s, on 2 x 3 ranks
+    assert "its 8 clients are spread over the bench ranks" in match_all["esdash"]
+    # 20+100 iterations per client at 50/8 per second each: 3.2 s + 16 s, 8 clients on
+    # 2 x 3 ranks
     assert (
-        "-> 3.2 s warm-up + 16 s measured, paced at 50 req/s in total, on 6 bench rank(s)"
-        in (match_all["esdash"])
+        "-> 3.2 s warm-up + 16 s measured, paced at 50 req/s in total, on 8 client(s) over "
+        "6 bench rank(s)" in (match_all["esdash"])
     )
 
     # a parallel block of searches is one step; its tasks keep their own clients, schedule
@@ -166,16 +167,17 @@ def test_plan_json_lists_every_task_in_order_with_its_fate(tmp_path):
         assert plan[name]["parallel"] == 5 and plan[name]["clients"] == clients
         assert plan[name]["status"] == "run"
         assert "one query step 'p-match-all+p-by-color'" in plan[name]["esdash"]
+        assert "the block's 5 client(s) (the sum of its tasks' clients)" in plan[name]["esdash"]
     assert plan["p-by-color"]["schedule"]["target-throughput"] == "4 ops/s"
     assert plan["p-by-color"]["schedule"]["time-period"] == 10  # the block's default
 
-    # a mixed block runs one task after another, and says so
+    # index stats are a timed request (Rally's GET /INDEX/_stats), so they run in parallel
+    # with a search too
     assert plan["p-stats"]["parallel"] == plan["p-scripted"]["parallel"] == 6
-    assert "one after another" in plan["p-scripted"]["esdash"]
-    assert plan["p-stats"]["reason_kind"] == "unsupported_operation"
-    assert plan["item-stats"]["reason"] == (
-        "esdash has no equivalent of Rally's 'index-stats' operation yet"
-    )
+    assert "one query step 'p-stats+p-scripted'" in plan["p-scripted"]["esdash"]
+    assert plan["p-stats"]["status"] == "run"
+    assert plan["item-stats"]["status"] == "run"
+    assert plan["item-stats"]["esdash"].startswith("GET /_all/_stats as step 'item-stats'")
 
     # the track's own Python: named, never run
     source = plan["random-colors"]
@@ -195,8 +197,10 @@ def test_plan_text_names_the_distribution_and_every_task(tmp_path):
     result = esdash("plan", str(path), cache=tmp_path / "empty-cache")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].endswith("track rally, 12 task(s), 8 run, 4 refused")
+    assert lines[0].endswith("track rally, 12 task(s), 10 run, 2 refused")
     assert "6 bench rank(s) (3 per node x 2 node(s)) are the clients" in result.stdout
+    # no search of the fixture sets "cache": the index default decides, as in Rally
+    assert "every search is sent with no request_cache parameter" in result.stdout
     assert "[parallel block 5] p-by-color (search, 3 clients;" in result.stdout
     assert "REFUSED [track_py]: its queries come from the parameter source" in result.stdout
 
@@ -270,20 +274,82 @@ def test_scaled_float_is_indexed_as_double_on_the_zip_as_a_run_does(tmp_path):
     assert "scaled_float fields (price) are indexed as double" in ingest.esdash
 
 
+def test_a_block_with_an_operation_esdash_does_not_run_runs_one_task_after_another(tmp_path):
+    (tmp_path / "docs.json").write_text('{"n": 1}\n')
+    documents = {"source-file": "docs.json", "document-count": 1, "target-index": "items"}
+    (tmp_path / "track.json").write_text(
+        json.dumps(
+            {
+                "indices": [{"name": "items"}],
+                "corpora": [{"name": "items", "documents": [documents]}],
+                "operations": [{"name": "q", "operation-type": "search", "body": {}}],
+                "schedule": [
+                    {
+                        "parallel": {
+                            "tasks": [
+                                {"operation": "q", "time-period": 5},
+                                {
+                                    "operation": {
+                                        "name": "snap",
+                                        "operation-type": "create-snapshot",
+                                    }
+                                },
+                            ]
+                        }
+                    }
+                ],
+            }
+        )
+    )
+    tasks = by_name(rally.RallyTrack().plan({"path": tmp_path}, None))
+    assert "one after another" in tasks["q"].esdash and tasks["q"].status == "run"
+    assert tasks["snap"].reason_kind == "unsupported_operation"
+
+
+@pytest.mark.parametrize("which", ["es-zip", "os-full"])
+def test_esql_sql_and_eql_are_refused_for_the_module_they_need(tmp_path, which):
+    (tmp_path / "docs.json").write_text('{"n": 1}\n')
+    documents = {"source-file": "docs.json", "document-count": 1, "target-index": "items"}
+    ops = [{"name": kind, "operation-type": kind, "query": "FROM items"} for kind in OPS_SQL]
+    (tmp_path / "track.json").write_text(
+        json.dumps(
+            {
+                "indices": [{"name": "items"}],
+                "corpora": [{"name": "items", "documents": [documents]}],
+                "operations": ops,
+                "schedule": [{"operation": kind} for kind in OPS_SQL],
+            }
+        )
+    )
+    distribution = DISTRIBUTIONS[which]
+    tasks = by_name(rally.RallyTrack().plan({"path": tmp_path}, distribution))
+    for kind, module in zip(OPS_SQL, ("x-pack-esql", "x-pack-sql", "x-pack-eql"), strict=True):
+        assert tasks[kind].reason_kind == "module"
+        assert f"needs the {module} module" in (tasks[kind].reason or "")
+        check_against_lists(tasks[kind], distribution)
+    # without a distribution to plan against, nothing is known of its modules
+    assert rally.RallyTrack().plan({"path": tmp_path}, None)[0].reason_kind == (
+        "unsupported_operation"
+    )
+
+
+OPS_SQL = ("esql", "sql", "eql")
+
+
 def test_tracks_esdash_cannot_run_list_their_tasks_refused(tmp_path):
     (tmp_path / "track.json").write_text(
         json.dumps(
             {
                 "data-streams": [{"name": "logs"}],
                 "operations": [{"name": "q", "operation-type": "search", "body": {}}],
-                "schedule": [{"operation": "q"}, {"operation": "node-stats"}],
+                "schedule": [{"operation": "q"}, {"operation": "create-snapshot"}],
             }
         )
     )
     tasks = rally.RallyTrack().plan({"path": tmp_path}, None)
     assert [(t.name, t.status, t.reason_kind) for t in tasks] == [
         ("q", "refused", "unsupported_operation"),
-        ("node-stats", "refused", "unsupported_operation"),
+        ("create-snapshot", "refused", "unsupported_operation"),
     ]
     with pytest.raises(BadInput, match="uses 'data-streams'"):  # a run still refuses it
         rally.RallyTrack().query_steps({"path": tmp_path})

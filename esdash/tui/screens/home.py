@@ -44,13 +44,19 @@ STATE_STYLES = {
     "stalled": "bold red",
     "stopped": "dim",
     "ended": "dim",
+    runs.DAMAGED: "bold red",
 }
 
 
 def _utc(stamp: float | None) -> str:
+    """The time as the runs table shows it; ``?`` for one no calendar has (the records bound
+    their times, so this only guards the table against a reader that did not)."""
     if not stamp:
         return "-"
-    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(stamp))
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.gmtime(stamp))
+    except (OverflowError, OSError, ValueError):
+        return "?"
 
 
 SESSION_COLUMNS = ("session", "nodes", "workers", "track", "encryption", "net", "time", "file")

@@ -6,6 +6,8 @@ encryption plugin that provides the mode ``abe`` (:class:`~.mode.AbeMode`, regis
 hook below), and the crypto behind it:
 
 - :mod:`esdash_plugins.encryption.abe.mode`: the mode, its options and their checks;
+- :mod:`esdash_plugins.encryption.abe.checks`: the pre-flight check of a session under
+  ``abe`` (the track's field types, the data root's salt file);
 - :mod:`esdash_plugins.encryption.abe.keys`: key file or Argon2id passphrase, HKDF subkeys
   per field;
 - :mod:`esdash_plugins.encryption.abe.opecore`: the order-preserving cipher
@@ -29,7 +31,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from esdash.plugin_api import ClientCodec, Corpus, JsonObject, Track, hookimpl
+from esdash.plugin_api import (
+    ClientCodec,
+    Corpus,
+    JsonObject,
+    PreflightCheck,
+    Register,
+    Track,
+    hookimpl,
+)
 
 from .mode import KEY_SOURCES, OPE_BACKENDS, AbeMode
 
@@ -45,6 +55,13 @@ __all__ = [
 @hookimpl
 def esdash_register_encryption_modes(register) -> None:
     register(AbeMode())
+
+
+@hookimpl
+def esdash_register_checks(register: Register[PreflightCheck]) -> None:
+    from .checks import AbeSession
+
+    register(AbeSession())
 
 
 @hookimpl

@@ -41,7 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from esdash.plugin_api import BadInput, JsonMapping, JsonObject, OptionValues
+from esdash.plugin_api import (
+    TOO_DEEP,
+    BadInput,
+    JsonMapping,
+    JsonObject,
+    OptionValues,
+    read_regular,
+)
 
 #: Fewest bytes of key material a key file must hold (AES-256 and HMAC-SHA256 strength).
 MIN_KEY_BYTES = 32
@@ -49,6 +56,10 @@ MIN_KEY_BYTES = 32
 KDF_FILE = "abe-kdf.json"
 #: Argon2id cost (RFC 9106's second recommendation, scaled: t=3, 64 MiB, 4 lanes: ~0.6 s).
 ARGON2_DEFAULTS = {"iterations": 3, "memory_cost": 64 * 1024, "lanes": 4}
+#: Highest Argon2id cost a salt file may ask for: generous for real use (64x the default
+#: memory, 33x its passes), small enough that a damaged file cannot exhaust the memory or
+#: hang the run inside Argon2, where Ctrl-C is not seen.  ``memory_cost`` is in KiB.
+ARGON2_LIMITS = {"iterations": 100, "memory_cost": 4 * 1024 * 1024, "lanes": 64}
 #: How long a passphrase command may take (a password manager may ask the user).
 COMMAND_TIMEOUT = 120.0
 #: Prefix of every HKDF ``info``; bump the version to re-key the whole scheme.
@@ -228,16 +239,58 @@ def _first_line(data: bytes, origin: str) -> bytes:
 
 
 def argon2id(passphrase: bytes, kdf: JsonMapping) -> bytes:
-    """The 32-byte master key of ``passphrase`` with the salt and cost in ``kdf``."""
+    """The 32-byte master key of ``passphrase`` with the salt and cost in ``kdf``.
+
+    The parameters are checked again (a spec may come from elsewhere than :func:`load_kdf`),
+    so the derivation never runs with a cost beyond :data:`ARGON2_LIMITS`.
+    """
     from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 
-    return Argon2id(
-        salt=bytes.fromhex(kdf["salt"]),
-        length=32,
-        iterations=int(kdf["iterations"]),
-        lanes=int(kdf["lanes"]),
-        memory_cost=int(kdf["memory_cost"]),
-    ).derive(passphrase)
+    where = f"salt file {kdf.get('file')}" if kdf.get("file") else "Argon2id parameters"
+    problem = kdf_problem(kdf)
+    if problem:
+        raise BadInput(f"{where}: {problem}")
+    try:
+        return Argon2id(
+            salt=bytes.fromhex(kdf["salt"]),
+            length=32,
+            iterations=int(kdf["iterations"]),
+            lanes=int(kdf["lanes"]),
+            memory_cost=int(kdf["memory_cost"]),
+        ).derive(passphrase)
+    except MemoryError:
+        raise BadInput(
+            f"{where}: not enough memory for memory_cost = {kdf['memory_cost']} KiB"
+        ) from None
+
+
+def kdf_problem(data: JsonMapping) -> str | None:
+    """What makes ``data`` unusable as esdash's Argon2id parameters, in one sentence, or None.
+
+    Every cost must be a whole number within :data:`ARGON2_LIMITS` (and Argon2's own rule,
+    memory_cost >= 8 x lanes): a damaged file must not make the run allocate gigabytes or
+    spend minutes in a derivation that cannot be interrupted.
+    """
+    if not isinstance(data, dict) or data.get("kdf") != "argon2id":
+        return 'not an esdash Argon2id salt file (no "kdf": "argon2id")'
+    salt = data.get("salt")
+    try:
+        salt_bytes = bytes.fromhex(salt) if isinstance(salt, str) else b""
+    except ValueError:
+        salt_bytes = b""
+    if not 8 <= len(salt_bytes) <= 64:
+        return '"salt" must be 8 to 64 bytes as hex text'
+    for key, limit in ARGON2_LIMITS.items():
+        value = data.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+            unit = " KiB (4 GiB)" if key == "memory_cost" else ""
+            return (
+                f'"{key}" is {json.dumps(value)}, expected a whole number from 1 to {limit}{unit} '
+                f"(esdash's limit; the default is {ARGON2_DEFAULTS[key]})"
+            )
+    if data["memory_cost"] < 8 * data["lanes"]:
+        return f'"memory_cost" must be at least 8 x "lanes" ({8 * data["lanes"]} KiB)'
+    return None
 
 
 def load_kdf(path: Path, create: bool) -> JsonObject:
@@ -246,7 +299,9 @@ def load_kdf(path: Path, create: bool) -> JsonObject:
     Written once, with ``O_EXCL``: concurrent first runs agree on one salt.
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path))
+    except RecursionError:
+        raise BadInput(f"salt file {path}: {TOO_DEEP}") from None
     except FileNotFoundError:
         if not create:
             raise BadInput(
@@ -265,16 +320,12 @@ def load_kdf(path: Path, create: bool) -> JsonObject:
         return data
     except (OSError, ValueError) as exc:
         raise BadInput(f"salt file {path}: cannot read it ({exc})") from None
-    try:
-        if data["kdf"] != "argon2id" or len(bytes.fromhex(data["salt"])) < 8:
-            raise ValueError
-        for key in ARGON2_DEFAULTS:
-            if int(data[key]) < 1:
-                raise ValueError
-    except (KeyError, TypeError, ValueError):
+    problem = kdf_problem(data)
+    if problem:
         raise BadInput(
-            f"salt file {path} is not an esdash Argon2id salt file; restore it from the data root"
-        ) from None
+            f"salt file {path}: {problem}; restore the file the data was first written with "
+            "(its salt and cost derive the key)"
+        )
     return {"kdf": "argon2id", "salt": data["salt"], **{k: int(data[k]) for k in ARGON2_DEFAULTS}}
 
 

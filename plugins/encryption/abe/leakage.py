@@ -25,7 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from esdash.plugin_api import Corpus, JsonMapping, JsonObject, JsonValue, Track
+from esdash.plugin_api import (
+    TOO_DEEP,
+    BadInput,
+    Corpus,
+    JsonMapping,
+    JsonObject,
+    JsonValue,
+    Track,
+)
 
 from . import attacks
 from .codec import AbeCodec, EncodeError, FieldPlan
@@ -68,21 +76,48 @@ SPOKEN = {
 
 
 def read_documents(corpus: Corpus, limit: int) -> list[JsonObject]:
-    """The first ``limit`` documents of ``corpus`` (bulk action lines skipped)."""
+    """The first ``limit`` documents of ``corpus`` (bulk action lines skipped).
+
+    A line that is no JSON object is a BadInput naming the file and the line (a cached
+    sample a crash or a full disk damaged); a UTF-8 BOM before the first line is skipped.
+    """
     documents: list[JsonObject] = []
-    with open(corpus.path, encoding="utf-8") as lines:
+    with open(corpus.path, "rb") as lines:
         action = corpus.includes_action_and_meta_data
-        for line in lines:
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             if action:  # every document follows its action line
                 action = False
                 continue
-            documents.append(json.loads(line))
+            if number == 1:
+                line = line.removeprefix(_BOM)
+            documents.append(_document(Path(corpus.path), number, line))
             action = corpus.includes_action_and_meta_data
             if len(documents) >= limit:
                 break
     return documents
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _document(path: Path, number: int, line: bytes) -> JsonObject:
+    """One corpus line as a document, or a BadInput naming ``path`` and the line."""
+    try:
+        value = json.loads(line)
+    except RecursionError:
+        problem = TOO_DEEP
+    except ValueError as exc:
+        problem = f"not valid JSON ({exc})"
+    else:
+        if isinstance(value, dict):
+            return value
+        problem = f"not a JSON object but {type(value).__name__}"
+    raise BadInput(
+        f"corpus {path}, line {number}: {problem}; delete the file so that it is generated "
+        f"again, or fix the line"
+    )
 
 
 def _is_point(value: JsonValue) -> bool:

@@ -38,9 +38,9 @@ DAY_TOP = 30_000_000
 #: Domain of YYYYMMDDhhmmss.
 SECOND_TOP = 30_000_000 * 1_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\Z")
 _SECOND = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?$"
+    r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?\Z"
 )
 _DATE_MATH = re.compile(r"(^now)|(\|\|)")
 

@@ -1,0 +1,113 @@
+"""A run's numbers under Rally's names: one entry per task, as ``op_metrics`` of ``race.json``.
+
+Someone comparing esdash with Rally reads Rally's names: ``throughput`` (``min``, ``mean``,
+``median``, ``max`` with a ``unit``), ``latency`` and ``service_time`` as percentiles keyed
+``50_0``, ``90_0``, ``99_0``, ``99_9`` and ``100_0`` in ms, ``error_rate`` as a fraction and
+``duration`` in ms (Rally 2.13's ``race.json``).  The values are esdash's own, with esdash's
+definitions (docs/metrics.md): throughput over the step's intervals (the session's
+``benchmark.interval``, 1 s by default, Rally's bucket), latency from the scheduled send,
+a percentile only where the sample count supports it (absent otherwise, never a guess).
+What Rally has no name for stays under ``esdash`` in each entry: the step's status (a step
+that did not measure cleanly says so here too), its round and its clients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from esdash.rundir.records import (
+    IngestResult,
+    JsonObject,
+    LatencyStats,
+    OpResult,
+    Results,
+    Spread,
+    StepResult,
+)
+
+#: The format of ``rally.json`` (``esdash report --format rally``).
+RALLY_SCHEMA = "esdash-rally-metrics/1"
+#: Rally's percentile keys and the esdash statistic each one is.
+PERCENTILES = (("50_0", "p50"), ("90_0", "p90"), ("99_0", "p99"), ("99_9", "p99.9"))
+
+
+def op_metrics(results: Results) -> list[JsonObject]:
+    """Every task of ``results`` in run order: the ingest's bulk operations, then each query
+    of each step (a step of several queries, a Rally ``parallel`` block, gives one entry per
+    query, named by the query)."""
+    entries = []
+    if results.ingest is not None:
+        entries += [_bulk(name, op, results.ingest) for name, op in results.ingest.ops.items()]
+    for step in results.steps:
+        for name, op in step.queries.items():
+            task = step.name if len(step.queries) == 1 else name
+            entries.append(_search(task, name, op, step))
+    return entries
+
+
+def _bulk(name: str, op: OpResult, ingest: IngestResult) -> JsonObject:
+    return {
+        "task": name,
+        "operation": name,
+        "throughput": _throughput(op.throughput.docs_intervals, "docs/s"),
+        "latency": _times(op.latency),
+        "service_time": _times(op.service_time),
+        "error_rate": op.error_rate,
+        "duration": _ms(ingest.duration_s),
+        "esdash": {"docs": op.docs, "docs_per_s": ingest.docs_per_s},
+    }
+
+
+def _search(task: str, name: str, op: OpResult, step: StepResult) -> JsonObject:
+    return {
+        "task": task,
+        "operation": name,
+        "throughput": _throughput(op.throughput.intervals, "ops/s"),
+        "latency": _times(op.latency),
+        "service_time": _times(op.service_time),
+        "error_rate": op.error_rate,
+        "duration": _ms(step.duration_s),
+        "esdash": {
+            "step": step.name,
+            "status": step.status,
+            "round": step.round,
+            "clients": step.planned.clients,
+            "requests_per_s": op.throughput.requests_per_s,
+        },
+    }
+
+
+def _throughput(spread: Spread, unit: str) -> JsonObject:
+    return {
+        "min": spread.min,
+        "mean": spread.mean,
+        "median": spread.median,
+        "max": spread.max,
+        "unit": unit,
+    }
+
+
+def _times(stats: LatencyStats) -> JsonObject:
+    """Rally's percentile keys with esdash's values; ``100_0`` is the maximum."""
+    times: JsonObject = {}
+    for key, name in PERCENTILES:
+        value = stats.value(name)
+        if value is not None:
+            times[key] = value
+    if stats.max is not None:
+        times["100_0"] = stats.max
+    times["mean"] = stats.mean
+    times["unit"] = "ms"
+    return times
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
+
+
+def rally_document(runs: Sequence[tuple[str, Results]]) -> JsonObject:
+    """``rally.json`` of a report: every run's tasks under Rally's names, in report order."""
+    return {
+        "schema": RALLY_SCHEMA,
+        "runs": [{"run": run, "op_metrics": op_metrics(results)} for run, results in runs],
+    }
