@@ -56,6 +56,7 @@ from __future__ import annotations
 from esdash.errors import BadInput, ClusterError, EsdashError
 from esdash.paths import default_distribution
 from esdash.plugin.api import (
+    ALL_PAGES,
     REASON_KINDS,
     REQUIRED,
     Backend,
@@ -83,6 +84,7 @@ from esdash.plugin.api import (
     QueryStep,
     Registrable,
     Track,
+    TrackIndex,
     interface_addresses,
 )
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck
@@ -140,6 +142,7 @@ from esdash.rundir.records import (
     JsonObject,
     JsonValue,
     NodePlan,
+    PlannedRequest,
     Topology,
 )
 
@@ -189,12 +192,14 @@ __all__ = [
     "PluginInfo",
     "PluginSet",
     "PreflightCheck",
+    "ALL_PAGES",
     "Query",
     "QueryNotSupported",
     "QueryStep",
     "REASON_KINDS",
     "REQUIRED",
     "TOO_DEEP",
+    "PlannedRequest",
     "Refusal",
     "Register",
     "Registrable",
@@ -202,6 +207,7 @@ __all__ = [
     "TlsFiles",
     "Topology",
     "Track",
+    "TrackIndex",
     "adaptation_note",
     "check_corpus",
     "default_distribution",

@@ -22,16 +22,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from esdash.bench import track_requests
 from esdash.bench.facts import read_facts
 from esdash.bench.settle import settle
 from esdash.bench.warmup import WarmupJudge, WarmupSchedule
-from esdash.plugin.control import ControlClient
+from esdash.plugin.control import ControlClient, ControlError
 from esdash.rundir.records import (
     BenchPlan,
     CacheCounts,
     ClusterFacts,
     GlobalWarmup,
     JsonObject,
+    RequestResult,
     SettleResult,
 )
 
@@ -138,6 +140,10 @@ class Conductor:
         self.facts: Future[ClusterFacts] | None = None
         #: Events the control thread has to say, written to the stream by :meth:`poll`.
         self.said: queue.SimpleQueue[tuple[str, str]] = queue.SimpleQueue()
+        #: The track's administrative requests sent so far (before the ingest: set by rank
+        #: 0's start), and errors that fail the run (an after-ingest request without answer).
+        self.track_results: list[RequestResult] = []
+        self.errors: list[str] = []
 
     # ------------------------------------------------------------------ messages
     def _send_all(self, message: JsonObject, kind: str) -> None:
@@ -165,16 +171,37 @@ class Conductor:
             # called on the control thread: the stream is written by the loop only
             self.said.put((message, level))
 
-        self.settling = self.pool.submit(
-            settle,
-            control,
-            plan.index,
-            plan.after_ingest,
-            ingested=self.ingested,
-            max_num_segments=plan.max_num_segments,
-            timeout=plan.settle_timeout,
-            say=say,
-        )
+        def requests_then_settle() -> SettleResult:
+            # the track's administrative requests after the ingest come before settling, on
+            # refreshed indices (Rally's schedules refresh before a force-merge, and esdash
+            # does a track's refresh task itself)
+            if any(r.when == track_requests.AFTER_INGEST for r in plan.track_requests):
+                try:
+                    control.refresh(plan.index_names)
+                except ControlError as exc:
+                    say(f"refresh before the track's requests failed: {exc}", "warning")
+            try:
+                self.track_results += track_requests.send(
+                    control, plan.track_requests, track_requests.AFTER_INGEST, say=say_info
+                )
+            except track_requests.TrackRequestFailed as exc:
+                self.track_results += exc.sent
+                self.errors.append(str(exc))
+                raise
+            return settle(
+                control,
+                plan.index_names,  # every index of the run, comma-separated
+                plan.after_ingest,
+                ingested=self.ingested,
+                max_num_segments=plan.max_num_segments,
+                timeout=plan.settle_timeout,
+                say=say,
+            )
+
+        def say_info(message: str) -> None:
+            say(message, "info")
+
+        self.settling = self.pool.submit(requests_then_settle)
 
     def _start_warmup_or_steps(self, now: float) -> None:
         plan = self.plan
@@ -245,7 +272,7 @@ class Conductor:
     def _snapshot_due(self, now: float) -> None:
         if self.control is None:
             return
-        control, index = self.control, self.plan.index
+        control, index = self.control, self.plan.index_names  # counters over every index
         for window in self.windows:
             for edge, moment in (("start", window.start), ("end", window.end)):
                 key = (window.index, edge)

@@ -19,6 +19,11 @@ re-creates the index and says why, ``require`` refuses to run.  An index without
 ``_meta.esdash`` was not made by esdash: it may hold someone's data, so it is never deleted,
 only refused by name with the fix.
 
+A track with several indices (``BenchPlan.more_indices``) has one stamp per index, and
+each index is decided on its own.  A data stream carries no stamp (its backing indices come
+from the track's index template): like Rally, esdash deletes a stream of that name and
+ingests it anew, but never an index that is not a data stream.
+
 The decision (:func:`decide`) is a pure function of what the plan says and what the cluster
 has, so every case is tested without a cluster.
 """
@@ -35,8 +40,8 @@ from typing import Any, Literal
 from esdash.bench.slices import corpus_digest
 from esdash.errors import EsdashError
 from esdash.plugin.api import Corpus
-from esdash.plugin.control import ControlClient
-from esdash.rundir.records import BenchPlan, JsonMapping, JsonObject
+from esdash.plugin.control import ControlClient, ControlError
+from esdash.rundir.records import BenchPlan, JsonMapping, JsonObject, PlannedIndex
 
 #: Version of the ``_meta.esdash`` object; an index stamped with another is re-ingested.
 FORMAT = 1
@@ -323,24 +328,75 @@ def inspect(control: ControlClient, index: str) -> Existing | None:
 
 
 def prepare_index(plan: BenchPlan, control: ControlClient) -> JsonObject:
-    """Rank 0's index preparation: decide, then create, keep or re-create the index.
+    """Rank 0's index preparation: decide, then create, keep or re-create every index.
 
-    Returns ``{"ingest": bool, "reason": str}`` (the reason becomes the stream's ``index``
-    event and so a line of the run's output); raises :class:`IndexRefused` when the index
-    must be neither used nor replaced, before any worker sends a request.
+    Each index of the plan (:attr:`BenchPlan.all_indices`) keeps its own fingerprint and
+    is decided on its own (:func:`_decide_one`, :func:`_apply`): a run of a track with
+    several indices re-ingests only the ones that changed.  Returns ``{"ingest": bool,
+    "reason": str, "indices": [names to ingest]}``; the reason becomes the stream's
+    ``index`` event and so a line of the run's output.  Raises :class:`IndexRefused` when
+    an index must be neither used nor replaced, before any worker sends a request and
+    before any index is deleted or created.
     """
-    index = plan.index
-    planned = planned_stamp(plan.index_body)
+    decisions = [(planned, _decide_one(plan, planned, control)) for planned in plan.all_indices]
+    refused = [decision.reason for _, decision in decisions if decision.action == "refuse"]
+    if refused:
+        raise IndexRefused("; ".join(refused))
+    ingest: list[str] = []
+    for planned, decision in decisions:
+        _apply(planned, decision, control)
+        if decision.ingest and planned.has_corpus:
+            ingest.append(planned.name)
+    return {
+        "ingest": bool(ingest),
+        "reason": "; ".join(decision.reason for _, decision in decisions),
+        "indices": ingest,
+    }
+
+
+def not_a_stream(name: str) -> str:
+    """Why a plain index where the plan has a data stream is refused, with the fix."""
+    return (
+        f"{name} exists but is not a data stream; esdash deletes only data streams of that "
+        f"name, never an index it did not create: delete the index yourself (curl -X DELETE "
+        f"<node>/{name}) or use a cluster without it"
+    )
+
+
+def _decide_one(plan: BenchPlan, index: PlannedIndex, control: ControlClient) -> Decision:
+    """What to do with one index of the plan (see :func:`decide`).
+
+    A data stream has no ``_meta.esdash`` of its own (its backing indices come from the
+    track's index template): like Rally, esdash deletes an existing stream of that name
+    and ingests it anew.
+    """
+    if index.data_stream:
+        exists = control.index_exists(index.name)
+        # a data stream's settings are its backing indices'; a plain index has its own name
+        if exists and index.name in control.index_settings(index.name):
+            return Decision("refuse", not_a_stream(index.name))
+        what = "deleted and ingested anew" if exists else "ingested"
+        return Decision("recreate" if exists else "create", f"data stream {index.name} {what}")
+    planned = planned_stamp(index.body)
     if planned is None:
         raise IndexRefused(
-            f"the bench plan's index {index} has no _meta.esdash fingerprint; "
+            f"the bench plan's index {index.name} has no _meta.esdash fingerprint; "
             "plans are made by esdash run, which always adds one"
         )
-    decision = decide(index, planned, inspect(control, index), plan.reuse_index, plan.reingest)
-    if decision.action == "refuse":
-        raise IndexRefused(decision.reason)
+    found = inspect(control, index.name)
+    return decide(index.name, planned, found, plan.reuse_index, plan.reingest)
+
+
+def _apply(index: PlannedIndex, decision: Decision, control: ControlClient) -> None:
+    """Carry out ``decision`` for ``index``: delete, then create (a data stream is created
+    by its index template on the first document)."""
     if decision.action == "recreate":
-        control.delete_index(index)
-    if decision.ingest:
-        control.create_index(index, plan.index_body)
-    return {"ingest": decision.ingest, "reason": decision.reason}
+        if index.data_stream:
+            try:
+                control.delete_data_stream(index.name)
+            except ControlError as exc:  # an index of that name: never esdash's to delete
+                raise IndexRefused(f"{not_a_stream(index.name)} ({exc})") from None
+        else:
+            control.delete_index(index.name)
+    if decision.ingest and not index.data_stream:
+        control.create_index(index.name, index.body)

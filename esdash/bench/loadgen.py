@@ -13,17 +13,18 @@ the wait, so coordinated omission cannot hide a stall.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from esdash.cluster.http import Connection, RequestFailed, error_class_of
-from esdash.rundir.records import JsonMapping
+from esdash.rundir.records import JsonMapping, PlannedQuery
 
 if TYPE_CHECKING:
     from esdash.bench.recorder import Recorder
@@ -46,16 +47,31 @@ CONNECTION_BACKOFF = 0.1
 OPEN = "open"
 #: Seconds past a step's end a request may still answer; then it is recorded as open.
 OPEN_GRACE = 1.0
+#: How long a scroll stays open between its pages, and the order it reads documents in:
+#: what Rally 2.13's scroll search asks for (``scroll=10s``, ``sort=_doc``).
+SCROLL_KEEP_ALIVE = "10s"
+_SCROLL_ID = re.compile(rb'"_scroll_id":"([^"]+)"')
+_TOTAL_HITS = re.compile(rb'"hits":\{"total":(?:\{"value":)?(\d+)')
 
 
 @dataclass(frozen=True)
 class PreparedQuery:
-    """A request ready to send: its name, path and encoded body, and its HTTP method."""
+    """A request ready to send: its name, path and encoded body, and its HTTP method.
+
+    ``variants`` are every body the query cycles through (a parameter source's samples;
+    empty: always ``body``), ``pages`` makes it a scroll search (see :func:`send`) of
+    ``page_size`` hits per page.  ``path`` is a plain search either way, so a caller that
+    sends ``path`` and ``body`` itself (the global warm-up) sends one page, opening no
+    scroll it would leave behind.
+    """
 
     name: str
     path: str
     body: bytes | None
     method: str = "POST"
+    variants: tuple[bytes, ...] = ()
+    pages: int | None = None
+    page_size: int = 10
 
     @classmethod
     def of(
@@ -66,6 +82,8 @@ class PreparedQuery:
         request_cache: bool | None = False,
         method: str = "POST",
         path: str | None = None,
+        variants: Sequence[JsonMapping] = (),
+        pages: int | None = None,
     ) -> PreparedQuery:
         """The request of a query; ``request_cache`` as :class:`esdash.plugin.api.Query` has it.
 
@@ -75,12 +93,80 @@ class PreparedQuery:
         request other than a search, such as index stats) is sent there with ``method``,
         and without a body when it has none.
         """
+        encoded = tuple(json.dumps(v).encode() for v in variants)
+        size = body.get("size", 10) if body else 10
+        size = size if isinstance(size, int) and size > 0 else 10
         if path is not None:
-            return cls(name, path, json.dumps(body).encode() if body else None, method)
+            data = json.dumps(body).encode() if body else None
+            return cls(name, path, data, method, encoded, pages, size)
         path = f"/{index}/_search"
         if request_cache is not None:
             path += f"?request_cache={'true' if request_cache else 'false'}"
-        return cls(name, path, json.dumps(body).encode(), method)
+        return cls(name, path, json.dumps(body).encode(), method, encoded, pages, size)
+
+    @classmethod
+    def planned(cls, query: PlannedQuery) -> PreparedQuery:
+        """The request of a query of ``bench.json``."""
+        return cls.of(
+            query.name,
+            query.index,
+            query.body,
+            query.request_cache,
+            query.method,
+            query.path,
+            query.variants,
+            query.pages,
+        )
+
+    def body_at(self, use: int) -> bytes | None:
+        """The body of this query's ``use``-th request (0-based) by one client."""
+        if self.variants:
+            return self.variants[use % len(self.variants)]
+        return self.body
+
+
+def send(
+    connection: Connection, query: PreparedQuery, use: int, timeout: float | None = None
+) -> tuple[int, bytes, int, int]:
+    """Send ``query``'s ``use``-th request: (status, answer, documents, bytes).
+
+    A plain query is one request.  A scroll search (``pages``) is timed as one exchange,
+    as Rally 2.13 times it: the search opens a scroll (``scroll=10s``, ``sort=_doc``),
+    ``POST /_search/scroll`` fetches the next pages until ``pages`` are read or a page
+    comes back empty (the first page already ends it when the index holds fewer hits than
+    a page), and the scroll is cleared.  Documents and bytes are summed over the pages; the
+    answer returned is the first failed or partial page, else the last one.
+    """
+    body = query.body_at(use)
+    if query.pages is None:
+        status, answer = connection.request(query.method, query.path, body, timeout=timeout)
+        return status, answer, returned_documents(answer), len(answer)
+    joiner = "&" if "?" in query.path else "?"
+    first = f"{query.path}{joiner}scroll={SCROLL_KEEP_ALIVE}&sort=_doc"
+    status, answer = connection.request(query.method, first, body, timeout=timeout)
+    docs, size = returned_documents(answer), len(answer)
+    found = _SCROLL_ID.search(answer) if status < 300 else None
+    if found is None:
+        return status, answer, docs, size
+    scroll_id = found.group(1).decode()
+    try:
+        total = _TOTAL_HITS.search(answer)
+        hits = int(total.group(1)) if total is not None else docs
+        done = hits == 0 or hits < query.page_size or partial_reason(answer) is not None
+        page = 1
+        while not done and (query.pages < 0 or page < query.pages):
+            more = json.dumps({"scroll_id": scroll_id, "scroll": SCROLL_KEEP_ALIVE}).encode()
+            status, answer = connection.request("POST", "/_search/scroll", more, timeout=timeout)
+            page += 1
+            got = returned_documents(answer)
+            docs, size = docs + got, size + len(answer)
+            done = status >= 300 or got == 0 or partial_reason(answer) is not None
+    finally:
+        clear = json.dumps({"scroll_id": [scroll_id]}).encode()
+        # a failed clear leaves the scroll to expire; the exchange's own outcome stands
+        with contextlib.suppress(RequestFailed):
+            connection.request("DELETE", "/_search/scroll", clear, timeout=timeout)
+    return status, answer, docs, size
 
 
 class DecodeFailed(Exception):
@@ -203,9 +289,18 @@ def ingest(
 
 
 def query_order(queries: Sequence[PreparedQuery], rng: random.Random) -> list[PreparedQuery]:
-    """This rank's own random permutation of the step's queries (cycled through)."""
+    """This rank's own random permutation of the step's queries (cycled through).
+
+    A query with several bodies starts at a body of its own in each client (drawn after
+    the permutation, so the permutation is the one a query without variants gets): the
+    clients do not send the same body at the same moment.
+    """
     order = list(queries)
     rng.shuffle(order)
+    for k, query in enumerate(order):
+        if len(query.variants) > 1:
+            start = rng.randrange(len(query.variants))
+            order[k] = replace(query, variants=query.variants[start:] + query.variants[:start])
     return order
 
 
@@ -231,11 +326,12 @@ def warm_up(
     perf = time.perf_counter
     while position < len(order) or time.time() < until:
         query = order[position % len(order)]
+        use = position // len(order)
         position += 1
         tick()
         started = perf()
         try:
-            status, body = connection.request(query.method, query.path, query.body)
+            status, body, docs, nbytes = send(connection, query, use)
         except RequestFailed as exc:
             raise WarmupFailed(query.name, str(exc)) from exc
         if status >= 300:
@@ -249,7 +345,7 @@ def warm_up(
             except DecodeFailed as exc:
                 raise WarmupFailed(query.name, str(exc)) from exc
         elapsed = perf() - started
-        recorder.record(query.name, node, elapsed, elapsed, returned_documents(body), len(body))
+        recorder.record(query.name, node, elapsed, elapsed, docs, nbytes)
         sent += 1
     return sent
 
@@ -301,7 +397,7 @@ def measure(
         intended = scheduled if period else started
         bound = math.ceil(deadline - started + OPEN_GRACE)
         try:
-            status, body = connection.request(query.method, query.path, query.body, timeout=bound)
+            status, body, docs, nbytes = send(connection, query, sent // count, bound)
             if decode is not None and status < 300:
                 decode(query, body)
         except RequestFailed as exc:
@@ -339,14 +435,7 @@ def measure(
             elif (partial := partial_reason(body)) is not None:
                 recorder.record_error(query.name, node, PARTIAL, status, partial, done - intended)
             else:
-                recorder.record(
-                    query.name,
-                    node,
-                    done - intended,
-                    done - started,
-                    returned_documents(body),
-                    len(body),
-                )
+                recorder.record(query.name, node, done - intended, done - started, docs, nbytes)
         sent += 1
         if period:
             scheduled += period

@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 
 from esdash.bench.index_reuse import REUSE_MODES, corpus_identity, stamp_index_body
+from esdash.bench.slices import plan_slices
 from esdash.errors import BadInput
 from esdash.paths import cache_dir
 from esdash.plugin.api import (
@@ -28,12 +29,14 @@ from esdash.plugin.api import (
     QueryNotSupported,
     QueryStep,
     Track,
+    TrackIndex,
 )
 from esdash.plugin.capabilities import missing_capability
 from esdash.plugin.planning import MODULE_TYPES, adapt_index_body
 from esdash.rundir.records import (
     BenchPlan,
     JsonObject,
+    PlannedIndex,
     PlannedQuery,
     PlannedStep,
 )
@@ -82,14 +85,22 @@ def planned_query(
         request_cache=query.request_cache,
         method=query.method,
         path=query.path,
+        variants=tuple(dict(v) for v in query.variants),
+        pages=query.pages,
     )
     if codec is not None:
         try:
+            if query.variants or query.pages is not None:
+                # a codec decodes a response against the one body it encoded
+                what = "parameter-source bodies" if query.variants else "scroll pages"
+                raise QueryNotSupported(what, "the codec decodes single searches only")
             planned = msgspec.structs.replace(planned, body=encoded_query(query, codec))
         except QueryNotSupported as exc:
             refusal = f"not possible under {codec.label}: {exc.part} ({exc.reason})"
-            return msgspec.structs.replace(planned, body=None, unsupported=refusal)
-    missing = missing_capability(tuple(query.requires), distribution, query.body)
+            return msgspec.structs.replace(planned, body=None, variants=(), unsupported=refusal)
+    missing = None
+    for body in (query.body, *query.variants):
+        missing = missing or missing_capability(tuple(query.requires), distribution, body)
     return msgspec.structs.replace(planned, unsupported=missing)
 
 
@@ -193,6 +204,13 @@ def make_plan(
         index_body = codec.encode_index_body(index_body)
     offsets = offsets_dir if offsets_dir is not None else cache_dir() / "offsets"
     index_body = stamp_index_body(index_body, corpus_identity(corpus, offsets))
+    more: list[PlannedIndex] = []
+    for other in track.more_indices(options, cache_dir() / "corpora"):
+        if other.corpus is not None:  # scanned once here; the ranks read the cached offsets
+            plan_slices(other.corpus, ranks, offsets)
+        planned, adapted = planned_index(other, distribution, codec, offsets)
+        more.append(planned)
+        notes += [f"index {other.name}: {note}" for note in adapted]
     return BenchPlan(
         index=index,
         index_body=index_body,
@@ -222,4 +240,37 @@ def make_plan(
         warmup_round=session.benchmark.warmup_round,
         order=session.benchmark.order,
         repetitions=session.benchmark.repetitions,
+        more_indices=tuple(more),
+        track_requests=track.track_requests(options, distribution),
+        data_stream=index in track.data_streams(options),
     )
+
+
+def planned_index(
+    index: TrackIndex,
+    distribution: Distribution,
+    codec: ClientCodec | None,
+    offsets: Path,
+) -> tuple[PlannedIndex, list[str]]:
+    """Another index of the track as the run prepares it: its body adapted to the
+    distribution, encoded by the codec and stamped with its own fingerprint (each index
+    is reused or re-ingested on its own); a data stream's documents go as ``create``."""
+    corpus = index.corpus
+    body: JsonObject = {}
+    notes: list[str] = []
+    if not index.data_stream:
+        body, notes = adapt_index_body(index.body, distribution)
+        if codec is not None:
+            body = codec.encode_index_body(body)
+        identity = corpus_identity(corpus, offsets) if corpus is not None else {}
+        body = stamp_index_body(body, identity)
+    planned = PlannedIndex(
+        name=index.name,
+        body=body,
+        corpus_path=str(corpus.path) if corpus is not None else "",
+        corpus_documents=corpus.documents if corpus is not None else 0,
+        corpus_has_actions=corpus.includes_action_and_meta_data if corpus is not None else False,
+        op_type="create" if index.data_stream else "index",
+        data_stream=index.data_stream,
+    )
+    return planned, list(notes)

@@ -59,6 +59,7 @@ from esdash.bench.conductor import KIND_START, KIND_WARMUP_END, Conductor
 from esdash.bench.nodewatch import NodeWatch, http_ping
 from esdash.bench.plan import BenchPlan
 from esdash.bench.split import KIND_EXIT, run_split
+from esdash.bench.track_requests import before_ingest, from_start, line
 from esdash.bench.warmup import WarmupSchedule, run_round
 from esdash.cluster import pki
 from esdash.cluster.control import control_client
@@ -71,6 +72,7 @@ from esdash.rundir.layout import RunDir
 from esdash.rundir.records import (
     JsonObject,
     NodePlan,
+    PlannedIndex,
     PlannedQuery,
     PlannedStep,
     RankPayload,
@@ -292,12 +294,47 @@ class Worker:
     def ingest_node(self) -> NodePlan:
         return self.nodes[self.index % len(self.nodes)]
 
-    def ingest(self, recorder: Recorder, reporter: Reporter) -> JsonObject:
+    def ingest(
+        self, recorder: Recorder, reporter: Reporter, names: Sequence[str] | None = None
+    ) -> JsonObject:
+        """Ingest this rank's slice of each index's corpus, one index after another.
+
+        ``names`` are the indices rank 0 decided to ingest (None: the main index only, as
+        an older rank 0 said); the indices go in the plan's order (the track's bulk tasks).
+        The result adds up the units, with the documents sent to each index in
+        ``per_index``.
+        """
+        wanted = [self.plan.index] if names is None else list(names)
+        units = [i for i in self.plan.all_indices if i.name in wanted and i.has_corpus]
+        began, cpu = time.time(), time.process_time()
+        total: JsonObject = {
+            "node": self.ingest_node.name,
+            "docs_sent": 0,
+            "docs_indexed": 0,
+            "rejected": 0,
+            "per_index": {},
+        }
+        for unit in units:
+            result = self._ingest_one(unit, recorder, reporter)
+            for key in ("docs_sent", "docs_indexed", "rejected"):
+                total[key] += result[key]
+            total["per_index"][unit.name] = result["docs_sent"]
+            if "encode_seconds" in result:
+                total["encode_seconds"] = (
+                    total.get("encode_seconds", 0.0) + result["encode_seconds"]
+                )
+        total["seconds"] = time.time() - began
+        # this rank's CPU time (all threads): the client's cost, independent of load
+        total["cpu_seconds"] = time.process_time() - cpu
+        return total
+
+    def _ingest_one(self, unit: PlannedIndex, recorder: Recorder, reporter: Reporter) -> JsonObject:
+        """This rank's slice of one index's corpus, sent in bulk requests."""
         from esdash.bench.slices import plan_slices, read_slice
         from esdash.plugin.api import Corpus
 
         plan = self.plan
-        corpus = Corpus(Path(plan.corpus_path), plan.corpus_documents, plan.corpus_has_actions)
+        corpus = Corpus(Path(unit.corpus_path), unit.corpus_documents, unit.corpus_has_actions)
         part = plan_slices(corpus, self.workers, cache_dir() / "offsets")[self.index]
         connection = self.connection(self.ingest_node)
         encode: Callable[[list[JsonObject]], list[bytes]] | None = None
@@ -329,9 +366,14 @@ class Worker:
                     finally:
                         encoding[0] += time.perf_counter() - started
 
-        began, cpu = time.time(), time.process_time()
         batches: Iterator[Batch] = read_slice(
-            corpus, part, plan.bulk_size, plan.index, encode=encode, encode_raw=encode_raw
+            corpus,
+            part,
+            plan.bulk_size,
+            unit.name,
+            encode=encode,
+            encode_raw=encode_raw,
+            op_type=unit.op_type,
         )
         if encode is not None:
             batches = _read_ahead(batches, reporter.tick)
@@ -345,13 +387,9 @@ class Worker:
                 close()
         connection.close()
         result: JsonObject = {
-            "node": self.ingest_node.name,
             "docs_sent": outcome.docs_sent,
             "docs_indexed": outcome.docs_indexed,
             "rejected": outcome.rejected,
-            "seconds": time.time() - began,
-            # this rank's CPU time (all threads): the client's cost, independent of load
-            "cpu_seconds": time.process_time() - cpu,
         }
         if encode is not None:
             result["encode_seconds"] = encoding[0]
@@ -387,17 +425,7 @@ class Worker:
         """
         node = self.ingest_node
         runnable = {q.name: q for step in self.plan.steps for q in step.runnable}
-        prepared = [
-            loadgen.PreparedQuery.of(
-                name,
-                runnable[name].index,
-                runnable[name].body,
-                runnable[name].request_cache,
-                runnable[name].method,
-                runnable[name].path,
-            )
-            for name in schedule.queries
-        ]
+        prepared = [loadgen.PreparedQuery.planned(runnable[name]) for name in schedule.queries]
         decode = self.decoder(tuple(runnable.values()))
         connection = self.connection(node, timeout=max(30.0, 2 * schedule.slot))
         decision: JsonObject | None = None
@@ -514,10 +542,7 @@ class Worker:
         The seed makes every client's node and query order reproducible; the first client's
         draws are the ones a one-client rank has always made.
         """
-        prepared = [
-            loadgen.PreparedQuery.of(q.name, q.index, q.body, q.request_cache, q.method, q.path)
-            for q in runnable
-        ]
+        prepared = [loadgen.PreparedQuery.planned(q) for q in runnable]
         decode = self.decoder(runnable)
         clients = []
         for c in range(rank_share(step.clients, self.workers, self.index)):
@@ -703,7 +728,7 @@ def run_worker(
         recorder.drain()  # the wait for T0 is not part of any interval
         if start["index"]["ingest"]:
             worker.state.phase = "ingest"
-            final["ingest"] = worker.ingest(recorder, reporter)
+            final["ingest"] = worker.ingest(recorder, reporter, start["index"].get("indices"))
             reporter.flush(partial=True)
         worker.state.phase = "sync"
         reporter.send({"rank": rank}, KIND_INGEST_DONE)
@@ -722,8 +747,11 @@ def run_worker(
             reason=f"{type(exc).__name__}: {exc}",
             traceback=traceback.format_exc()[-2000:],
         )
-    worker.state.phase = "done"
+    # What an abort or a failure cut short is flushed under the phase it was measured in:
+    # labelled "done", rank 0's results counted it nowhere (an aborted ingest's documents
+    # were in the stream but not in results.json).
     reporter.flush(partial=True)
+    worker.state.phase = "done"
     heartbeat.stop()
     reporter.send(final, KIND_FINAL)
     return 0 if final["status"] == "ok" else 1
@@ -962,6 +990,9 @@ def run_coordinator(
     ingested = bool(start["index"] and start["index"]["ingest"])
     post = ChannelWriter(run.coordinator_channel)
     conductor = Conductor(post.write, size - 1, plan, control, sink, ingested)
+    conductor.track_results = from_start(start)
+    for result in conductor.track_results:
+        sink.event("track_request", line(result), "info" if result.status == "ok" else "error")
     try:
         if start["error"] is None:
             try:
@@ -976,11 +1007,13 @@ def run_coordinator(
         sink.phase_event("results", aborted=lambda: bool(state.aborted))
         if state.aborted:
             coordinator.errors.append(state.aborted)
+        coordinator.errors += conductor.errors
         sink.finish(
             coordinator.finals,
             coordinator.errors,
             aborted=state.aborted,
             settle=conductor.settled,
+            track_requests=conductor.track_results,
             global_warmup=conductor.global_warmup(),
             caches=conductor.caches(sink.step_requests),
             cluster=conductor.cluster_facts(),
@@ -1077,7 +1110,10 @@ def _start(
         # merges and refreshes of a large index take minutes
         control = control_client(cluster_run, engine, nodes[:1], timeout=300.0)
         try:
-            return {"t0": time.time() + 0.5, "index": _prepare_index(plan, control), "error": None}
+            index = _prepare_index(plan, control)
+            # the track's administrative requests before the ingest (Rally's schedule order)
+            sent = before_ingest(plan.track_requests, control)
+            return {"t0": time.time() + 0.5, "index": index, **sent}
         finally:
             control.close()
     except Exception as exc:

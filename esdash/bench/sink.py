@@ -44,6 +44,7 @@ from esdash.rundir.records import (
     RankInfo,
     RankPayload,
     RankSummary,
+    RequestResult,
     Results,
     RunStatus,
     SettleResult,
@@ -100,7 +101,7 @@ class StreamSink:
                 )
                 for step in self.plan.steps
             ],
-            ingest=IngestPlan(docs_total=self.plan.corpus_documents),
+            ingest=IngestPlan(docs_total=self.plan.documents_total),
         )
         self.writer.write(self.header)
         self.started = not start.get("error")
@@ -179,7 +180,7 @@ class StreamSink:
             ingest = None
             if phase == "ingest":
                 ingest = IngestProgress(
-                    docs_done=self.docs_done, docs_total=self.plan.corpus_documents
+                    docs_done=self.docs_done, docs_total=self.plan.documents_total
                 )
             self.writer.write(
                 Interval(
@@ -208,6 +209,7 @@ class StreamSink:
         aborted: str = "",
         *,
         settle: SettleResult | None = None,
+        track_requests: Sequence[RequestResult] = (),
         global_warmup: GlobalWarmup | None = None,
         caches: Mapping[int, CacheCounts] | None = None,
         cluster: ClusterFacts | None = None,
@@ -321,6 +323,7 @@ class StreamSink:
             results.node_events = list(watch.events)
             results.cluster_health = list(watch.health)
         results.settle = settle
+        results.track_requests = list(track_requests)
         results.global_warmup = global_warmup
         results.cluster = cluster
         for k, counts in (caches or {}).items():
@@ -365,6 +368,12 @@ class StreamSink:
             if any("encode_seconds" in i for i in ingest):
                 # client-side encryption inside the ingest ranks, summed over them
                 results.ingest.encode_seconds = sum(i.get("encode_seconds", 0.0) for i in ingest)
+            per_index: dict[str, int] = {}
+            for each in ingest:  # several indices: what each rank sent to each
+                for name, docs in (each.get("per_index") or {}).items():
+                    per_index[name] = per_index.get(name, 0) + int(docs)
+            if len(per_index) > 1:
+                results.ingest.per_index = per_index
         self.run.write_results(results)
         bodies = {
             k: {q.name: q.body for q in step.queries} for k, step in enumerate(self.plan.steps)

@@ -10,7 +10,9 @@ A corpus may be many gigabytes, so it is never loaded whole:
   the first scan.
 - :func:`read_slice` reads one slice and yields ready-to-send ``_bulk`` bodies, validating each
   line on the way with :mod:`esdash.plugin.corpus` (the load generator never sends a line it
-  did not check).
+  did not check).  A file the run's up-front whole-file check already passed is copied into
+  the bodies verbatim instead, unparsed: the same bytes at a fraction of the client's CPU
+  (``bench/ingest_cpu.py`` compares the two).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from esdash.errors import BadInput
 from esdash.plugin.api import Corpus
@@ -365,8 +368,13 @@ def read_slice(
     max_line_bytes: int = MAX_LINE_BYTES,
     encode: Callable[[list[JsonObject]], list[bytes]] | None = None,
     encode_raw: Callable[[list[bytes]], list[bytes | None]] | None = None,
+    op_type: str = "index",
+    checked: bool | None = None,
 ) -> Iterator[Batch]:
     """Yield the ``_bulk`` bodies of one slice, ``batch_size`` documents each (the last fewer).
+
+    ``op_type`` is the action of documents without their own action line: ``create`` for
+    a data stream, which refuses ``index``.
 
     Each document gets the action line ``{"index":{"_index":<index>}}`` (``{"index":{}}``
     without an index: then post to ``/<index>/_bulk``).  A corpus with its own action lines
@@ -385,6 +393,13 @@ def read_slice(
     line it leaves to Python.  Only those lines are then parsed, checked and passed to
     ``encode``, so a line the fast path encodes is parsed once, natively, and a bad line
     still raises :class:`BadInput` naming its file and line.
+
+    ``checked`` says whether every line of the file is already known to be valid: then,
+    without ``encode``, the lines go into the bodies verbatim, unparsed (a JSON decode per
+    document was most of the client's CPU at ingest, and that CPU is part of what a 2-core
+    node measures).  ``None`` asks :func:`esdash.cluster.preflight.corpus_checked` whether
+    the whole-file check of the run's preparation passed this very file (same size,
+    modification time, inode).  The bodies are the same bytes either way.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
@@ -393,12 +408,17 @@ def read_slice(
         return
     paired = has_action_lines(corpus, max_line_bytes)
     meta = {"_index": index} if index else {}
-    default_action = json.dumps({"index": meta}, separators=(",", ":")).encode() + b"\n"
+    default_action = json.dumps({op_type: meta}, separators=(",", ":")).encode() + b"\n"
+    if checked is None:
+        checked = encode is None and max_line_bytes == MAX_LINE_BYTES and _checked(corpus)
     with open_corpus(path) as handle:
         if part.start_byte:
             handle.seek(part.start_byte - 1)
             if handle.read(1) != b"\n":
                 raise _stale(path, part)
+        if checked and encode is None:
+            yield from _verbatim(handle, path, part, batch_size, index, default_action, paired)
+            return
         offset, number = part.start_byte, part.first_line - 1
         body: list[bytes] = []
         values: list[JsonObject] = []  # parsed documents, when they are encoded
@@ -460,6 +480,116 @@ def read_slice(
                 yield Batch(_joined(body, values, encode), docs, first)
     if total != part.documents or offset != part.end_byte:
         raise _changed(path)
+
+
+def _checked(corpus: Corpus) -> bool:
+    """Whether the run's up-front whole-file check passed this very file (see ``checked``)."""
+    from esdash.cluster.preflight import corpus_checked  # the one use: keep slices light
+
+    return corpus_checked(corpus)
+
+
+#: Bytes read at once by the verbatim path (a longer line is joined from several reads).
+VERBATIM_CHUNK = 4 * 1024 * 1024
+
+
+def _chunk_lines(handle: BinaryIO, path: Path, part: Slice) -> Iterator[list[bytes]]:
+    """The lines of ``part`` without their ``\\n``, a list per read of ``VERBATIM_CHUNK``.
+
+    Splitting a block in C and looping over the pieces costs a fraction of a ``readline``
+    per line.  A line spanning several reads is joined once (its pieces are kept in a list,
+    so a 100 MB line is not copied once per read).
+    """
+    remaining = part.end_byte - part.start_byte
+    pieces: list[bytes] = []  # the start of a line the last read did not finish
+    while remaining > 0:
+        data = handle.read(min(VERBATIM_CHUNK, remaining))
+        if not data:  # the file shrank since it was planned
+            raise _changed(path)
+        remaining -= len(data)
+        lines = data.split(b"\n")
+        if len(lines) == 1:
+            pieces.append(data)
+            continue
+        if pieces:
+            pieces.append(lines[0])
+            lines[0] = b"".join(pieces)
+            pieces = []
+        tail = lines.pop()
+        if tail:
+            pieces.append(tail)
+        yield lines
+    if pieces:  # the slice's (and the file's) last line has no line end
+        yield [b"".join(pieces)]
+
+
+def _verbatim(
+    handle: BinaryIO,
+    path: Path,
+    part: Slice,
+    batch_size: int,
+    index: str | None,
+    default_action: bytes,
+    paired: bool,
+) -> Iterator[Batch]:
+    """The bodies of a checked corpus: its lines copied as they are, none parsed.
+
+    The same bytes as the checking path: blank lines skipped, line ends (``\\r\\n`` too)
+    made ``\\n``, a leading BOM dropped, and each document after its action line -- the
+    shared one, or the corpus' own with ``_index`` added where it names none (action lines
+    are parsed for that, documents never are).
+    """
+    number = part.first_line - 1
+    docs: list[bytes] = []  # a batch's documents (after their actions, if paired)
+    actions: list[bytes] = []  # their action lines, in a paired corpus
+    action: bytes | None = None
+    action_line = first = total = 0
+    for lines in _chunk_lines(handle, path, part):
+        for line in lines:
+            number += 1
+            if line[-1:] == b"\r":
+                line = line.rstrip(b"\r")
+            if line[:1] != b"{" and not line.strip():
+                continue
+            if number == 1 and line.startswith(BOM):
+                line = line[len(BOM) :]
+            if paired:
+                if action is None:
+                    action = (
+                        line + b"\n"
+                        if index is None
+                        else _with_index(json.loads(line), index, line)
+                    )
+                    action_line = number
+                    continue
+                actions.append(action)
+                action = None
+                if not docs:
+                    first = action_line
+            elif not docs:
+                first = number
+            docs.append(line)
+            if len(docs) == batch_size:
+                yield Batch(_verbatim_body(docs, actions, default_action), batch_size, first)
+                total += batch_size
+                docs, actions = [], []
+    if action is not None:
+        raise dangling_action(path, action_line)
+    if docs:
+        yield Batch(_verbatim_body(docs, actions, default_action), len(docs), first)
+        total += len(docs)
+    if total != part.documents:
+        raise _changed(path)
+
+
+def _verbatim_body(docs: list[bytes], actions: list[bytes], default_action: bytes) -> bytes:
+    """``action \\n document \\n`` per document, in one join."""
+    if not actions:
+        return default_action + (b"\n" + default_action).join(docs) + b"\n"
+    parts: list[bytes] = []
+    for action, doc in zip(actions, docs, strict=True):
+        parts += (action, doc, b"\n")
+    return b"".join(parts)
 
 
 def _encoded_raw(

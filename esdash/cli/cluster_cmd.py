@@ -1,4 +1,9 @@
-"""``esdash cluster up|status|down``: an on-demand search cluster, from any shell."""
+"""``esdash cluster up|status|down``: an on-demand search cluster, from any shell.
+
+The launch, health and stop machinery (the plugin manager, the session model, MPI and
+Slurm helpers) is imported inside each action, so ``esdash cluster down`` says what it
+does before it loads any of it (issue 17: a first line within a second).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,8 @@ import json
 import sys
 import time
 
-from esdash.cluster import health as cluster_health
+from esdash.cli._defaults import DEFAULT_TIMEOUT, STOP_GRACE
 from esdash.errors import EXIT_ABORT
-from esdash.run import start, stop
-from esdash.rundir import files
-from esdash.rundir.layout import RunDir
-from esdash.session import load_session
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up.add_argument(
         "--timeout",
         type=float,
-        default=start.DEFAULT_TIMEOUT,
+        default=DEFAULT_TIMEOUT,
         help="seconds to wait for a healthy cluster (default %(default)s)",
     )
     up.add_argument(
@@ -46,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     down.add_argument(
         "--grace",
         type=float,
-        default=stop.STOP_GRACE,
+        default=STOP_GRACE,
         help="seconds before the launcher is killed (default %(default)s)",
     )
     down.set_defaults(func=run_down)
@@ -59,6 +60,11 @@ def run_up(args: argparse.Namespace) -> int:
     state ``interrupted``); in the foreground afterwards they are the normal end (exit 0,
     state ``stopped``); the reason names the signal either way.
     """
+    from esdash.cluster import health as cluster_health
+    from esdash.run import start, stop
+    from esdash.rundir.layout import RunDir
+    from esdash.session import load_session
+
     session = load_session(args.session)
     run = RunDir.open(args.run_dir) if args.run_dir else None
     with stop.Interrupts() as interrupts:
@@ -88,6 +94,10 @@ def run_up(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    from esdash.cluster import health as cluster_health
+    from esdash.rundir import files
+    from esdash.rundir.layout import RunDir
+
     info = cluster_health.status(RunDir.open(args.run))
     if args.json:
         print(json.dumps(files.to_builtins(info), indent=2))
@@ -138,6 +148,10 @@ def run_down(args: argparse.Namespace) -> int:
     A run already over is left alone (one line, exit 0); a recorded process whose identity
     is not confirmed is never signalled, and a line on stderr says which and why.
     """
+    print(f"esdash: stopping the cluster of {args.run} ...", file=sys.stderr, flush=True)
+    from esdash.run import stop
+    from esdash.rundir.layout import RunDir
+
     run = RunDir.open(args.run)
     down = stop.take_down(run, grace=args.grace)
     if down.outcome == "already":

@@ -16,13 +16,12 @@ import os
 import shutil
 import sys
 from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from esdash.errors import EXIT_FAILURE, EXIT_OK
-from esdash.plugin.host import HostCheck
+
+if TYPE_CHECKING:
+    from esdash.plugin.host import HostCheck
 
 #: How a status looks on a colour terminal.
 _STYLES = {"pass": "green", "warn": "yellow", "fail": "red"}
@@ -95,6 +94,10 @@ def format_table(checks: list[HostCheck], width: int | None = None, colour: bool
     ``width`` wraps details and fixes in the DETAIL column (for terminals); ``None`` keeps
     one line each, which suits logs and grep.  ``colour`` marks the statuses (rich styles).
     """
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     grid = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), header_style="")
     grid.add_column("STATUS", no_wrap=True)
     grid.add_column("CHECK", no_wrap=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
 
 from esdash.errors import BadInput
 
@@ -29,19 +28,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def _schedule(task_schedule: Mapping[str, object]) -> str:
-    """The track's schedule properties as ``key=value``; a note such as test mode's
-    changes (a key with a space) as ``key: text``."""
-    return " ".join(
-        f"{key}: {value}" if " " in key else f"{key}={value}"
-        for key, value in task_schedule.items()
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     from esdash.cluster.preflight import track_finding
     from esdash.session import load_session
-    from esdash.view.plan import session_plan
+    from esdash.view.plan import schedule_text, session_plan
 
     session = load_session(args.session)
     try:
@@ -66,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     for number, task in enumerate(plan.tasks, 1):
         block = f"[parallel block {task.parallel}] " if task.parallel else ""
         clients = f"{task.clients} client{'s' if task.clients != 1 else ''}"
-        schedule = _schedule(task.schedule)
+        schedule = schedule_text(task.schedule)
         print(
             f"{number:3d}. {block}{task.name} ({task.operation}, {clients}"
             f"{'; ' + schedule if schedule else ''})"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from esdash.plugin.manager import KINDS, PluginSet, get_plugins
+if TYPE_CHECKING:
+    from esdash.plugin.manager import PluginSet
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,6 +40,8 @@ def as_dict(plugin_set: PluginSet) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    from esdash.plugin.manager import KINDS, get_plugins
+
     plugin_set = get_plugins()
     data = as_dict(plugin_set)
     if args.json:

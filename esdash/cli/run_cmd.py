@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from esdash.run.start import DEFAULT_TIMEOUT
-from esdash.session import load_session
+from esdash.cli._defaults import DEFAULT_TIMEOUT
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,6 +57,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from esdash.run.job import RunOptions, run_session  # numpy and more: only when running
+    from esdash.session import load_session
 
     session = load_session(args.session)
     options = RunOptions(

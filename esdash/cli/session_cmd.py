@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from esdash.errors import EXIT_BAD_INPUT, BadInput
-from esdash.session import load_session
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,6 +32,7 @@ def run_check(args: argparse.Namespace) -> int:
     """
     from esdash.cluster import preflight
     from esdash.cluster.ports import describe
+    from esdash.session import load_session
 
     failed = 0
     for file in args.files:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from esdash.run import start
-from esdash.session import Session, load_session
+if TYPE_CHECKING:
+    from esdash.session import Session
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from esdash.run import start
+    from esdash.session import load_session
+
     session = load_session(args.session)
     if args.dry_run:
         return _dry_run(session, args)
@@ -43,6 +47,8 @@ def _dry_run(session: Session, args: argparse.Namespace) -> int:
     run: the script is shown rather than written, and the note on stderr says where the
     real submit would put it.
     """
+    from esdash.run import start
+
     run, script = start.preview_submit(session, bench=args.bench, fresh=args.fresh)
     print(script, end="")
     print(

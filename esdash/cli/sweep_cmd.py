@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from esdash.run.start import DEFAULT_TIMEOUT
+from esdash.cli._defaults import DEFAULT_TIMEOUT
 from esdash.rundir.layout import CAMPAIGNS
 
 if TYPE_CHECKING:

@@ -5,6 +5,10 @@ TCP and TLS handshakes.  Here each rank keeps one keep-alive connection to its n
 reopens it only after a failure.  ``http.client`` is used directly: the full
 elasticsearch-py client costs several times more CPU per request, and on a 2-core node the
 load generator's CPU is part of what is measured.
+
+``http.client`` sets ``TCP_NODELAY`` on every connection it opens (HTTPS too), so a body
+sent after its headers does not wait for a delayed ACK (Nagle's algorithm would stall each
+small request by up to 40 ms); ``tests/bench/test_http_nodelay.py`` holds it to that.
 """
 
 from __future__ import annotations

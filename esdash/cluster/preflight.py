@@ -28,11 +28,13 @@ from esdash.errors import BadInput, EsdashError
 from esdash.launch.mpi import in_allocation
 from esdash.paths import cache_dir
 from esdash.plugin import corpus as ndjson
-from esdash.plugin.api import Corpus, Owner
+from esdash.plugin.api import Corpus, Owner, Track
+from esdash.plugin.api import Distribution as EngineDistribution
 from esdash.plugin.capabilities import runnable_steps
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck, Stage, run_checks
 from esdash.plugin.manager import PluginSet, get_plugins
 from esdash.plugin.options import suggest
+from esdash.plugin.planning import PlannedTask, plan_of_steps
 from esdash.session import Session
 from esdash.stats.order import minimum_repetitions
 from esdash.thresholds import parse_threshold, target_problem
@@ -498,11 +500,69 @@ class Thresholds(PreflightCheck):
                 yield Finding("", f"{session.path}: --threshold: {problem}")
 
 
+def track_tasks(
+    session: Session, track: Track, distribution: EngineDistribution | None
+) -> tuple[PlannedTask, ...]:
+    """Every task of the session's track checked against ``distribution``: the track's plan,
+    or esdash's model over ``benchmark.queries`` when the session replaces the track's query
+    steps with a query file (as a run does).  ``esdash plan`` shows these; :class:`TasksRun`
+    refuses a session none of whose tasks runs."""
+    options = session.track.options
+    if session.benchmark.queries is not None:
+        return plan_of_steps(track.index_body(options), session.query_steps(track), distribution)
+    return track.plan(options, distribution)
+
+
+def _track_label(session: Session) -> str:
+    """The track as a session names it: ``track rally (/path/to/track, challenge x)``."""
+    options = session.track.options
+    said = [str(options[key]) for key in ("path",) if options.get(key) is not None]
+    said += [f"challenge {options['challenge']}"] if options.get("challenge") else []
+    return f"track {session.track.name}" + (f" ({', '.join(said)})" if said else "")
+
+
+class TasksRun(PreflightCheck):
+    """Some task of the track's plan runs: the ingest or a query step.
+
+    When the plan refuses every task (operations esdash has no equivalent of, modules the
+    distribution lacks, a mapping it cannot hold), a run would start a cluster and measure
+    nothing the track asks for; this says so before anything starts, pointing at
+    ``esdash plan``, which gives each task's reason.  The distribution is the one the run
+    would use, when it is installed (without it, only what needs none is refused).
+    """
+
+    name = "plan"
+    description = "the track's plan runs its ingest or a query step (not every task refused)"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        track = context.plugins.track(session.track.name)
+        try:
+            backend = context.plugins.backend(session.cluster.backend.name)
+            distribution: EngineDistribution | None = backend.inspect(resolve_home(session))
+        except BadInput:
+            distribution = None  # not installed yet: ``distribution``'s finding at launch
+        try:
+            with _quiet():
+                tasks = track_tasks(session, track, distribution)
+        except BadInput:
+            return  # the ``track`` check's finding
+        if not tasks or any(t.status == "run" and (t.ingest or t.step is not None) for t in tasks):
+            return
+        yield Finding(
+            "",
+            f"{session.path}: track: {_track_label(session)}: every task is refused; "
+            f"see `esdash plan {session.path}`",
+        )
+
+
 #: esdash's own checks, run before the plugins' (in this order).
 CORE_CHECKS: tuple[PreflightCheck, ...] = (
     EncryptionOptions(),
     TrackLoads(),
     CorpusPresent(),
+    TasksRun(),
     StepOrder(),
     References(),
     Thresholds(),
@@ -637,6 +697,21 @@ def check_whole_corpus(corpus: Corpus) -> None:
         return
     documents = _scan(corpus, int(identity["size"]))
     _remember(record, identity, documents)
+
+
+def corpus_checked(corpus: Corpus) -> bool:
+    """Whether :func:`check_whole_corpus` passed this very file and remembers it.
+
+    The ingest then sends the lines without parsing them again
+    (:func:`esdash.bench.slices.read_slice`): the identity (size, modification time, inode)
+    is that of the file as it is now, so an edited or replaced file is read checking.
+    """
+    path = Path(corpus.path)
+    try:
+        key, identity = _identity(path, corpus.includes_action_and_meta_data)
+    except OSError:
+        return False
+    return _remembered(cache_dir() / CORPUS_CHECKS / f"{key}.json", identity)
 
 
 def _scan(corpus: Corpus, size: int) -> int:

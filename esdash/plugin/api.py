@@ -32,7 +32,7 @@ from esdash.plugin.control import ControlClient
 from esdash.plugin.host import HostProbe
 from esdash.plugin.planning import REASON_KINDS, CorpusStatus, PlannedTask, plan_of_steps
 from esdash.plugin.security import Credentials, NodeSecurity
-from esdash.rundir.records import JsonMapping, JsonObject, NodePlan, Topology
+from esdash.rundir.records import JsonMapping, JsonObject, NodePlan, PlannedRequest, Topology
 
 #: Value kinds an :class:`Option` can declare.  ``duration`` accepts ``"30s"``, ``"5m"``,
 #: ``"1h"``, ``"250ms"`` or a number of seconds; ``size`` accepts ``"512m"``, ``"2g"``.
@@ -512,6 +512,14 @@ class Query:
     empty; ``index`` and ``request_cache`` do not apply, and a client-side encryption mode
     never rewrites it (one with a body is refused under such a mode: its plaintext would
     not match the encrypted index).
+
+    ``variants`` are further bodies of the same search (a Rally parameter source's samples,
+    ``body`` being the first): each client cycles through them from its own, reproducible
+    starting point, so one query name stands for many different requests.  ``pages`` makes
+    the query a scroll search (Rally's ``scroll-search``): the first request opens a
+    scroll, the following ones fetch up to ``pages`` pages in all (:data:`ALL_PAGES`: until
+    the hits run out) and the scroll is cleared; the whole exchange is timed as one
+    request.  ``body`` then carries the page size as ``size``.
     """
 
     name: str
@@ -521,6 +529,12 @@ class Query:
     request_cache: bool | None = False
     method: str = "POST"
     path: str | None = None
+    variants: tuple[JsonObject, ...] = ()
+    pages: int | None = None
+
+
+#: ``Query.pages`` of a scroll that fetches every page (Rally's ``"pages": "all"``).
+ALL_PAGES = -1
 
 
 @dataclass(frozen=True)
@@ -581,6 +595,22 @@ class Corpus:
     origin: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
+@dataclass(frozen=True)
+class TrackIndex:
+    """Another index of a track, beside its main one (:meth:`Track.more_indices`).
+
+    ``corpus`` None: the index is created but nothing is ingested into it (a track's
+    searches may still name it).  ``data_stream``: ``name`` is a data stream, which the
+    track's index template makes on the first document; its documents are sent as
+    ``create`` actions and ``body`` is unused.
+    """
+
+    name: str
+    body: JsonObject
+    corpus: Corpus | None = None
+    data_stream: bool = False
+
+
 class Track(Registrable):
     """A workload: index settings and mapping, a corpus, a field schema and query steps."""
 
@@ -608,6 +638,25 @@ class Track(Registrable):
     @abstractmethod
     def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         """The query steps, in the order they run."""
+
+    def more_indices(self, options: OptionValues, cache_dir: Path) -> tuple[TrackIndex, ...]:
+        """The track's other indices beside :meth:`index_name`, each with its corpus, in the
+        order they are ingested (after the main one).  Most tracks have one index: none."""
+        return ()
+
+    def data_streams(self, options: OptionValues) -> tuple[str, ...]:
+        """Which of the track's targets (:meth:`index_name` included) are data streams,
+        made by the track's index templates rather than created with a body: none."""
+        return ()
+
+    def track_requests(
+        self, options: OptionValues, distribution: Distribution
+    ) -> tuple[PlannedRequest, ...]:
+        """Administrative requests rank 0 sends once, in order: before the ingest (after
+        preparing the indices) and after it (before settling and the steps), as a Rally
+        track's ``force-merge`` or ``put-settings`` tasks.  Those ``distribution`` cannot
+        serve are left out (the plan refuses their tasks).  Most tracks have none."""
+        return ()
 
     def corpus_check(self, options: OptionValues, cache_dir: Path) -> CorpusStatus | None:
         """The corpus a run would ingest, checked without writing anything; None (the
@@ -674,8 +723,10 @@ __all__ = [
     "PlannedTask",
     "CorpusStatus",
     "PluginInfo",
+    "ALL_PAGES",
     "QueryNotSupported",
     "REASON_KINDS",
     "Track",
+    "TrackIndex",
     "interface_addresses",
 ]

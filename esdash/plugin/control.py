@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from esdash.errors import ClusterError
-from esdash.rundir.records import Health, JsonObject
+from esdash.rundir.records import Health, JsonMapping, JsonObject
 
 #: What :func:`engine_of` returns for the engines esdash knows.
 ELASTICSEARCH = "elasticsearch"
@@ -145,6 +145,24 @@ class ControlClient(Protocol):
     def create_data_stream(self, name: str) -> None: ...
 
     def delete_data_stream(self, name: str) -> None: ...
+
+    def request(
+        self,
+        operation: str,
+        method: str,
+        path: str,
+        body: JsonMapping | None,
+        timeout: float | None = None,
+    ) -> JsonObject:
+        """One request as it is (``path`` with its query string), for a track's
+        administrative tasks (Rally's ``raw-request``, ``force-merge``, templates ...).
+
+        Returns the engine's answer (``{}`` when it has no JSON body); raises
+        :class:`ControlError` naming ``operation`` on any status of 400 or above.
+        ``timeout`` overrides the client's request timeout (a merge takes as long as it
+        takes).
+        """
+        ...
 
     def close(self) -> None: ...
 

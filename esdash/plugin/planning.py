@@ -127,6 +127,24 @@ def body_parts(body: JsonValue) -> set[str]:
     return set()
 
 
+#: Script languages other than painless, and the module each needs (Elasticsearch and
+#: OpenSearch ship them as separate modules; a distribution without one answers 400).
+SCRIPT_LANGUAGE_MODULES = {"expression": "lang-expression", "mustache": "lang-mustache"}
+
+
+def script_languages(body: JsonValue) -> set[str]:
+    """The ``lang`` of every script in a request body."""
+    if isinstance(body, list):
+        return {lang for item in body for lang in script_languages(item)}
+    if not isinstance(body, dict):
+        return set()
+    found = {lang for v in body.values() for lang in script_languages(v)}
+    script = body.get("script")
+    if isinstance(script, dict) and isinstance(script.get("lang"), str):
+        found.add(script["lang"])
+    return found
+
+
 # ----------------------------------------------------------------- mappings (adapted)
 
 #: Field types that need a module the integ-test-zip lacks, and the closest core type.
@@ -249,6 +267,15 @@ def query_refusal(
             f"needs the lang-painless module (scripting), which {_lacks(distribution)}",
             "lang-painless",
         )
+    for lang in sorted(script_languages(body)):
+        needed = SCRIPT_LANGUAGE_MODULES.get(lang)
+        if needed is not None and needed not in modules:
+            return Refusal(
+                "module",
+                f"its script's lang {lang!r} needs the {needed} module, which "
+                f"{_lacks(distribution)}",
+                needed,
+            )
     parts = body_parts(body) if body is not None else set()
     table = dict(PLAN_MODULE_PARTS)
     if distribution.flavor.startswith("integ-test-zip"):

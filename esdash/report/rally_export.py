@@ -191,6 +191,16 @@ def build_track(
             op["body"] = dict(query.body)
             if query.request_cache is not None:
                 op["cache"] = query.request_cache  # Rally sends it as esdash does
+            if query.pages is not None:  # Rally's scroll search, page size as the body's
+                op["operation-type"] = "scroll-search"
+                op["pages"] = "all" if query.pages < 0 else query.pages
+                if isinstance(query.body.get("size"), int):
+                    op["results-per-page"] = query.body["size"]
+            if query.variants:
+                notes.append(
+                    f"query {query.name!r}: exported with its first of {len(query.variants)} "
+                    f"bodies (the others came from a parameter source)"
+                )
         if query.requires:
             op["meta"] = {"esdash-requires": list(query.requires)}
         key = json.dumps(op, sort_keys=True, default=str)

@@ -20,6 +20,7 @@ from esdash.rundir.records import (
     JsonObject,
     LatencyStats,
     OpResult,
+    RequestResult,
     Results,
     Spread,
     StepResult,
@@ -32,16 +33,50 @@ PERCENTILES = (("50_0", "p50"), ("90_0", "p90"), ("99_0", "p99"), ("99_9", "p99.
 
 
 def op_metrics(results: Results) -> list[JsonObject]:
-    """Every task of ``results`` in run order: the ingest's bulk operations, then each query
+    """Every task of ``results`` in run order: the track's administrative tasks before the
+    ingest, the ingest's bulk operations, those after it, then each query
     of each step (a step of several queries, a Rally ``parallel`` block, gives one entry per
     query, named by the query)."""
-    entries = []
+    entries = _administrative(results.track_requests, "before-ingest")
     if results.ingest is not None:
         entries += [_bulk(name, op, results.ingest) for name, op in results.ingest.ops.items()]
+    entries += _administrative(results.track_requests, "after-ingest")
     for step in results.steps:
         for name, op in step.queries.items():
             task = step.name if len(step.queries) == 1 else name
             entries.append(_search(task, name, op, step))
+    return entries
+
+
+def _administrative(sent: Sequence[RequestResult], when: str) -> list[JsonObject]:
+    """The track's administrative tasks sent ``when`` as Rally reports them: one service-time
+    sample each (all of a task's requests together, as its runner sends them in one call),
+    latency the same, an error rate of 0 or 1 and no throughput (one sample has none)."""
+    tasks: dict[str, list[RequestResult]] = {}
+    for result in sent:
+        if result.when == when:
+            tasks.setdefault(result.name, []).append(result)
+    entries = []
+    for name, requests in tasks.items():
+        ms = sum(r.seconds for r in requests) * 1000.0
+        sample = {"50_0": ms, "100_0": ms, "mean": ms, "unit": "ms"}
+        failed = any(r.status != "ok" for r in requests)
+        entries.append(
+            {
+                "task": name,
+                "operation": requests[0].operation,
+                "throughput": {"min": None, "mean": None, "median": None, "max": None},
+                "latency": dict(sample),
+                "service_time": dict(sample),
+                "error_rate": 1.0 if failed else 0.0,
+                "duration": ms,
+                "esdash": {
+                    "when": when,
+                    "requests": [r.request for r in requests],
+                    "errors": [r.error for r in requests if r.error],
+                },
+            }
+        )
     return entries
 
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from esdash.errors import BadInput
-from esdash.rundir import files, hdr
+from esdash.rundir import files
 from esdash.rundir.records import (
     BenchPlan,
     CampaignSummary,
@@ -330,6 +330,8 @@ class RunDir:
     def read_results(self) -> Results:
         """``results.json``, every latency histogram in it decoded once (a damaged one is a
         RunFileError naming its JSON path, not a failure of whichever table reads it)."""
+        from esdash.rundir import hdr  # numpy and hdrh: not for every command that opens a run
+
         results = files.read(self.results_file, Results)
         for where, encoded in _histograms(results):
             try:

@@ -630,6 +630,8 @@ class IngestResult(Record, kw_only=True):
     encode_seconds: Float | None = None
     #: Summed bulk times of an imported ingest (the authors' files have no CPU time).
     cpu_time_s: Float | None = None
+    #: Documents sent per index, when the run ingested several indices.
+    per_index: dict[str, Int] = {}
 
 
 class StepPlan(Record, kw_only=True):
@@ -868,6 +870,8 @@ class Results(Record, kw_only=True):
     node_events: list[NodeEvent] = []
     #: The cluster's health over the run: one point per change.
     cluster_health: list[HealthPoint] = []
+    #: The track's administrative requests rank 0 sent once (``BenchPlan.track_requests``).
+    track_requests: list[RequestResult] = []
 
     def step(self, name: str) -> StepResult | None:
         return next((step for step in self.steps if step.name == name), None)
@@ -966,6 +970,11 @@ class PlannedQuery(FrozenRecord, kw_only=True, frozen=True):
     #: A request other than a search (``Query.path``): its method and path.
     method: str = "POST"
     path: str | None = None
+    #: Further bodies of the search, cycled by each client (``Query.variants``, encoded like
+    #: ``body``); empty in older plans and for a query with one body.
+    variants: tuple[JsonObject, ...] = ()
+    #: A scroll search's pages (``Query.pages``; -1: every page); None: one request.
+    pages: Int | None = None
 
 
 class PlannedStep(FrozenRecord, kw_only=True, frozen=True):
@@ -984,6 +993,68 @@ class PlannedStep(FrozenRecord, kw_only=True, frozen=True):
     @property
     def runnable(self) -> tuple[PlannedQuery, ...]:
         return tuple(q for q in self.queries if q.unsupported is None)
+
+
+class PlannedIndex(FrozenRecord, kw_only=True, frozen=True):
+    """One index (or data stream) a run prepares and ingests, with its own corpus.
+
+    ``BenchPlan`` keeps its main index in its own fields (older ``bench.json`` files hold
+    only those); :attr:`BenchPlan.all_indices` gives every index in this form.
+    ``corpus_path`` is empty for an index without documents (created, never ingested).
+    ``op_type`` is the bulk action of each document: ``index``, or ``create`` for a data
+    stream, which accepts nothing else.
+    """
+
+    name: str
+    body: JsonObject
+    corpus_path: str = ""
+    corpus_documents: Int | None = 0
+    corpus_has_actions: bool = False
+    op_type: str = "index"
+    #: True: ``name`` is a data stream (made by the track's index template), not an index.
+    data_stream: bool = False
+
+    @property
+    def has_corpus(self) -> bool:
+        return bool(self.corpus_path)
+
+
+class PlannedRequest(FrozenRecord, kw_only=True, frozen=True):
+    """A request of the track's administrative tasks (Rally's ``force-merge``,
+    ``put-settings``, templates, untimed ``raw-request`` ...), sent once by rank 0.
+
+    ``when`` is ``before-ingest`` (after the indices are prepared) or ``after-ingest``
+    (before settling and the steps); ``method`` is empty for a sleep of ``seconds``;
+    ``wait`` names a condition polled after it (``recovery``); ``missing_ok``: a 404 is
+    success; ``timeout`` overrides the control client's request timeout.
+    """
+
+    name: str
+    operation: str
+    method: str
+    path: str
+    body: JsonObject | None = None
+    missing_ok: bool = False
+    when: str = "after-ingest"
+    seconds: Float = 0.0
+    wait: str = ""
+    timeout: Float | None = None
+
+
+class RequestResult(Record, kw_only=True):
+    """How one :class:`PlannedRequest` went: ``ok`` or ``error`` (with the engine's
+    reason), and how long it took (Rally's service time of an administrative task)."""
+
+    name: str
+    operation: str
+    when: str
+    request: str = ""
+    status: str = "ok"
+    seconds: Float = 0.0
+    started: Epoch | None = None
+    error: str | None = None
+    #: The HTTP status of an error answer (None: no answer, or no error).
+    http_status: Int | None = None
 
 
 class BenchPlan(FrozenRecord, kw_only=True, frozen=True):
@@ -1020,6 +1091,47 @@ class BenchPlan(FrozenRecord, kw_only=True, frozen=True):
     #: How steps were ordered and how many rounds (``steps`` holds every round, in order).
     order: str = "listed"
     repetitions: Int = 1
+    #: The track's other indices and data streams, prepared and ingested after ``index``
+    #: (in the order the track's bulk tasks send to them); empty in older plans.
+    more_indices: tuple[PlannedIndex, ...] = ()
+    #: The track's administrative requests rank 0 sends once, in schedule order.
+    track_requests: tuple[PlannedRequest, ...] = ()
+    #: True: ``index`` is a data stream (made by the track's index template).
+    data_stream: bool = False
+
+    @property
+    def main_index(self) -> PlannedIndex:
+        """``index`` and its corpus as a :class:`PlannedIndex`."""
+        return PlannedIndex(
+            name=self.index,
+            body=self.index_body,
+            corpus_path=self.corpus_path,
+            corpus_documents=self.corpus_documents,
+            corpus_has_actions=self.corpus_has_actions,
+            op_type="create" if self.data_stream else "index",
+            data_stream=self.data_stream,
+        )
+
+    @property
+    def all_indices(self) -> tuple[PlannedIndex, ...]:
+        """Every index of the run, the main one first."""
+        return (self.main_index, *self.more_indices)
+
+    @property
+    def data_streams(self) -> tuple[str, ...]:
+        """The data streams the run ingests into (made by the track's index templates)."""
+        return tuple(i.name for i in self.all_indices if i.data_stream)
+
+    @property
+    def index_names(self) -> str:
+        """Every index of the run as one comma-separated target (refresh, stats, ...)."""
+        return ",".join(i.name for i in self.all_indices)
+
+    @property
+    def documents_total(self) -> int | None:
+        """Documents of every corpus the run ingests (None: a count is not known)."""
+        counts = [i.corpus_documents for i in self.all_indices if i.has_corpus]
+        return None if any(c is None for c in counts) else sum(c or 0 for c in counts)
 
 
 # ------------------------------------------------------------------------ campaign

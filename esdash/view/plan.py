@@ -4,13 +4,13 @@ The track says what each of its tasks becomes (:meth:`esdash.plugin.api.Track.pl
 checked against the distribution the session would run; this module adds what only the
 session knows: the bench ranks that are esdash's clients and the warm-up, measured time and
 rate each query step gets, resolved by the rule a run uses
-(:func:`esdash.bench.plan.step_timing`).  Viewers (the CLI, later the dashboard) only print
-the result.
+(:func:`esdash.bench.plan.step_timing`).  Viewers (the CLI, the dashboard's plan screen)
+only print the result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -18,7 +18,7 @@ from esdash.bench.plan import encoded_query, step_timing
 from esdash.cluster.distribution import resolve_home
 from esdash.errors import BadInput
 from esdash.plugin.api import ClientCodec, Distribution, QueryNotSupported, Track
-from esdash.plugin.planning import PlannedTask, plan_of_steps
+from esdash.plugin.planning import PlannedTask
 from esdash.session import Session
 
 if TYPE_CHECKING:
@@ -64,11 +64,19 @@ def _steps_plan(
     session: Session, track: Track, distribution: Distribution | None
 ) -> tuple[PlannedTask, ...]:
     """The track's plan, or esdash's model over ``benchmark.queries`` when the session
-    replaces the track's query steps with a query file (as a run does)."""
-    options = session.track.options
-    if session.benchmark.queries is not None:
-        return plan_of_steps(track.index_body(options), session.query_steps(track), distribution)
-    return track.plan(options, distribution)
+    replaces the track's query steps with a query file (as a run does): the tasks the
+    ``plan`` pre-flight check asks about, so a plan and a refused run agree."""
+    from esdash.cluster.preflight import track_tasks
+
+    return track_tasks(session, track, distribution)
+
+
+def schedule_text(schedule: Mapping[str, object]) -> str:
+    """A task's schedule as the track gives it, in one line: properties as ``key=value``;
+    a note such as test mode's changes (a key with a space) as ``key: text``."""
+    return " ".join(
+        f"{key}: {value}" if " " in key else f"{key}={value}" for key, value in schedule.items()
+    )
 
 
 def _with_session(task: PlannedTask, session: Session, ranks: int) -> PlannedTask:

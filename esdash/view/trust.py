@@ -13,7 +13,8 @@ from esdash.view import format as fmt
 
 
 def before_steps(results: Results) -> list[str]:
-    """What happened between ingest and the first step: settling and the global warm-up."""
+    """What happened around the ingest before the first step: settling, the track's
+    administrative requests (one line each) and the global warm-up."""
     lines = []
     settle = results.settle
     if settle is not None:
@@ -24,6 +25,11 @@ def before_steps(results: Results) -> list[str]:
         lines.append(
             f"settle ({settle.after_ingest} after ingest): {done or 'nothing to do'}"
             + (" -- TIMED OUT: the cluster was still busy" if settle.timed_out else "")
+        )
+    for sent in results.track_requests:  # the track's administrative requests, once each
+        lines.append(
+            f"track task {sent.name} ({sent.operation}, {sent.when}): {sent.request}: "
+            f"{sent.status} in {sent.seconds:.3f} s" + (f" ({sent.error})" if sent.error else "")
         )
     warm = results.global_warmup
     if warm is not None:

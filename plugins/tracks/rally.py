@@ -2,17 +2,22 @@
 
 Rally is the reference benchmark for Elasticsearch, and its tracks (``elastic/rally-tracks``)
 are the workloads people already know.  This track reads such a directory with a locally
-present corpus and maps what esdash can run onto esdash's model of one ingest followed by
+present corpus and maps what esdash can run onto esdash's model of an ingest followed by
 timed query steps:
 
-* ``indices[].body`` (rendered with the track parameters) is the index body; ``settings`` of
-  the challenge's ``create-index`` tasks are merged into it, as Rally merges them;
-* ``corpora[].documents[]`` aimed at the chosen index are the corpus (uncompressed files only;
-  several files are joined once into esdash's cache);
-* in the chosen challenge's schedule, the first ``bulk`` task is the ingest and each
-  ``search`` task is a query step (a ``parallel`` block of searches is one step with several
-  queries); ``warmup-time-period``, ``time-period``, iterations and ``target-throughput`` are
-  converted (see :func:`esdash_plugins.tracks.rally_schedule._timing`);
+* every index of ``indices[]`` is created with its body (rendered with the track
+  parameters); ``settings`` of the challenge's ``create-index`` tasks are merged into the
+  bodies of the indices they name, as Rally merges them.  The main index (``track.index``,
+  default: the first one a bulk task fills) is :meth:`RallyTrack.index_name`, the others
+  :meth:`RallyTrack.more_indices`;
+* ``corpora[].documents[]`` the bulk tasks send to an index are its corpus (uncompressed
+  files only; several files are joined once into esdash's cache);
+* in the chosen challenge's schedule, the ``bulk`` tasks are the ingest (in schedule order,
+  each document set once) and each ``search`` task is a query step (its ``index`` may name
+  another index of the track, a comma list or a wildcard; a ``parallel`` block of searches
+  is one step with several queries); ``warmup-time-period``, ``time-period``, iterations
+  and ``target-throughput`` are converted (see
+  :func:`esdash_plugins.tracks.rally_schedule._timing`);
 * ``delete-index``, ``create-index``, ``refresh`` and ``cluster-health`` are done by esdash
   itself; every other task is listed as not supported.  Nothing is dropped silently:
   :meth:`RallyTrack.unsupported_operations` and the log say what is not run and why.
@@ -41,9 +46,11 @@ model <- corpus <- this module.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from esdash_plugins.tracks import rally_requests as rr
 from esdash_plugins.tracks.rally_corpus import (
     _Where,
     check_corpus,
@@ -52,7 +59,7 @@ from esdash_plugins.tracks.rally_corpus import (
     take_documents,
 )
 from esdash_plugins.tracks.rally_loader import load as load
-from esdash_plugins.tracks.rally_model import LoadedTrack
+from esdash_plugins.tracks.rally_model import DocumentSet, LoadedTrack
 from esdash_plugins.tracks.rally_schedule import BY_ESDASH as BY_ESDASH
 from esdash_plugins.tracks.rally_schedule import (
     TEST_MODE_ITERATION_SECONDS as TEST_MODE_ITERATION_SECONDS,
@@ -70,9 +77,12 @@ from esdash.plugin_api import (
     JsonObject,
     Option,
     OptionValues,
+    PlannedRequest,
     PlannedTask,
     QueryStep,
+    Refusal,
     Track,
+    TrackIndex,
     adaptation_note,
     hookimpl,
     mapping_refusal,
@@ -110,8 +120,18 @@ class RallyTrack(Track):
     name = "rally"
     description = "a Rally track directory (track.json, corpora, challenges) run by esdash"
     options = (
-        Option("path", "path", "Rally track directory (holding track.json)", default=REQUIRED),
-        Option("challenge", "str", "challenge to run (default: the track's default challenge)"),
+        Option(
+            "path",
+            "path",
+            "Rally track directory (holding track.json) or OpenSearch Benchmark workload "
+            "directory (holding workload.json)",
+            default=REQUIRED,
+        ),
+        Option(
+            "challenge",
+            "str",
+            "challenge (OSB: test procedure) to run (default: the track's default one)",
+        ),
         Option(
             "track_params",
             "list[str]",
@@ -125,7 +145,12 @@ class RallyTrack(Track):
             "directory holding the uncompressed documents files (default: the track "
             "directory, then ~/.rally/benchmarks/data/<corpus>)",
         ),
-        Option("index", "str", "which of the track's indices to ingest (default: the first)"),
+        Option(
+            "index",
+            "str",
+            "the main index, searched by searches that name none (default: the first index "
+            "a bulk task fills); every index of the track is created and filled",
+        ),
         Option(
             "test_mode",
             "bool",
@@ -191,17 +216,29 @@ class RallyTrack(Track):
                 f"{loaded.challenge!r}, so esdash refuses the run (choose another index with "
                 f"track.index: {', '.join(loaded.indices)})"
             )
-        mapping = mapping_refusal(loaded.index_body, distribution) if blocker is None else None
+        mapping = None
+        if blocker is None:
+            bodies = [loaded.index_body, *(i.body for i in loaded.more if not i.data_stream)]
+            mapping = next(
+                (r for r in (mapping_refusal(b, distribution) for b in bodies) if r), None
+            )
+            mapping = mapping or _stream_refusal(loaded, distribution)
         adapted = adaptation_note(loaded.index_body, distribution)
         tasks: list[PlannedTask] = []
         for task in loaded.tasks:
             query = loaded.task_queries.get(task.name)
             refusal = query_refusal(query.requires, query.body, distribution) if query else None
+            if query is not None and query.path is not None and refusal is None:
+                # a timed request (index-stats, node-stats, raw-request): its path's module
+                timed = rr.raw_request(task.name, query.method, query.path, query.body)
+                refusal = rr.refusal(timed, distribution)
             lacking = operation_refusal(task.operation, distribution)
             if lacking is not None:
                 task = task.refused(lacking.kind, lacking.reason)
             elif task.status == "refused":
                 pass
+            elif (sent := self._request_refusal(loaded, task.name, distribution)) is not None:
+                task = task.refused(sent.kind, sent.reason)
             elif blocker is not None:
                 task = task.refused("unsupported_operation", blocker)
             elif mapping is not None:
@@ -215,6 +252,24 @@ class RallyTrack(Track):
                 task = replace(task, esdash=f"{task.esdash}; {adapted}")
             tasks.append(task)
         return tuple(tasks)
+
+    @staticmethod
+    def _request_refusal(
+        loaded: LoadedTrack, task: str, distribution: Distribution | None
+    ) -> Refusal | None:
+        """Why ``distribution`` cannot serve a request of the administrative ``task``."""
+        found = (rr.refusal(one, distribution) for one in loaded.one_offs if one.name == task)
+        return next((r for r in found if r is not None), None)
+
+    def track_requests(
+        self, options: OptionValues, distribution: Distribution
+    ) -> tuple[PlannedRequest, ...]:
+        """The requests of the challenge's administrative tasks (``force-merge``,
+        ``put-settings``, templates, untimed ``raw-request`` ...), in schedule order; those
+        of a task the plan refuses for ``distribution`` are left out."""
+        loaded = self.load(options)
+        refused = {t.name for t in self.plan(options, distribution) if t.status == "refused"}
+        return tuple(one.planned() for one in loaded.one_offs if one.name not in refused)
 
     def unsupported_operations(self, options: OptionValues) -> list[str]:
         """Tasks of the challenge esdash does not run, each with the reason."""
@@ -243,55 +298,121 @@ class RallyTrack(Track):
                 f"({', '.join(loaded.indices)})"
             )
         where = _Where.of(loaded, options, cache_dir)
-        actions = {d.includes_action_and_meta_data for d in loaded.documents}
-        if len(actions) > 1:
-            raise BadInput(
-                f"{loaded.track_file}: the documents for index {loaded.index!r} mix files with "
-                f"and without action-and-meta-data lines; esdash needs one kind per corpus"
+        return corpus_of(loaded, loaded.index, loaded.documents, where, cache_dir)
+
+    def more_indices(self, options: OptionValues, cache_dir: Path) -> tuple[TrackIndex, ...]:
+        """The track's other indices, each with the corpus its bulk tasks send to it.
+
+        Rally creates every index of a track and its bulk tasks fill them; esdash does the
+        same, the main index (:meth:`index_name`) first and these after it, in the order
+        the bulk tasks send to them.  An index no bulk task sends to is created empty.
+        """
+        loaded = self.load(options)
+        where = _Where.of(loaded, options, cache_dir)
+        return tuple(
+            TrackIndex(
+                other.name,
+                other.body,
+                corpus_of(loaded, other.name, other.documents, where, cache_dir)
+                if other.documents
+                else None,
+                data_stream=other.data_stream,
             )
-        per_document = 2 if actions == {True} else 1
-        paths = []
-        for doc in loaded.documents:
-            path, cut = where.locate(doc, loaded.track_file)
-            if cut:
-                taken = take_documents(
-                    path, doc.documents * per_document, cache_dir, f"{loaded.name}-{doc.corpus}"
-                )
-                log.warning(
-                    "test mode: %s holds no %s, so esdash took the first %d documents of %s "
-                    "into %s",
-                    path.parent,
-                    doc.source_file,
-                    doc.documents,
-                    path,
-                    taken,
-                )
-                path = taken
-            paths.append(path)
-        if loaded.documents[0].full is not None:  # test mode: count what the files hold
-            count = sum(count_lines(path) for path in paths) // per_document
-        else:
-            count = sum(d.documents for d in loaded.documents)
-        path = (
-            paths[0]
-            if len(paths) == 1
-            else join_documents(paths, cache_dir, f"{loaded.name}-{loaded.index}")
+            for other in loaded.more
         )
-        return Corpus(path, count, actions.pop())
+
+    def data_streams(self, options: OptionValues) -> tuple[str, ...]:
+        """The track's ``data-streams``: their documents go as ``create`` actions."""
+        return self.load(options).data_streams
 
     def corpus_check(self, options: OptionValues, cache_dir: Path) -> CorpusStatus:
-        """Whether the corpus a run ingests is here and fits, without writing anything.
+        """Whether the corpora a run ingests are here and fit, without writing anything.
 
         For ``esdash plan`` and the ``corpus`` pre-flight check: every document set the
-        chosen index's ingest reads is present (where :meth:`corpus` looks), or listed as
-        missing with its sizes from track.json and the disk they take; files (or the joined
-        or test-mode copy esdash would write into ``cache_dir``) that would not fit the free
-        space of their filesystem are refused before anything is copied.
+        ingest reads (for every index of the track) is present (where :meth:`corpus` looks),
+        or listed as missing with its sizes from track.json and the disk they take; files
+        (or the joined or test-mode copy esdash would write into ``cache_dir``) that would
+        not fit the free space of their filesystem are refused before anything is copied.
         """
         loaded = load(options, plan=True)
         if loaded.blocker is not None or not loaded.documents:
             return CorpusStatus((), ())  # the plan refuses the run, saying why
-        return check_corpus(loaded, _Where.of(loaded, options, cache_dir), cache_dir)
+        where = _Where.of(loaded, options, cache_dir)
+        status = check_corpus(loaded, where, cache_dir)
+        for other in loaded.more:
+            if other.documents:
+                each = replace(loaded, index=other.name, documents=other.documents)
+                found = check_corpus(each, where, cache_dir)
+                status = CorpusStatus(
+                    status.lines + found.lines,
+                    status.problems + found.problems,
+                    status.files + found.files,
+                )
+        return status
+
+
+def corpus_of(
+    loaded: LoadedTrack,
+    index: str,
+    documents: Sequence[DocumentSet],
+    where: _Where,
+    cache_dir: Path,
+) -> Corpus:
+    """The corpus of one index: its document files (in test mode the first documents of
+    the full file where the -1k file is absent), joined into one file when several."""
+    actions = {d.includes_action_and_meta_data for d in documents}
+    if len(actions) > 1:
+        raise BadInput(
+            f"{loaded.track_file}: the documents for index {index!r} mix files with "
+            f"and without action-and-meta-data lines; esdash needs one kind per corpus"
+        )
+    per_document = 2 if actions == {True} else 1
+    paths = []
+    for doc in documents:
+        path, cut = where.locate(doc, loaded.track_file)
+        if cut:
+            taken = take_documents(
+                path, doc.documents * per_document, cache_dir, f"{loaded.name}-{doc.corpus}"
+            )
+            log.warning(
+                "test mode: %s holds no %s, so esdash took the first %d documents of %s into %s",
+                path.parent,
+                doc.source_file,
+                doc.documents,
+                path,
+                taken,
+            )
+            path = taken
+        paths.append(path)
+    if documents[0].full is not None:  # test mode: count what the files hold
+        count = sum(count_lines(path) for path in paths) // per_document
+    else:
+        count = sum(d.documents for d in documents)
+    path = (
+        paths[0] if len(paths) == 1 else join_documents(paths, cache_dir, f"{loaded.name}-{index}")
+    )
+    return Corpus(path, count, actions.pop())
+
+
+def _stream_refusal(loaded: LoadedTrack, distribution: Distribution | None) -> Refusal | None:
+    """Why ``distribution`` cannot hold the data streams the run ingests into (None: it
+    can, or there are none): Elasticsearch needs its data-streams module, which the
+    integ-test zip lacks; OpenSearch has them in its server."""
+    streams = [
+        s
+        for s in loaded.data_streams
+        if s == loaded.index or any(i.name == s and i.documents for i in loaded.more)
+    ]
+    if not streams or distribution is None or not rr.is_elasticsearch(distribution):
+        return None
+    if set(distribution.modules) & set(rr.DATA_STREAM_MODULES):
+        return None
+    return Refusal(
+        "module",
+        f"data stream {streams[0]} needs the {rr.DATA_STREAM_MODULES[0]} module, which this "
+        f"{distribution.flavor} distribution {distribution.version} does not have",
+        rr.DATA_STREAM_MODULES[0],
+    )
 
 
 @hookimpl

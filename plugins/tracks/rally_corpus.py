@@ -185,7 +185,8 @@ class _Where:
             directories = [Path(options["corpus_dir"]).expanduser()]
         else:
             directories = [loaded.directory]
-            for corpus in dict.fromkeys([*(d.corpus for d in loaded.documents), loaded.name]):
+            every = [*loaded.documents, *(d for i in loaded.more for d in i.documents)]
+            for corpus in dict.fromkeys([*(d.corpus for d in every), loaded.name]):
                 directories.append(rally_data_dir() / corpus)
         return cls(tuple(directories), (*directories[1:], cache_dir), not options.get("corpus_dir"))
 

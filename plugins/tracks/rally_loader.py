@@ -3,6 +3,8 @@
 It renders ``track.json``, reads the indices, corpora, operations and the chosen challenge,
 checks the track parameters and keeps every file inside the track directory, then hands the
 schedule to :mod:`esdash_plugins.tracks.rally_schedule` and returns a :class:`LoadedTrack`.
+An OpenSearch Benchmark workload (``workload.json``, ``test_procedures``) is read the same
+way under its own names (:mod:`esdash_plugins.tracks.rally_dialect`).
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from esdash_plugins.tracks import rally_requests as rr
 from esdash_plugins.tracks import rally_template as tpl
+from esdash_plugins.tracks.rally_dialect import OSB, RALLY, Dialect, dialect_of_file
 from esdash_plugins.tracks.rally_model import (
     DocumentSet,
+    IndexSet,
     LoadedTrack,
     _describe,
     _suggest,
@@ -40,7 +45,14 @@ if TYPE_CHECKING:
     import jinja2
 
 #: Rally's own template variables: never reported as unused or unknown parameters.
-INTERNAL_NAMES = frozenset({"build_flavor", "serverless_operator", "now", "glob", "rally"})
+INTERNAL_NAMES = frozenset(
+    {"build_flavor", "serverless_operator", "now", "glob", "rally", "benchmark"}
+)
+#: What ``track.path`` must name, for its error messages.
+_WANTED = (
+    f"a Rally track or OpenSearch Benchmark workload directory (the one holding "
+    f"{RALLY.spec_file} or {OSB.spec_file})"
+)
 
 
 def parse_params(entries: Sequence[str]) -> JsonObject:
@@ -68,26 +80,29 @@ def _track_file(path: Path) -> Path:
         return _find_track_file(path)
     except OSError as exc:
         raise BadInput(
-            f"track.path: cannot use it ({exc.strerror or exc}); set it to a Rally track "
-            f"directory (the one holding track.json)"
+            f"track.path: cannot use it ({exc.strerror or exc}); set it to {_WANTED}"
         ) from None
 
 
 def _find_track_file(path: Path) -> Path:
-    if path.is_file() and path.name == "track.json":
+    """``track.json`` (Rally) or ``workload.json`` (OSB): the file named, or in the directory.
+
+    A directory holding both is read as the Rally track (some OSB workloads still carry an
+    old ``track.json``); name ``workload.json`` itself to read the workload.
+    """
+    names = (RALLY.spec_file, OSB.spec_file)
+    if path.is_file() and path.name in names:
         return path
     if not path.exists():
-        raise BadInput(
-            f"track.path: {path} does not exist; set it to a Rally track directory (the one "
-            f"holding track.json)"
-        )
-    track_file = path / "track.json"
-    if not path.is_dir() or not track_file.is_file():
-        raise BadInput(
-            f"track.path: {track_file} does not exist; track.path must name a Rally track "
-            f"directory (the one holding track.json)"
-        )
-    return track_file
+        raise BadInput(f"track.path: {path} does not exist; set it to {_WANTED}")
+    if path.is_dir():
+        for name in names:
+            if (path / name).is_file():
+                return path / name
+    raise BadInput(
+        f"track.path: {path / RALLY.spec_file} does not exist (nor {OSB.spec_file}); "
+        f"track.path must name {_WANTED}"
+    )
 
 
 def load(options: OptionValues, plan: bool = False) -> LoadedTrack:
@@ -99,12 +114,13 @@ def load(options: OptionValues, plan: bool = False) -> LoadedTrack:
     """
     track_file = _track_file(Path(options["path"]).expanduser())
     directory = track_file.parent
+    dialect = dialect_of_file(track_file)
     name = directory.resolve().name
     params = parse_params(options.get("track_params") or ())
     test_mode = bool(options.get("test_mode"))
     loaded: list[Path] = []
     env = tpl.environment(directory, params, loaded)
-    source = tpl.assemble(track_file, root=directory)
+    source = tpl.assemble(track_file, root=directory, shared=dialect.shared(directory))
     spec = tpl.load_json(tpl.render(source, env, "the track"), source, "the track")
     reader = _Reader(track_file, source)
     if not isinstance(spec, dict):
@@ -119,55 +135,73 @@ def load(options: OptionValues, plan: bool = False) -> LoadedTrack:
     if blocker is not None and not plan:
         raise reader.fail("track", blocker)
     indices = _indices(reader, spec) if blocker is None else []
-    chosen = options.get("index") or (indices[0][0] if indices else "")
     names = [n for n, _ in indices]
-    if indices and chosen not in names:
+    streams = list(rr.data_stream_names(reader, spec)) if blocker is None else []
+    targets = [*names, *streams]  # every index and data stream a run creates
+    chosen = options.get("index") or (targets[0] if targets else "")
+    if targets and chosen not in targets:
         raise BadInput(
-            f"track.index: {track_file} has no index {chosen!r}{_suggest(chosen, names)}; "
-            f"its indices: {', '.join(names)}"
+            f"track.index: {track_file} has no index {chosen!r}{_suggest(chosen, targets)}; "
+            f"its indices: {', '.join(targets)}"
         )
-    body_name = dict(indices).get(chosen)
     for _, body in indices:
         if body is not None and not tpl.inside(directory / body, directory):
             raise BadInput(
                 f"{track_file}: index body {body!r} resolves to {(directory / body).resolve()}, "
                 f"outside the track directory {directory}; a track may read only its own files"
             )
-    index_body: JsonObject = {}
-    body_sources: list[str] = []
-    if body_name is not None:
-        index_body, text = _index_body(directory / body_name, env, chosen)
-        body_sources.append(text)
-    # Other indices' bodies may read parameters too; only the chosen one must be readable.
-    others = {b for _, b in indices if b is not None and b != body_name}
-    body_sources += _texts([directory / other for other in sorted(others)])
-
-    _check_params(params, [source.text, *body_sources, *_texts(loaded)], track_file)
-
-    documents = _corpora(reader, spec, names)
+    documents = _corpora(reader, spec, names, streams)
     if test_mode:
         documents = [_test_mode_documents(d) for d in documents]
     operations = _operations(reader, spec)
-    challenge, challenge_names = _challenge(reader, spec, options.get("challenge"))
+    challenge, challenge_names = _challenge(reader, spec, options.get("challenge"), dialect)
     track_py = scan_track_py(directory)
     mapper = _ScheduleMapper(
-        reader, operations, chosen, names, challenge["name"], track_py, test_mode
+        reader, operations, chosen, names, challenge["name"], track_py, test_mode, documents
     )
-    context = f"challenge {challenge['name']!r}"
+    mapper.templates = rr.read_templates(reader, spec, directory, env)
+    mapper.data_streams = rr.data_stream_names(reader, spec)
+    context = f"{dialect.procedure} {challenge['name']!r}"
     mapper.walk(reader.get(challenge, "schedule", list, context, challenge["name"], required=True))
     mapper.finish()
-    for settings in mapper.create_settings:
-        index_body.setdefault("settings", {})
-        if not isinstance(index_body["settings"], dict):
-            raise BadInput(f"{directory / str(body_name)}: 'settings' must be an object")
-        index_body["settings"].update(settings)
+    sent = mapper.sent if mapper.ingest is not None else documents
+    if not options.get("index"):  # the first index the ingest sends documents to
+        chosen = next((d.target_index for d in sent if d.target_index in targets), chosen)
 
-    ingest_docs, doc_notes = _ingest_documents(reader, documents, mapper.ingest, chosen)
-    templates = [
-        k for k in ("templates", "composable-templates", "component-templates") if spec.get(k)
-    ]
+    # The run creates every index of the track (as Rally does), so each body must be
+    # readable; create-index settings are merged into the indices they name.
+    bodies: dict[str, JsonObject] = {}
+    body_sources: list[str] = []
+    for index, body_name in indices:
+        bodies[index] = {}
+        if body_name is not None:
+            bodies[index], text = _index_body(directory / body_name, env, index, track_file)
+            body_sources.append(text)
+        _merge_settings(bodies[index], mapper.index_settings, index, directory / str(body_name))
+    for stream in streams:  # made by the track's index template: no body of its own
+        bodies.setdefault(stream, {})
+    texts = [source.text, *body_sources, *mapper.templates.texts, *_texts(loaded)]
+    _check_params(params, texts, track_file)
+    index_body = bodies.get(chosen, {})
+
+    ingest_docs, doc_notes = _ingest_documents(
+        mapper.sent, documents, mapper.ingest is not None, chosen
+    )
+    # the other indices: those the bulk tasks send to first (in their order), then the rest
+    order = list(dict.fromkeys(d.target_index for d in sent if d.target_index in bodies))
+    order += [i for i in targets if i in bodies and i not in order]
+    more = tuple(
+        IndexSet(i, bodies[i], tuple(d for d in sent if d.target_index == i), i in streams)
+        for i in order
+        if i != chosen
+    )
+    created = {one.operation for one in mapper.one_offs}
+    templates = [k for k, op in rr.TEMPLATE_CREATORS.items() if spec.get(k) and op not in created]
     if templates:
-        doc_notes.append(f"{', '.join(templates)}: not installed by esdash")
+        doc_notes.append(
+            f"{', '.join(templates)}: not installed (no task of the challenge creates them; "
+            f"Rally installs them only through such tasks)"
+        )
     if test_mode:
         doc_notes.append(
             "test mode (Rally's --test-mode): the -1k document files (1,000 documents each), "
@@ -176,8 +210,10 @@ def load(options: OptionValues, plan: bool = False) -> LoadedTrack:
         )
     if track_py.exists:
         doc_notes.append(
-            "track.py (custom runners, parameter sources) is not run by esdash; operations "
-            "that need it are listed as not supported"
+            f"{track_py.path.name}: esdash samples the parameter sources searches name (once, "
+            "up front); "
+            "its custom runners are not run, and operations that need them are listed as "
+            "not supported"
         )
     return LoadedTrack(
         name=name,
@@ -198,7 +234,28 @@ def load(options: OptionValues, plan: bool = False) -> LoadedTrack:
         tasks=tuple(mapper.planned),
         task_queries=dict(mapper.task_queries),
         blocker=blocker,
+        more=more,
+        bulks=tuple(task.name for task in mapper.bulks),
+        one_offs=tuple(mapper.one_offs),
+        data_streams=tuple(streams),
     )
+
+
+def _merge_settings(
+    body: JsonObject,
+    settings: Sequence[tuple[list[str] | None, JsonObject]],
+    index: str,
+    path: Path,
+) -> None:
+    """Merge the ``settings`` of the create-index tasks naming ``index`` (or every index)
+    into its body, as Rally does."""
+    for names, each in settings:
+        if names is not None and index not in names:
+            continue
+        body.setdefault("settings", {})
+        if not isinstance(body["settings"], dict):
+            raise BadInput(f"{path}: 'settings' must be an object")
+        body["settings"].update(each)
 
 
 def _texts(paths: Sequence[Path]) -> list[str]:
@@ -224,15 +281,11 @@ def _check_params(params: JsonMapping, texts: Sequence[str], track_file: Path) -
 
 
 def _no_indices(reader: _Reader, spec: JsonMapping) -> str | None:
-    """Why esdash cannot run a track for want of an index (None: it has indices)."""
-    if reader.get(spec, "indices", list, "track", default=[]):
+    """Why esdash cannot run a track for want of a target (None: it has indices or data
+    streams, which its index templates make)."""
+    if reader.get(spec, "indices", list, "track", default=[]) or spec.get("data-streams"):
         return None
-    if spec.get("data-streams"):
-        return (
-            "uses 'data-streams', not 'indices'; esdash ingests into and queries an index, "
-            "so this track cannot run with esdash"
-        )
-    return "has no 'indices'; esdash needs one index to ingest into"
+    return "has no 'indices' or 'data-streams'; esdash needs one to ingest into"
 
 
 def _indices(reader: _Reader, spec: JsonMapping) -> list[tuple[str, str | None]]:
@@ -248,11 +301,14 @@ def _indices(reader: _Reader, spec: JsonMapping) -> list[tuple[str, str | None]]
     return found
 
 
-def _index_body(path: Path, env: jinja2.Environment, index: str) -> tuple[JsonObject, str]:
+def _index_body(
+    path: Path, env: jinja2.Environment, index: str, track_file: Path
+) -> tuple[JsonObject, str]:
     what = f"the body of index {index!r}"
     if not path.is_file():
         raise BadInput(
-            f"{path}: {what} is missing; add the file or fix 'body' of the index in track.json"
+            f"{path}: {what} is missing; add the file or fix 'body' of the index in "
+            f"{track_file.name}"
         )
     source = tpl.assemble(path, root=tpl.env_dir(env))
     body = tpl.load_json(tpl.render(source, env, what), source, what)
@@ -261,8 +317,13 @@ def _index_body(path: Path, env: jinja2.Environment, index: str) -> tuple[JsonOb
     return body, source.text
 
 
-def _corpora(reader: _Reader, spec: JsonMapping, indices: Sequence[str]) -> list[DocumentSet]:
+def _corpora(
+    reader: _Reader, spec: JsonMapping, indices: Sequence[str], streams: Sequence[str] = ()
+) -> list[DocumentSet]:
+    """Every document set, with its target: ``target-index`` or ``target-data-stream`` of
+    the set or its corpus, else the track's only index or data stream."""
     found: list[DocumentSet] = []
+    only = [*indices, *streams]
     seen: set[str] = set()
     for number, corpus in enumerate(reader.get(spec, "corpora", list, "track", default=[])):
         if not isinstance(corpus, dict):
@@ -273,8 +334,7 @@ def _corpora(reader: _Reader, spec: JsonMapping, indices: Sequence[str]) -> list
             raise reader.fail(context, "is defined twice; corpus names must be unique", name)
         seen.add(name)
         default_target = reader.get(corpus, "target-index", str, context, name)
-        if default_target is None and len(indices) == 1:
-            default_target = indices[0]
+        default_stream = reader.get(corpus, "target-data-stream", str, context, name)
         default_actions = reader.get(
             corpus, "includes-action-and-meta-data", bool, context, name, default=False
         )
@@ -302,6 +362,11 @@ def _corpora(reader: _Reader, spec: JsonMapping, indices: Sequence[str]) -> list
                 default=default_actions,
             )
             target = reader.get(doc, "target-index", str, doc_context, name, default=default_target)
+            stream = reader.get(
+                doc, "target-data-stream", str, doc_context, name, default=default_stream
+            )
+            if target is None and stream is None and len(only) == 1:
+                target, stream = (only[0], None) if indices else (None, only[0])
             size = reader.number(doc, "uncompressed-bytes", doc_context, name, 0, integer=True)
             packed = reader.number(doc, "compressed-bytes", doc_context, name, 0, integer=True)
             url = reader.get(doc, "base-url", str, doc_context, name, default=base_url)
@@ -310,11 +375,12 @@ def _corpora(reader: _Reader, spec: JsonMapping, indices: Sequence[str]) -> list
                     name,
                     source_file,
                     count,
-                    None if actions else target,
+                    None if actions else (target or stream),
                     actions,
                     size,
                     url,
                     packed,
+                    data_stream=target is None and stream is not None,
                 )
             )
     return found
@@ -335,54 +401,60 @@ def _operations(reader: _Reader, spec: JsonMapping) -> dict[str, JsonObject]:
 
 
 def _challenge(
-    reader: _Reader, spec: JsonMapping, wanted: str | None
+    reader: _Reader, spec: JsonMapping, wanted: str | None, dialect: Dialect = RALLY
 ) -> tuple[JsonObject, list[str]]:
-    """The challenge to run: ``wanted``, or the track's default one."""
-    present = [key for key in ("challenges", "challenge", "schedule") if key in spec]
+    """The challenge to run: ``wanted``, or the track's default one.
+
+    An OpenSearch Benchmark workload calls them test procedures (``test_procedures``,
+    ``test_procedure``), and so do its errors; the session key is ``track.challenge`` for
+    both.
+    """
+    kind, one, many = dialect.kind, dialect.procedure, dialect.procedures
+    keys = (dialect.procedures_key, dialect.procedure_key, "schedule")
+    present = [key for key in keys if key in spec]
     if len(present) != 1:
         which = ", ".join(present) if present else "none of them"
         raise reader.fail(
-            "track",
-            f"must define exactly one of 'challenges', 'challenge' or 'schedule' (found {which})",
+            kind,
+            f"must define exactly one of '{keys[0]}', '{keys[1]}' or 'schedule' (found {which})",
         )
     if present[0] == "schedule":
         challenges = [{"name": "default", "schedule": spec["schedule"]}]
-    elif present[0] == "challenge":
-        challenges = [reader.get(spec, "challenge", dict, "track")]
+    elif present[0] == dialect.procedure_key:
+        challenges = [reader.get(spec, dialect.procedure_key, dict, kind)]
     else:
-        challenges = reader.get(spec, "challenges", list, "track")
+        challenges = reader.get(spec, dialect.procedures_key, list, kind)
     names: list[str] = []
     defaults: list[str] = []
     for number, challenge in enumerate(challenges):
+        at = f"{dialect.procedures_key}[{number}]"
         if not isinstance(challenge, dict):
-            raise reader.fail(
-                f"challenges[{number}]", f"must be an object, found {_describe(challenge)}"
-            )
-        name = reader.get(challenge, "name", str, f"challenges[{number}]", required=True)
+            raise reader.fail(at, f"must be an object, found {_describe(challenge)}")
+        name = reader.get(challenge, "name", str, at, required=True)
         if name in names:
-            raise reader.fail(f"challenge {name!r}", "is defined twice", name)
+            raise reader.fail(f"{one} {name!r}", "is defined twice", name)
         names.append(name)
-        if reader.get(challenge, "default", bool, f"challenge {name!r}", name, default=False):
+        if reader.get(challenge, "default", bool, f"{one} {name!r}", name, default=False):
             defaults.append(name)
     if not names:
-        raise reader.fail("track", "has no challenge")
+        raise reader.fail(kind, f"has no {one}")
     if wanted is not None:
         if wanted not in names:
             raise BadInput(
-                f"track.challenge: {reader.track_file} has no challenge {wanted!r}"
-                f"{_suggest(wanted, names)}; its challenges: {', '.join(names)}"
+                f"track.challenge: {reader.track_file} has no {one} {wanted!r}"
+                f"{_suggest(wanted, names)}; its {many}: {', '.join(names)}"
             )
         return challenges[names.index(wanted)], names
     if len(names) == 1:
         return challenges[0], names
     if len(defaults) != 1:
         problem = (
-            "marks no challenge as default"
+            f"marks no {one} as default"
             if not defaults
-            else (f"marks {len(defaults)} challenges as default ({', '.join(defaults)})")
+            else (f"marks {len(defaults)} {many} as default ({', '.join(defaults)})")
         )
         raise BadInput(
-            f"{reader.track_file}: the track {problem}; choose one with track.challenge "
+            f"{reader.track_file}: the {kind} {problem}; choose one with track.challenge "
             f"({', '.join(names)})"
         )
     return challenges[names.index(defaults[0])], names

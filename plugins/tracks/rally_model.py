@@ -16,8 +16,13 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from esdash_plugins.tracks import rally_template as tpl
+
+if TYPE_CHECKING:
+    from esdash_plugins.tracks.rally_requests import OneOff
+from esdash_plugins.tracks.rally_dialect import dialect_of_file, track_python_file
 
 from esdash.plugin_api import (
     JsonMapping,
@@ -44,6 +49,20 @@ class DocumentSet:
     #: In test mode, the track's own ``source-file`` (``source_file`` is then its ``-1k``
     #: file), with its sizes, for :meth:`RallyTrack.corpus` to take the first documents of.
     full: DocumentSet | None = None
+    #: ``target_index`` names a data stream (``target-data-stream``), not an index.
+    data_stream: bool = False
+
+
+@dataclass(frozen=True)
+class IndexSet:
+    """Another index of a track beside the main one: its rendered body and the document
+    sets the bulk tasks send to it (empty: created, never ingested)."""
+
+    name: str
+    body: JsonObject
+    documents: tuple[DocumentSet, ...] = ()
+    #: True: ``name`` is a data stream (``target-data-stream``), made by an index template.
+    data_stream: bool = False
 
 
 @dataclass
@@ -69,7 +88,8 @@ class RallyTask:
 
 @dataclass(frozen=True)
 class TrackPy:
-    """What a track's ``track.py`` registers, read without running it (esdash runs none)."""
+    """What a track's ``track.py`` registers, read without running it (its runners are never
+    run; its parameter sources are, by :mod:`esdash_plugins.tracks.rally_trackpy`)."""
 
     path: Path
     exists: bool
@@ -80,15 +100,20 @@ class TrackPy:
         """Where the runner or parameter source ``name`` lives, said in a clause."""
         registered = self.runners if kind == "runner" else self.param_sources
         if not self.exists:
-            return f"{self.path} would register it, but the track directory holds no track.py"
+            return (
+                f"{self.path} would register it, but the track directory holds no {self.path.name}"
+            )
         if name in registered:
-            return f"registered in {self.path}, which esdash does not run"
-        return f"{self.path} does not register it by name, and esdash runs no track.py"
+            return f"registered in {self.path}; esdash runs its parameter sources, not its runners"
+        return (
+            f"{self.path} does not register it by name; esdash runs its parameter sources, "
+            f"not its runners"
+        )
 
 
 def scan_track_py(directory: Path) -> TrackPy:
     """The runners and parameter sources ``track.py`` registers with string literals."""
-    path = directory / "track.py"
+    path = track_python_file(directory)  # an OSB workload's workload.py
     if not path.is_file() or not tpl.inside(path, directory):
         return TrackPy(path, path.is_file())
     try:
@@ -109,6 +134,9 @@ def scan_track_py(directory: Path) -> TrackPy:
     return TrackPy(
         path, True, frozenset(found["register_runner"]), frozenset(found["register_param_source"])
     )
+
+
+NO_BULK = "(no bulk task; the corpus is ingested anyway)"
 
 
 @dataclass(frozen=True)
@@ -136,15 +164,26 @@ class LoadedTrack:
     task_queries: Mapping[str, Query] = field(default_factory=dict)
     #: Why esdash cannot run this track at all (only loaded with ``plan=True``), else None.
     blocker: str | None = None
+    #: The track's other indices, in the order the bulk tasks send to them.
+    more: tuple[IndexSet, ...] = ()
+    #: Every bulk task esdash runs, in schedule order (``ingest`` is the first).
+    bulks: tuple[str, ...] = ()
+    #: The track's data streams (``data-streams[].name``); ``index`` may be one of them.
+    data_streams: tuple[str, ...] = ()
+    #: The requests of the administrative tasks, sent once by rank 0, in schedule order.
+    one_offs: tuple[OneOff, ...] = ()
 
     def summary(self) -> str:
         """A readable account of what runs, what esdash does itself and what does not run."""
+        dialect = dialect_of_file(self.track_file)  # an OSB workload in its own words
         lines = [
-            f"Rally track {self.name!r} ({self.track_file}), challenge {self.challenge!r}, "
-            f"index {self.index!r}:",
-            f"  ingest: {self.ingest or '(no bulk task; the corpus is ingested anyway)'}",
+            f"{dialect.tool} {dialect.kind} {self.name!r} ({self.track_file}), "
+            f"{dialect.procedure} {self.challenge!r}, index {self.index!r}:",
+            f"  ingest: {', '.join(self.bulks) or self.ingest or NO_BULK}",
             f"  query steps: {', '.join(s.name for s in self.steps) or 'none'}",
         ]
+        if self.more:
+            lines.insert(1, f"  other indices: {', '.join(i.name for i in self.more)}")
         for title, items in (
             ("done by esdash itself", self.by_esdash),
             ("NOT SUPPORTED, not run", self.unsupported),

@@ -18,7 +18,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from esdash_plugins.tracks import rally_requests as rr
+from esdash_plugins.tracks import rally_runners as runners
 from esdash_plugins.tracks import rally_template as tpl
+from esdash_plugins.tracks import rally_trackpy as trackpy
 from esdash_plugins.tracks.rally_model import (
     DocumentSet,
     RallyTask,
@@ -47,9 +50,10 @@ BY_ESDASH = {
     "delete-index": "done by esdash itself (before the ingest it re-creates an index it made "
     "for another fingerprint, and keeps one with the planned fingerprint; it never deletes an "
     "index it did not make)",
-    "create-index": "done by esdash itself (it creates the index; the task's settings are "
-    "merged into the index body)",
-    "refresh": "done by esdash itself (it refreshes and flushes the index once, after the ingest)",
+    "create-index": "done by esdash itself (it creates every index of the track; the task's "
+    "settings are merged into the bodies of the indices it names)",
+    "refresh": "done by esdash itself (it refreshes and flushes the indices once, after the "
+    "ingest)",
     "cluster-health": "done by esdash itself (it waits for a green cluster before the benchmark)",
 }
 #: Properties of a search that change what Rally sends, which esdash does not reproduce.
@@ -63,6 +67,9 @@ SEARCH_IGNORED = (
     "assertions",
 )
 TASK_IGNORED = ("schedule", "ramp-up-time-period")
+#: Rally's search operations esdash maps to query steps (``paginated-search`` is refused
+#: with its reason by :func:`rally_trackpy.pages_of`).
+SEARCH_TYPES = ("search", "scroll-search", "paginated-search")
 #: Rally operations that are one timed request each, run as esdash query steps like searches:
 #: the request Rally 2.13's runner sends (``IndexStats``, ``NodeStats``, ``RawRequest``).
 REQUEST_OPERATIONS = ("index-stats", "node-stats", "raw-request")
@@ -181,8 +188,14 @@ class _ScheduleMapper:
         challenge: str,
         track_py: TrackPy | None = None,
         test_mode: bool = False,
+        documents: Sequence[DocumentSet] = (),
     ) -> None:
         self.reader = reader
+        #: Every document set of the track, and those the bulk tasks send, in their order.
+        self.documents = tuple(documents)
+        self.sent: list[DocumentSet] = []
+        #: The bulk tasks esdash runs (ingest units), in schedule order.
+        self.bulks: list[RallyTask] = []
         self.test_mode = test_mode
         self.operations = operations
         self.index = index
@@ -197,12 +210,18 @@ class _ScheduleMapper:
         self.by_esdash: list[str] = []
         self.unsupported: list[str] = []
         self.notes: list[str] = []
-        self.create_settings: list[JsonObject] = []
+        #: Settings of create-index tasks per index they name (None: every index).
+        self.index_settings: list[tuple[list[str] | None, JsonObject]] = []
         self._task_names: set[str] = set()
         self._early_search_noted = False
         self._converted: list[str] = []
         self._untimed: list[str] = []
         self._clients: list[str] = []
+        #: The track's templates and data streams (set by the loader) and the one-off
+        #: requests of its administrative tasks, in schedule order.
+        self.templates = rr.Templates()
+        self.data_streams: tuple[str, ...] = ()
+        self.one_offs: list[rr.OneOff] = []
 
     def _timing(self, task: RallyTask) -> Timing:
         """The task's timing, remembering how it was converted for :meth:`finish`."""
@@ -348,8 +367,13 @@ class _ScheduleMapper:
             f"parallel block ({', '.join(t.name for t in tasks)}): not all of its tasks are "
             f"searches esdash can run, so esdash runs them one after another"
         )
+        searches = any(t.op_type in SEARCH_TYPES or t.op_type in REQUEST_OPERATIONS for t in tasks)
         for task in tasks:
-            self._handle(task, " (esdash runs the tasks of this parallel block one after another)")
+            self._handle(
+                task,
+                " (esdash runs the tasks of this parallel block one after another)",
+                with_searches=searches,
+            )
 
     def _parallel_step(self, tasks: list[RallyTask], queries: list[Query]) -> None:
         """Searches run in parallel become one step whose queries are sent together."""
@@ -469,66 +493,20 @@ class _ScheduleMapper:
             )
         return "warm-up and measured time as the task gives them"
 
-    def _handle(self, task: RallyTask, suffix: str = "") -> None:
+    def _handle(self, task: RallyTask, suffix: str = "", with_searches: bool = False) -> None:
         if task.op_type == "bulk":
-            if self.ingest is None:
-                self.ingest = task
-                ignored = [
-                    k
-                    for k in (
-                        "bulk-size",
-                        "clients",
-                        "warmup-time-period",
-                        "time-period",
-                        "ingest-percentage",
-                        "conflicts",
-                        "id-conflicts",
-                        "target-throughput",
-                        "pipeline",
-                    )
-                    if k in task.op or k in task.spec
-                ]
-                if ignored:
-                    self.notes.append(
-                        f"{task.name} (bulk) is the ingest; ignored: {', '.join(ignored)} "
-                        f"(esdash ingests the whole corpus once, split over its bench ranks, in "
-                        f"requests of benchmark.bulk_size documents)"
-                    )
-                self._plan(
-                    task,
-                    f"the ingest: esdash ingests the corpus of index {self.index!r} once, split "
-                    f"over its bench ranks, in bulk requests of benchmark.bulk_size documents "
-                    f"(an index already holding them with the planned fingerprint is reused "
-                    f"instead)"
-                    + (f"; ignores the task's {', '.join(ignored)}" if ignored else "")
-                    + suffix,
-                    ingest=True,
-                )
-            else:
-                self.unsupported.append(
-                    f"{task.name} (bulk): esdash ingests once per run; the ingest is "
-                    f"{self.ingest.name!r}"
-                )
-                self._plan(
-                    task,
-                    "not run",
-                    refusal=(
-                        "unsupported_operation",
-                        f"esdash ingests once per run; its ingest is {self.ingest.name!r}",
-                    ),
-                )
+            self._bulk(task, suffix, with_searches)
             return
-        if task.op_type == "search" or task.op_type in REQUEST_OPERATIONS:
+        if self._sent_once(task):
+            self._one_off(task, suffix)
+            return
+        if task.op_type in SEARCH_TYPES or task.op_type in REQUEST_OPERATIONS or self._own(task):
             query = self._query(task)
             if isinstance(query, str):
                 self.unsupported.append(f"{task.name} ({task.op_type}): {query}")
                 source = task.op.get("param-source")
-                if source is not None:
-                    reason = (
-                        f"its queries come from the parameter source {source!r}: "
-                        f"{self.track_py.holds('param-source', str(source))}"
-                    )
-                    self._plan(task, "not run", refusal=("track_py", reason))
+                if source is not None or self._own(task):  # the reason names the source
+                    self._plan(task, "not run", refusal=("track_py", query))
                 else:
                     self._plan(task, "not run", refusal=("unsupported_operation", query))
                 return
@@ -543,6 +521,7 @@ class _ScheduleMapper:
             timing = self._timing(task)
             self._search_notes(task)
             what = "query step" if query.path is None else f"{query.method} {query.path} as step"
+            suffix = self._resolves(query) + trackpy.query_text(query, task.op) + suffix
             step = QueryStep(
                 task.name,
                 (query,),
@@ -575,6 +554,9 @@ class _ScheduleMapper:
             self.by_esdash.append(f"{task.name} ({task.op_type}): {BY_ESDASH[task.op_type]}")
             self._plan(task, BY_ESDASH[task.op_type] + suffix)
             return
+        if task.op_type in rr.ONE_OFF_OPERATIONS:
+            self._one_off(task, suffix)
+            return
         self.unsupported.append(
             f"{task.name} ({task.op_type}): esdash has no equivalent of this operation type"
         )
@@ -594,8 +576,117 @@ class _ScheduleMapper:
             ),
         )
 
+    @staticmethod
+    def _sent_once(task: RallyTask) -> bool:
+        """A raw-request without a time period or iterations: Rally sends it once."""
+        timed = ("warmup-time-period", "time-period", "warmup-iterations", "iterations")
+        return (
+            task.op_type == "raw-request"
+            and "param-source" not in task.op
+            and not any(k in task.spec for k in timed)
+        )
+
+    def _one_off(self, task: RallyTask, suffix: str) -> None:
+        """An administrative task: its requests, sent once by rank 0 before the ingest
+        (the task comes before the first bulk task) or after it (before the query steps)."""
+        when = rr.BEFORE_INGEST if self.ingest is None else rr.AFTER_INGEST
+        if task.op_type == "raw-request":
+            query = self._request(task)
+            found = [rr.raw_request(task.name, query.method, query.path or "/", query.body)]
+        else:
+            context = rr.Context(self.reader, self.indices, self.data_streams, self.templates)
+            found = rr.one_offs(task.name, task.op_type, task.op, task.where, task.op_name, context)
+        found = [replace(one, when=when) for one in found]
+        self.one_offs += found
+        where = "before the ingest" if when == rr.BEFORE_INGEST else "after the ingest"
+        if when == rr.AFTER_INGEST and self.steps:
+            where += " (before the query steps, although the schedule puts some before it)"
+        skipped = [one.skipped for one in found if one.skipped]
+        ignored = [k for k in TASK_IGNORED if k in task.spec]
+        self._plan(
+            task,
+            f"sent once by rank 0 {where}: "
+            + "; ".join(one.describe() for one in found)
+            + (f"; {'; '.join(dict.fromkeys(skipped))}" if skipped else "")
+            + (f"; ignores the task's {', '.join(ignored)}" if ignored else "")
+            + suffix,
+        )
+
+    def _bulk(self, task: RallyTask, suffix: str, with_searches: bool) -> None:
+        """A bulk task: one ingest unit, run in schedule order before the query steps.
+
+        Each bulk task sends the document sets its ``corpora`` (and ``indices``) select,
+        every index's documents once; a bulk task inside a ``parallel`` block with searches
+        is refused, since esdash measures its searches after the ingest, not during it.
+        """
+        if with_searches:
+            reason = (
+                "a bulk task in a parallel block with searches: esdash ingests before its "
+                "query steps and never measures searches during indexing"
+            )
+            self.unsupported.append(f"{task.name} (bulk): {reason}")
+            self._plan(task, "not run", refusal=("unsupported_operation", reason))
+            return
+        docs = bulk_documents(self.reader, self.documents, task)
+        fresh = [d for d in docs if d not in self.sent]
+        self.sent += fresh
+        self.bulks.append(task)
+        if self.ingest is None:
+            self.ingest = task
+        ignored = [
+            k
+            for k in (
+                "bulk-size",
+                "clients",
+                "warmup-time-period",
+                "time-period",
+                "ingest-percentage",
+                "conflicts",
+                "id-conflicts",
+                "target-throughput",
+                "pipeline",
+            )
+            if k in task.op or k in task.spec
+        ]
+        if ignored:
+            self.notes.append(
+                f"{task.name} (bulk) is an ingest; ignored: {', '.join(ignored)} "
+                f"(esdash ingests each corpus once, split over its bench ranks, in "
+                f"requests of benchmark.bulk_size documents)"
+            )
+        targets = list(
+            dict.fromkeys(
+                f"data stream {d.target_index} (as create actions)"
+                if d.data_stream
+                else d.target_index or "(its action lines' _index)"
+                for d in fresh
+            )
+        )
+        if fresh:
+            what = (
+                f"the ingest (bulk task {len(self.bulks)}): esdash ingests the corpora it sends "
+                f"({', '.join(dict.fromkeys(d.corpus for d in fresh))}) into "
+                f"{', '.join(targets)} once"
+            )
+        else:
+            what = (
+                f"the ingest (bulk task {len(self.bulks)}): sends nothing an earlier bulk task "
+                f"did not send "
+                f"(esdash ingests each document set once)"
+            )
+        self._plan(
+            task,
+            f"{what}, split over its bench ranks, in bulk requests of benchmark.bulk_size "
+            f"documents, before the query steps (an index already holding them with the "
+            f"planned fingerprint is reused instead)"
+            + (f"; ignores the task's {', '.join(ignored)}" if ignored else "")
+            + suffix,
+            ingest=True,
+        )
+
     def _create_index(self, task: RallyTask) -> None:
-        """Remember ``settings`` of a create-index task for the chosen index, as Rally merges."""
+        """Remember ``settings`` of a create-index task for the indices it names (all when
+        it names none), as Rally merges them into their bodies."""
         op = task.op
         wanted = op.get("index")
         if isinstance(wanted, str):
@@ -608,11 +699,22 @@ class _ScheduleMapper:
                 f"'index' must be a string or an array of strings, found {_describe(wanted)}",
                 task.op_name,
             )
-        if wanted and self.index not in wanted:
-            return
         settings = self.reader.get(op, "settings", dict, task.where, task.op_name)
         if settings:
-            self.create_settings.append(settings)
+            self.index_settings.append((list(wanted) if wanted else None, settings))
+
+    @property
+    def targets(self) -> list[str]:
+        """Every index and data stream of the track: what a search may name."""
+        return [*self.indices, *self.data_streams]
+
+    def _resolves(self, query: Query) -> str:
+        """What a search target that is not one index resolves to among the track's
+        indices (Elasticsearch resolves ``logs-*`` or ``a,b`` itself), said in a clause."""
+        if query.path is not None or query.index is None or query.index in self.targets:
+            return ""
+        matched = [i for i in self.targets if _index_matches(query.index, i)]
+        return f"; searches {query.index!r}: {', '.join(matched)} among the track's indices"
 
     def _request(self, task: RallyTask) -> Query:
         """The timed request of an ``index-stats``, ``node-stats`` or ``raw-request`` task.
@@ -654,7 +756,7 @@ class _ScheduleMapper:
             if "param-source" in op:
                 return (
                     f"its requests come from the parameter source {op['param-source']!r} in "
-                    f"the track's track.py, which esdash does not run"
+                    f"the track's track.py; esdash runs parameter sources of searches only"
                 )
             timed = ("warmup-time-period", "time-period", "warmup-iterations", "iterations")
             if task.op_type == "raw-request" and not any(k in task.spec for k in timed):
@@ -663,35 +765,44 @@ class _ScheduleMapper:
                     "(Rally sends it once); esdash runs raw requests only as timed tasks"
                 )
             return self._request(task)
-        if task.op_type != "search":
+        context = trackpy.SourceContext(
+            reader.track_file.parent,
+            self.index,
+            tuple(self.indices),
+            self.challenge,
+            self.documents,
+            self.track_py.exists,
+        )
+        if self._own(task):
+            return runners.runner_query(task, context)
+        if task.op_type not in SEARCH_TYPES:
             return f"{task.op_type} is not a search"
         if "param-source" in op:
-            return (
-                f"its queries come from the parameter source {op['param-source']!r} in the "
-                f"track's track.py, which esdash does not run"
-            )
-        for key in ("pages", "results-per-page", "with-point-in-time-from"):
-            if key in op:
-                return f"'{key}' (paginated search) is not supported by esdash"
+            query, notes = trackpy.source_query(task, context)
+            self.notes += [note for note in notes if note not in self.notes]
+            if isinstance(query, str):
+                return f"its queries come from the parameter source {op['param-source']!r}: {query}"
+            return query
         body = reader.get(op, "body", dict, task.where, task.op_name)
         target = reader.get(op, "index", str, task.where, task.op_name)
         if target is None:
             target = reader.get(op, "data-stream", str, task.where, task.op_name)
-        if not self.indices:
+        targets = self.targets
+        if not targets:
             return "the track defines no index, and esdash searches only the index it creates"
         if target is None:
-            if len(self.indices) != 1:
+            if len(targets) != 1:
                 raise reader.fail(
                     task.where,
                     "the search names no 'index' and the track has several indices; "
                     "add 'index' to the operation",
                     task.op_name,
                 )
-            target = self.indices[0]
-        if not _index_matches(target, self.index):
+            target = targets[0]
+        if not any(_index_matches(target, index) for index in targets):
             return (
-                f"searches {target!r}, but esdash creates only {self.index!r} in this run "
-                f"(choose the index with track.index)"
+                f"searches {target!r}, which names none of the track's indices "
+                f"({', '.join(targets)}), and esdash searches only what it creates"
             )
         requires = ("scripting",) if _needs_scripting(body) else ()
         meta = op.get("meta")
@@ -700,7 +811,17 @@ class _ScheduleMapper:
         # Rally sends request_cache only when the operation sets "cache"; otherwise the
         # index's setting (on by default for size-0 searches) decides, and so it does here.
         cache = reader.get(op, "cache", bool, task.where, task.op_name)
+        if task.op_type != "search" or any(k in op for k in trackpy.PAGING):
+            # request-params of a search are not sent (see SEARCH_IGNORED), paged or not
+            params = {k: v for k, v in op.items() if k != "request-params"}
+            return trackpy.search_query(
+                task.op_name, [dict(body or {})], target, params, task.op_type, requires
+            )
         return Query(task.op_name, dict(body or {}), target, requires, request_cache=cache)
+
+    def _own(self, task: RallyTask) -> bool:
+        """Whether the task's runner is one the track's own track.py registers."""
+        return task.op_type not in RALLY_OPERATIONS and self.track_py.exists
 
     @staticmethod
     def _ignored(task: RallyTask) -> list[str]:
@@ -774,49 +895,53 @@ def _timing(task: RallyTask, test_mode: bool = False) -> Timing:
     )
 
 
+def bulk_documents(
+    reader: _Reader, documents: Sequence[DocumentSet], task: RallyTask
+) -> list[DocumentSet]:
+    """The document sets a bulk task sends: those of its ``corpora`` (default: all),
+    narrowed to its ``indices`` when it names them, as Rally's bulk parameter source does."""
+    candidates = list(documents)
+    names = sorted({d.corpus for d in documents})
+    wanted = task.op.get("corpora")
+    if wanted is not None:
+        if isinstance(wanted, str):
+            wanted = [wanted]
+        if not isinstance(wanted, list) or not all(isinstance(w, str) for w in wanted):
+            raise reader.fail(
+                task.where,
+                f"'corpora' must be a string or an array of strings, found {_describe(wanted)}",
+                task.op_name,
+            )
+        unknown = [w for w in wanted if w not in names]
+        if unknown:
+            raise reader.fail(
+                task.where,
+                f"'corpora' names {', '.join(unknown)}, which the track does not define "
+                f"(corpora: {', '.join(names) or 'none'})",
+                task.op_name,
+            )
+        candidates = [d for d in candidates if d.corpus in wanted]
+    targets = task.op.get("indices")
+    if isinstance(targets, str):
+        targets = [targets]
+    if isinstance(targets, list):
+        candidates = [d for d in candidates if d.target_index in targets]
+    return candidates
+
+
 def _ingest_documents(
-    reader: _Reader,
+    sent: Sequence[DocumentSet],
     documents: Sequence[DocumentSet],
-    ingest: RallyTask | None,
+    has_bulk: bool,
     index: str,
 ) -> tuple[list[DocumentSet], list[str]]:
-    """The document sets the ingest sends to ``index``, and notes on those it leaves out."""
+    """The document sets the ingest sends to the main ``index`` (those the bulk tasks
+    ``sent``; every set without a bulk task), and notes on them."""
     notes: list[str] = []
-    candidates = list(documents)
-    if ingest is not None:
-        names = sorted({d.corpus for d in documents})
-        wanted = ingest.op.get("corpora")
-        if wanted is not None:
-            if isinstance(wanted, str):
-                wanted = [wanted]
-            if not isinstance(wanted, list) or not all(isinstance(w, str) for w in wanted):
-                raise reader.fail(
-                    ingest.where,
-                    f"'corpora' must be a string or an array of strings, found {_describe(wanted)}",
-                    ingest.op_name,
-                )
-            unknown = [w for w in wanted if w not in names]
-            if unknown:
-                raise reader.fail(
-                    ingest.where,
-                    f"'corpora' names {', '.join(unknown)}, which the track does not define "
-                    f"(corpora: {', '.join(names) or 'none'})",
-                    ingest.op_name,
-                )
-            candidates = [d for d in candidates if d.corpus in wanted]
-        targets = ingest.op.get("indices")
-        if isinstance(targets, str):
-            targets = [targets]
-        if isinstance(targets, list):
-            candidates = [d for d in candidates if d.target_index in targets]
-    else:
+    candidates = list(sent) if has_bulk else list(documents)
+    if not has_bulk:
         notes.append("the challenge has no bulk task; esdash ingests the corpus anyway")
     chosen = [d for d in candidates if d.target_index in (index, None)]
-    others = [d for d in candidates if d.target_index not in (index, None)]
-    if others:
-        listed = ", ".join(f"{d.source_file} -> {d.target_index}" for d in others[:8])
-        more = f" and {len(others) - 8} more" if len(others) > 8 else ""
-        notes.append(f"not ingested (esdash ingests one index per run, {index!r}): {listed}{more}")
     if any(d.includes_action_and_meta_data for d in chosen):
         notes.append(
             "the corpus carries its own action lines; their _index decides where documents go"

@@ -5,7 +5,8 @@ published tracks rely on, so that they render here exactly as under ``esrally``:
 
 * ``{% import "rally.helpers" as rally with context %}`` with the macros ``rally.collect(parts=
   "operations/*.json")`` (the matching files, in name order, joined by commas) and
-  ``rally.exists_set_param(...)``;
+  ``rally.exists_set_param(...)``; OpenSearch Benchmark's ``benchmark.helpers`` and
+  ``benchmark.collect`` are the same macros under its names (see ``rally_dialect``);
 * ``rally.collect`` calls are first replaced *textually*, recursively and relative to the file
   that contains them, as Rally does.  That is what lets ``challenges/default.json`` collect
   ``common/schedule.json`` from its own directory; the macro remains for unusual spellings;
@@ -37,11 +38,15 @@ from typing import Any
 import jinja2
 import jinja2.meta
 import jinja2.sandbox
+from esdash_plugins.tracks.rally_dialect import HELPER_TEMPLATES
 
 from esdash.plugin_api import TOO_DEEP, BadInput, JsonMapping, JsonValue
 
-#: ``{{ rally.collect(parts="...") }}``: replaced by the files' text before Jinja2 runs.
-COLLECT = re.compile(r"\{\{-?\s*rally\.collect\(\s*parts\s*=\s*([\"'])(.*?)\1\s*\)\s*-?\}\}")
+#: ``{{ rally.collect(parts="...") }}`` (OSB: ``benchmark.collect``): replaced by the files'
+#: text before Jinja2 runs.  Groups: the macro's namespace, the quote, the pattern.
+COLLECT = re.compile(
+    r"\{\{-?\s*(rally|benchmark)\.collect\(\s*parts\s*=\s*([\"'])(.*?)\2\s*\)\s*-?\}\}"
+)
 #: Nesting depth of ``rally.collect`` beyond which the track is taken to include itself.
 MAX_COLLECT_DEPTH = 16
 #: Upper bounds on rendering; real tracks render in milliseconds to a few hundred KiB.
@@ -129,17 +134,24 @@ def _read(path: Path, included_from: str = "") -> str:
         raise BadInput(f"{path}: cannot be read: {exc.strerror}{included_from}") from None
 
 
-def assemble(path: Path, text: str | None = None, root: Path | None = None) -> Source:
+def assemble(
+    path: Path,
+    text: str | None = None,
+    root: Path | None = None,
+    shared: tuple[Path, ...] = (),
+) -> Source:
     """``path``'s text with every ``rally.collect`` replaced by the files it names.
 
     ``root`` is the track directory: a collected file that resolves (after symlinks) outside
     it is refused, so a track cannot make esdash read, and send to a cluster, files that
-    are not part of it.
+    are not part of it.  ``shared`` names further directories a track may collect from:
+    an OpenSearch Benchmark workload's ``../common_operations``.
     """
     chunks: list[tuple[str, Path, int]] = []
     files: list[Path] = []
     base = (root or path.parent).resolve()
-    _assemble(path, _read(path) if text is None else text, chunks, files, [], base)
+    roots = (base, *(directory.resolve() for directory in shared))
+    _assemble(path, _read(path) if text is None else text, chunks, files, [], roots)
     return _lines(chunks, files)
 
 
@@ -147,7 +159,7 @@ def inside(path: Path, root: Path) -> bool:
     """Whether ``path`` resolves (after symlinks) to ``root`` or below it."""
     try:
         return path.resolve().is_relative_to(root.resolve())
-    except (OSError, RuntimeError):  # a symlink loop
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL in the name
         return False
 
 
@@ -157,7 +169,7 @@ def _assemble(
     chunks: list[tuple[str, Path, int]],
     files: list[Path],
     stack: list[Path],
-    root: Path,
+    roots: tuple[Path, ...],
 ) -> None:
     files.append(path)
     stack = [*stack, path.resolve()]
@@ -166,34 +178,42 @@ def _assemble(
         before = text[position : match.start()]
         chunks.append((before, path, line))
         line += before.count("\n")
-        where = f" (rally.collect in {path}:{line})"
-        pattern = match.group(2)
+        collect = f"{match.group(1)}.collect"
+        where = f" ({collect} in {path}:{line})"
+        pattern = match.group(3)
         matched = sorted(p for p in globlib.glob(str(path.parent / pattern)) if Path(p).is_file())
-        outside = [p for p in matched if not inside(Path(p), root)]
-        if outside or (not globlib.has_magic(pattern) and not inside(path.parent / pattern, root)):
+        outside = [p for p in matched if not _inside_any(Path(p), roots)]
+        if outside or (
+            not globlib.has_magic(pattern) and not _inside_any(path.parent / pattern, roots)
+        ):
             reached = Path(outside[0]).resolve() if outside else path.parent / pattern
+            shared = "".join(f" or {directory}" for directory in roots[1:])
             raise BadInput(
-                f"{path}:{line}: rally.collect(parts={pattern!r}) reaches {reached}, outside "
-                f"the track directory {root}; a track may collect only its own files"
+                f"{path}:{line}: {collect}(parts={pattern!r}) reaches {reached}, outside "
+                f"the track directory {roots[0]}{shared}; a track may collect only its own files"
             )
         if not matched and not globlib.has_magic(pattern):
             raise BadInput(
-                f"{path}:{line}: rally.collect(parts={pattern!r}) names "
+                f"{path}:{line}: {collect}(parts={pattern!r}) names "
                 f"{path.parent / pattern}, which does not exist; add the file or fix the name "
                 f"(parts are relative to the directory of the file that collects them)"
             )
         for number, part in enumerate(map(Path, matched)):
             if len(stack) >= MAX_COLLECT_DEPTH or part.resolve() in stack:
                 raise BadInput(
-                    f"{path}:{line}: rally.collect(parts={pattern!r}) includes {part}, which "
+                    f"{path}:{line}: {collect}(parts={pattern!r}) includes {part}, which "
                     f"(directly or indirectly) collects itself; narrow the pattern"
                 )
             if number:
                 chunks.append((",\n", path, line))
-            _assemble(part, _read(part, where), chunks, files, stack, root)
+            _assemble(part, _read(part, where), chunks, files, stack, roots)
         line += match.group(0).count("\n")
         position = match.end()
     chunks.append((text[position:], path, line))
+
+
+def _inside_any(path: Path, roots: tuple[Path, ...]) -> bool:
+    return any(inside(path, root) for root in roots)
 
 
 def _lines(chunks: Iterable[tuple[str, Path, int]], files: list[Path]) -> Source:
@@ -313,7 +333,8 @@ def environment(
 
 
 class _HelpersLoader(jinja2.BaseLoader):
-    """Serves ``rally.helpers``; first in line, so a track file cannot replace it.
+    """Serves ``rally.helpers`` (OSB: ``benchmark.helpers``); first in line, so a track file
+    cannot replace it.
 
     Its file name is ``<rally.helpers>`` so that errors inside the macros are not mistaken
     for lines of the track file (which Jinja2 calls ``<template>``).
@@ -322,9 +343,9 @@ class _HelpersLoader(jinja2.BaseLoader):
     def get_source(
         self, environment: jinja2.Environment, template: str
     ) -> tuple[str, str | None, Callable[[], bool] | None]:
-        if template != "rally.helpers":
+        if template not in HELPER_TEMPLATES:
             raise jinja2.TemplateNotFound(template)
-        return HELPERS, "<rally.helpers>", lambda: True
+        return HELPERS, f"<{template}>", lambda: True
 
 
 class Outside(Exception):
@@ -432,7 +453,7 @@ def _is_security(exc: BaseException) -> bool:
 
 
 def _syntax_message(exc: jinja2.TemplateSyntaxError, source: Source, what: str) -> str:
-    if exc.filename and exc.filename != "<template>" and exc.name != "rally.helpers":
+    if exc.filename and exc.filename != "<template>" and exc.name not in HELPER_TEMPLATES:
         where = f"{exc.filename}:{exc.lineno}"
     else:
         path, line = source.origin(exc.lineno or 1)

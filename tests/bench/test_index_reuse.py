@@ -339,7 +339,11 @@ def bench_plan(mode: str = "auto", reingest: bool = False) -> BenchPlan:
 
 def test_prepare_index_creates_reuses_and_recreates() -> None:
     fresh = FakeControl(exists=False)
-    assert prepare_index(bench_plan(), fresh) == {"ingest": True, "reason": "index mri created"}  # type: ignore[arg-type]
+    assert prepare_index(bench_plan(), fresh) == {  # type: ignore[arg-type]
+        "ingest": True,
+        "reason": "index mri created",
+        "indices": ["mri"],
+    }
     assert fresh.calls == ["create"]
     same = FakeControl({"esdash": stamp()}, count=10)
     assert prepare_index(bench_plan(), same)["ingest"] is False  # type: ignore[arg-type]

@@ -75,7 +75,18 @@ def test_index_body_is_the_rendered_body_file(track):
 
 def test_search_tasks_become_query_steps_with_converted_timing(track):
     steps = {s.name: s for s in track.query_steps(options(WEBLOGS))}
-    assert list(steps) == ["match-all", "status-range", "recent", "slow-requests", "node-stats"]
+    assert list(steps) == [
+        "match-all",
+        "status-range",
+        "recent",
+        "slow-requests",
+        "archive-only",  # searches the track's other index, weblogs-archive
+        "scroll",
+        "node-stats",
+    ]
+    # a search with pages scrolls (Rally's deprecated form of scroll-search): 5 pages of 10
+    scroll = steps["scroll"].queries[0]
+    assert (scroll.pages, scroll.body["size"], scroll.index) == (5, 10, "weblogs")
 
     # 2 clients at 40 ops/s together (the step's total rate): 100 + 200 iterations per
     # client at 20 ops/s per client take 5 s + 10 s.
@@ -135,23 +146,14 @@ def test_everything_else_is_listed_with_the_reason(track):
         f"refresh-after-index (refresh): {rally.BY_ESDASH['refresh']}",
     ]
     unsupported = track.unsupported_operations(o)
-    assert [u.split(":")[0] for u in unsupported] == [
-        "force-merge (force-merge)",
-        "archive-only (search)",
-        "scroll (search)",
-        "generated-terms (search)",
-        "index-update (bulk)",
-    ]
-    assert "esdash creates only 'weblogs'" in unsupported[1]
-    assert "paginated" in unsupported[2]
-    assert "random-terms-source" in unsupported[3] and "track.py" in unsupported[3]
-    assert "ingests once per run" in unsupported[4]
+    # force-merge is sent once by rank 0 (tests/tracks/test_rally_requests.py)
+    assert [u.split(":")[0] for u in unsupported] == ["generated-terms (search)"]
+    assert "random-terms-source" in unsupported[0] and "track.py" in unsupported[0]
     notes = "\n".join(track.notes(o))
     assert "ignored: bulk-size, clients, warmup-time-period, ingest-percentage" in notes
     assert "status-range (search): ignored request-params" in notes
     assert "match-all (100+200 x 2 client(s) at 40/s -> 5 s+10 s)" in notes
     assert "benchmark.duration apply to: recent" in notes
-    assert "documents-archive.json.bz2 -> weblogs-archive" in notes
 
 
 def test_the_summary_is_logged_once_as_a_warning_when_something_is_not_run(track, caplog):
@@ -253,14 +255,13 @@ def test_unknown_challenge_and_index_name_the_choices(track):
         track.query_steps(options(WEBLOGS, index="logs"))
 
 
-def test_the_other_index_has_no_local_corpus(track, tmp_path):
-    o = options(WEBLOGS, index="weblogs-archive")
-    steps = track.query_steps(o)
-    assert [s.name for s in steps] == ["status-range", "archive-only", "node-stats"]
+def test_the_other_index_has_no_local_corpus(track, weblogs, tmp_path):
+    (weblogs / "documents-archive.json").unlink()
+    o = options(weblogs, index="weblogs-archive")
     with pytest.raises(BadInput) as info:
         track.corpus(o, tmp_path)
     message = str(info.value)
-    assert "documents-archive.json" in message and str(WEBLOGS) in message
+    assert "documents-archive.json" in message and str(weblogs) in message
     assert "https://example.invalid/weblogs/documents-archive.json.bz2" in message
     assert "track.corpus_dir" in message
 

@@ -168,11 +168,11 @@ def test_no_default_challenge(weblogs, tmp_path):
     assert "marks no challenge as default; choose one with track.challenge" in message
 
 
-def test_data_streams_are_refused(tmp_path):
+def test_a_data_stream_without_documents_is_refused(tmp_path):
     (tmp_path / "track.json").write_text(
         json.dumps({"data-streams": [{"name": "logs"}], "schedule": []})
     )
-    assert "uses 'data-streams'" in error_of(tmp_path, tmp_path)
+    assert "no corpus documents go to index 'logs'" in error_of(tmp_path, tmp_path)
 
 
 # --------------------------------------------------------------------------- hypothesis

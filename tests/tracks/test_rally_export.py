@@ -7,6 +7,7 @@ required capabilities), the same step timing and rates, and the same documents.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 from collections.abc import Mapping
@@ -97,7 +98,14 @@ def assert_round_trip(
     index = track.index or track.name
     assert imported.index_name(back) == index == result.index
     assert imported.index_body(back) == track.index_body(options)
-    original = [resolved(s, index, settings) for s in track.query_steps(options)]
+    # the export writes the main index only: a step searching only another index of the
+    # source track (weblogs-archive) is refused when the export is read back
+    exported = [
+        s
+        for s in track.query_steps(options)
+        if all(q.index is None or fnmatch.fnmatchcase(index, q.index) for q in s.queries)
+    ]
+    original = [resolved(s, index, settings) for s in exported]
     again = [resolved(s, index, settings) for s in imported.query_steps(back)]
     assert again == original
     corpus = track.corpus(options, cache)
@@ -107,7 +115,9 @@ def assert_round_trip(
     assert Path(corpus_back.path).read_bytes() == Path(corpus.path).read_bytes()
     assert corpus_back.includes_action_and_meta_data == corpus.includes_action_and_meta_data
     assert corpus_back.documents == result.documents
-    assert imported.unsupported_operations(back) == []
+    assert [u.split(" ")[0] for u in imported.unsupported_operations(back)] == [
+        s.name for s in track.query_steps(options) if s not in exported
+    ]
     return imported
 
 
@@ -198,6 +208,7 @@ def test_a_rally_track_exports_to_itself(tmp_path):
         "status-range",
         "recent",
         "slow-requests",
+        "scroll",  # exported as Rally's scroll-search, pages and page size kept
         "node-stats",  # a timed request, exported as the node-stats operation it came from
     ]
 

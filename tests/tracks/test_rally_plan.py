@@ -179,13 +179,10 @@ def test_plan_json_lists_every_task_in_order_with_its_fate(tmp_path):
     assert plan["item-stats"]["status"] == "run"
     assert plan["item-stats"]["esdash"].startswith("GET /_all/_stats as step 'item-stats'")
 
-    # the track's own Python: named, never run
+    # the track's own Python: its parameter source is sampled and runs, its runner is named
     source = plan["random-colors"]
-    assert source["reason_kind"] == "track_py"
-    assert (
-        f"parameter source 'random-colors': registered in {PLANNED / 'track.py'}"
-        in (source["reason"])
-    )
+    assert source["status"] == "run" and source["reason_kind"] is None
+    assert source["esdash"].startswith("query step 'random-colors'")
     runner = plan["warm-cache"]
     assert (runner["operation"], runner["reason_kind"]) == ("warm-the-cache", "track_py")
     assert "not one of Rally's operation types" in runner["reason"]
@@ -197,12 +194,14 @@ def test_plan_text_names_the_distribution_and_every_task(tmp_path):
     result = esdash("plan", str(path), cache=tmp_path / "empty-cache")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].endswith("track rally, 12 task(s), 10 run, 2 refused")
+    assert lines[0].endswith("track rally, 12 task(s), 11 run, 1 refused")
     assert "6 bench rank(s) (3 per node x 2 node(s)) are the clients" in result.stdout
     # no search of the fixture sets "cache": the index default decides, as in Rally
     assert "every search is sent with no request_cache parameter" in result.stdout
     assert "[parallel block 5] p-by-color (search, 3 clients;" in result.stdout
-    assert "REFUSED [track_py]: its queries come from the parameter source" in result.stdout
+    assert "REFUSED [track_py]: 'warm-the-cache' is not one of Rally's operation types" in (
+        result.stdout
+    )
 
 
 def test_a_track_py_the_directory_lacks_is_named(tmp_path):
@@ -351,8 +350,9 @@ def test_tracks_esdash_cannot_run_list_their_tasks_refused(tmp_path):
         ("q", "refused", "unsupported_operation"),
         ("create-snapshot", "refused", "unsupported_operation"),
     ]
-    with pytest.raises(BadInput, match="uses 'data-streams'"):  # a run still refuses it
-        rally.RallyTrack().query_steps({"path": tmp_path})
+    # a run still refuses it: nothing goes to the data stream
+    with pytest.raises(BadInput, match="no corpus documents go to index 'logs'"):
+        rally.RallyTrack().corpus({"path": tmp_path}, tmp_path / "cache")
 
 
 # ------------------------------------------------------------------- esdash's own tracks

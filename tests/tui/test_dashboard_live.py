@@ -1,10 +1,10 @@
 """The dashboard against a real run: launched from the home screen, followed live, stopped.
 
 A real ``esdash run`` (one Elasticsearch node, real MPI ranks) is started with the home
-screen's launch action; the live screen opens by itself once the run directory exists,
-follows the stream into the measured phase, and the stop action (confirmed) ends the
-benchmark as Ctrl-C would: the stream gets its final record, ``esdash run`` exits and no
-Elasticsearch process is left.
+screen's launch action, confirmed on the plan screen it shows first; the live screen opens
+by itself once the run directory exists, follows the stream into the measured phase, and
+the stop action (confirmed) ends the benchmark as Ctrl-C would: the stream gets its final
+record, ``esdash run`` exits and no Elasticsearch process is left.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from esdash.tui.app import EsdashApp
 from esdash.tui.screens.dialogs import ConfirmScreen
 from esdash.tui.screens.home import HomeScreen
 from esdash.tui.screens.live import LiveScreen
+from esdash.tui.screens.plan import PlanScreen
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi]
 
@@ -41,9 +42,13 @@ async def test_launch_watch_and_stop_a_real_run(shared_tmp: Path, es_user: str):
         await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen.sessions)
         home = app.screen
         home.query_one("#sessions").focus()
+        await pilot.press("l")  # the plan first (issue 18); `l` there confirms the launch
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, PlanScreen) and app.screen.plan is not None,
+            timeout=60,
+        )
         await pilot.press("l")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("y")
         await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen), timeout=60)
         screen = app.screen
         run = screen.run_path

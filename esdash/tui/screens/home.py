@@ -23,6 +23,7 @@ from esdash.rundir.files import tail
 from esdash.rundir.layout import CAMPAIGNS, RUN_LOG
 from esdash.session import load_session
 from esdash.tui.screens.dialogs import ConfirmScreen
+from esdash.tui.screens.plan import PlanScreen
 from esdash.tui.widgets.campaign import STATUS_STYLES as CAMPAIGN_STYLES
 from esdash.tui.widgets.campaign import bar_widths
 from esdash.tui.widgets.tables import fill_table
@@ -92,6 +93,7 @@ class HomeScreen(Screen):
     BINDINGS = [
         Binding("enter", "open", "Open", id="open"),
         Binding("v", "validate", "Validate"),
+        Binding("p", "plan", "Plan"),
         Binding("l", "launch", "Launch"),
         Binding("s", "submit", "Submit"),
         Binding("x", "stop", "Stop"),
@@ -105,9 +107,10 @@ The home screen lists the **sessions** (session files in `./sessions`, `--sessio
 newest first, with their state: running, finished, failed, aborted, pending (a Slurm job
 waiting in the queue), stopped, stalled (no record for 3 intervals: the writer may be dead).
 
-* On a session: `v` validates it, `l` launches it here (`esdash run SESSION`, detached;
-  its output goes to `{RUN_LOG}` in the run directory), `s` submits it to Slurm
-  (`esdash submit SESSION`).
+* On a session: `v` validates it, `p` shows its plan (`esdash plan SESSION`: every task of
+  its track, run or refused and why), `l` shows that plan and launches it here when `l` is
+  pressed again (`esdash run SESSION`, detached; its output goes to `{RUN_LOG}` in the run
+  directory), `s` submits it to Slurm (`esdash submit SESSION`).
 * On a campaign (shown when the runs directory has some under `{CAMPAIGNS}/`, or given with
   `esdash tui --campaign`): `enter` opens the campaign screen (its points, what runs now,
   the runs of its points).
@@ -385,7 +388,7 @@ validation.
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         on_sessions = self._focus_is("sessions")
         on_runs = self._focus_is("runs")
-        if action in ("validate", "launch", "submit"):
+        if action in ("validate", "plan", "launch", "submit"):
             return on_sessions or None
         if action in ("stop", "compare"):
             return on_runs or None
@@ -446,7 +449,15 @@ validation.
                 self.notify(f"preparing {fresh.name}…", title="Launch", timeout=3)
                 self._launch(fresh)
 
-        self.app.push_screen(ConfirmScreen(f"Launch {fresh.name}?", message), answered)
+        # the plan first (issue 18): `l` there confirms, escape goes back
+        plan = PlanScreen(fresh.path, self._plugin_set(), launch_message=message)
+        self.app.push_screen(plan, answered)
+
+    def action_plan(self) -> None:
+        """The selected session's plan, to read (nothing is launched from it)."""
+        entry = self._selected_session()
+        if entry is not None:
+            self.app.push_screen(PlanScreen(entry.path, self._plugin_set()))
 
     @work(thread=True, group="launch")
     def _launch(self, entry: runs.SessionEntry) -> None:

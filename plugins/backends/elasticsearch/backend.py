@@ -25,7 +25,6 @@ from esdash.plugin_api import (
 )
 
 from . import distribution, doctor, security
-from .control import ElasticsearchControl
 
 
 class ElasticsearchBackend(Backend):
@@ -156,6 +155,8 @@ class ElasticsearchBackend(Backend):
     def control_client(
         self, endpoints: Sequence[str], credentials: Credentials | None, timeout: float = 30.0
     ) -> ControlClient:
+        from .control import ElasticsearchControl  # elasticsearch-py: only to talk to a cluster
+
         return ElasticsearchControl(endpoints, credentials, timeout)
 
     def explain_exit(self, code: int, log_tail: str) -> str | None:

@@ -31,6 +31,7 @@ from esdash.plugin_api import (
     Credentials,
     EngineInfo,
     Health,
+    JsonMapping,
     JsonObject,
     engine_of,
 )
@@ -202,6 +203,29 @@ class ElasticsearchControl:
 
     def delete_data_stream(self, name: str) -> None:
         self._call("delete data stream", self.client.indices.delete_data_stream, name=name)
+
+    def request(
+        self,
+        operation: str,
+        method: str,
+        path: str,
+        body: JsonMapping | None,
+        timeout: float | None = None,
+    ) -> JsonObject:
+        """One request as it is, as Rally's ``raw-request`` runner sends it."""
+        headers = {"accept": "application/json"}
+        if body is not None:
+            headers["content-type"] = "application/json"
+        client = self.client if timeout is None else self.client.options(request_timeout=timeout)
+        answer = self._call(
+            operation,
+            client.perform_request,
+            method,
+            path,
+            headers=headers,
+            body=dict(body) if body is not None else None,
+        )
+        return dict(answer.body) if isinstance(answer.body, Mapping) else {}
 
     def close(self) -> None:
         self.client.close()

@@ -31,7 +31,6 @@ from esdash.plugin_api import (
 )
 
 from . import distribution, doctor, security
-from .control import OpenSearchControl
 from .java import JAVA_HOME_VARIABLE, java_env
 
 
@@ -141,6 +140,8 @@ class OpenSearchBackend(Backend):
     def control_client(
         self, endpoints: Sequence[str], credentials: Credentials | None, timeout: float = 30.0
     ) -> ControlClient:
+        from .control import OpenSearchControl  # opensearch-py: only to talk to a cluster
+
         return OpenSearchControl(endpoints, credentials, timeout)
 
     def explain_exit(self, code: int, log_tail: str) -> str | None:

@@ -30,6 +30,7 @@ from esdash.plugin_api import (
     Credentials,
     EngineInfo,
     Health,
+    JsonMapping,
     JsonObject,
     engine_of,
 )
@@ -218,6 +219,26 @@ class OpenSearchControl:
 
     def delete_data_stream(self, name: str) -> None:
         self._call("delete data stream", self.client.indices.delete_data_stream, name=name)
+
+    def request(
+        self,
+        operation: str,
+        method: str,
+        path: str,
+        body: JsonMapping | None,
+        timeout: float | None = None,
+    ) -> JsonObject:
+        """One request as it is, as OpenSearch Benchmark's ``raw-request`` runner sends it
+        (``transport.perform_request``: the path keeps its query string)."""
+        answer = self._call(
+            operation,
+            self.client.transport.perform_request,
+            method,
+            path,
+            body=dict(body) if body is not None else None,
+            timeout=timeout,
+        )
+        return dict(answer) if isinstance(answer, Mapping) else {}
 
     def close(self) -> None:
         self.client.close()

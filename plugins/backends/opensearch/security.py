@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import bcrypt
-from cryptography import x509
 
 from esdash.plugin_api import Credentials, JsonObject, NodeSecurity, owner_ids, write_private
 
@@ -110,6 +109,8 @@ def node_dns(node_cert: Path) -> tuple[str, str]:
     ``nodes_dn`` is the subject with its common name wildcarded; ``admin_dn`` the same
     subject with a common name no node certificate has.
     """
+    from cryptography import x509  # only when a node is configured, not at registration
+
     cert = x509.load_pem_x509_certificate(Path(node_cert).read_bytes())
     rdns = cert.subject.rfc4514_string().split(",")
     if not rdns or not rdns[0].startswith("CN="):

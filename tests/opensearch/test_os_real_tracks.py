@@ -1,0 +1,145 @@
+"""Real tracks of elastic/rally-tracks, run end to end in test mode on shared OpenSearch.
+
+Each track is used as published (a copy of the data-only checkout beside the repository),
+with the ``-1k`` corpus files Rally's test mode reads generated from the track's own
+mappings (``support.rally_corpus``).  The tracks need what the Elasticsearch integ-test zip
+lacks (``match_only_text``, painless, data streams), so they run on OpenSearch:
+
+- ``http_logs``: seven indices filled by one bulk task, searches of ``logs-*``, force-merges
+  and index-stats in the schedule;
+- ``geonames`` with a ``track.py`` written here (the published one is not in the data-only
+  copy), whose three parameter sources give the ``large_*terms`` searches their bodies;
+- ``github_archive``: data streams made by the track's composable template.
+
+Every task the plan runs must show up in the run's Rally-named metrics (one entry per task,
+``throughput``/``latency``/``service_time``/``error_rate``) with the clients the plan gave it,
+and every document of every corpus must be in the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from engines import Cluster, os_session
+from support.cli import esdash
+from support.rally_corpus import write_test_mode_corpora
+from support.rally_tracks import copy_track
+
+pytestmark = [pytest.mark.opensearch, pytest.mark.mpi]
+
+BENCH = "[benchmark]\nworkers_per_node = 1\nbulk_size = 500\nwarmup_max = 0\n"
+#: Tasks esdash does itself (no metrics of their own): see BY_ESDASH in rally_schedule.
+BY_ESDASH = {"delete-index", "create-index", "refresh", "cluster-health"}
+
+#: What the assembled OpenSearch lacks for these tracks (the plan refuses it, naming the module).
+REFUSED = {
+    "geonames": {"expression": "module"},  # lang-expression is not assembled
+    "http_logs": {"terms_enum": "module"},  # _terms_enum is Elasticsearch's (x-pack-core)
+}
+
+GEONAMES_TRACK_PY = """
+import random
+
+COUNTRIES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+
+
+def terms(params):
+    return {"terms": {"country_code.raw": random.sample(COUNTRIES, params.get("size", 3))}}
+
+
+def pure_terms(track, params, **kwargs):
+    return {"index": "geonames", "body": {"query": terms(params)}}
+
+
+class FilteredTerms:
+    def __init__(self, track, params, **kwargs):
+        self._index = track.indices[0].name
+
+    def partition(self, partition_index, total_partitions):
+        return self
+
+    def params(self):
+        body = {"query": {"bool": {"filter": [terms({}), {"range": {"population": {"gte": 10}}}]}}}
+        return {"index": self._index, "body": body}
+
+
+def prohibited_terms(track, params, **kwargs):
+    return {"body": {"query": {"bool": {"must_not": [terms({"size": 2})]}}}}
+
+
+def register(registry):
+    registry.register_param_source("pure-terms-query-source", pure_terms)
+    registry.register_param_source("filtered-terms-query-source", FilteredTerms)
+    registry.register_param_source("prohibited-terms-query-source", prohibited_terms)
+"""
+
+
+def prepare(name: str, scratch: Path) -> tuple[Path, Path, dict[str, int]]:
+    """The track's copy and its corpus directory with the generated ``-1k`` files."""
+    track = copy_track(name, scratch / "tracks")
+    if name == "geonames":
+        (track / "track.py").write_text(GEONAMES_TRACK_PY)
+    corpus = scratch / f"corpus-{name}"
+    return track, corpus, write_test_mode_corpora(track, corpus)
+
+
+def run_track(cluster: Cluster, scratch: Path, name: str) -> tuple[list[dict], dict, dict]:
+    """Plan and run one real track: its plan, results and Rally metrics by task name."""
+    track, corpus, written = prepare(name, scratch)
+    session = os_session(
+        scratch, f"real-{name}", 2,
+        track=f'name = "rally"\npath = "{track}"\ntest_mode = true\ncorpus_dir = "{corpus}"',
+        tables=BENCH,
+    )  # fmt: skip
+    plan = json.loads(esdash("plan", str(session), "--json", env_runs=cluster.runs).stdout)
+    result = esdash(
+        "run", str(session), "--cluster", str(cluster.run), env_runs=cluster.runs,
+        check=False, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    line = next(x for x in result.stdout.splitlines() if x.startswith("results: "))
+    run = Path(line.split(": ", 1)[1]).parent
+    results = json.loads((run / "results.json").read_text())
+    assert results["status"] == "ok", results.get("reason")
+    assert results["ingest"]["docs_sent"] == sum(written.values())
+    assert results["ingest"]["docs_rejected"] == 0
+    out = scratch / f"report-{name}"
+    esdash("report", str(run), "--format", "rally", "--no-figures", "--out", str(out),
+           env_runs=cluster.runs)  # fmt: skip
+    (only,) = json.loads((out / "rally.json").read_text())["runs"]
+    return plan, results, {entry["task"]: entry for entry in only["op_metrics"]}
+
+
+def assert_every_task_ran(plan: list[dict], metrics: dict[str, dict]) -> None:
+    """Each task the plan runs has Rally-named metrics, without errors, with its clients."""
+    ran = [t for t in plan if t["status"] == "run" and t["operation"] not in BY_ESDASH]
+    assert ran
+    for task in ran:
+        if task["operation"] == "bulk":
+            continue  # the ingest: checked by documents
+        entry = metrics.get(task["name"])
+        assert entry is not None, (task["name"], sorted(metrics))
+        assert entry["error_rate"] == 0, (task["name"], entry)
+        assert "service_time" in entry and "latency" in entry, entry
+        if task["operation"] in ("search", "index-stats", "node-stats", "raw-request"):
+            assert entry["throughput"]["unit"] == "ops/s", entry
+            assert entry["esdash"]["clients"] == task["clients"], (task["name"], entry)
+
+
+@pytest.mark.parametrize("name", ["http_logs", "geonames", "github_archive"])
+def test_a_real_track_runs_every_task_in_test_mode(
+    os_cluster: Cluster, shared_tmp: Path, name: str
+) -> None:
+    scratch = shared_tmp / f"real-{name}"
+    plan, results, metrics = run_track(os_cluster, scratch, name)
+    refused = {t["name"]: t["reason_kind"] for t in plan if t["status"] != "run"}
+    assert refused == REFUSED.get(name, {}), refused
+    assert_every_task_ran(plan, metrics)
+    if name == "http_logs":  # seven indices, each with its own 1,000 documents
+        assert len(results["ingest"]["per_index"]) == 7
+        assert set(results["ingest"]["per_index"].values()) == {1000}
+    if name == "geonames":  # the bodies came from the track.py written above
+        for task in ("large_terms", "large_filtered_terms", "large_prohibited_terms"):
+            assert metrics[task]["error_rate"] == 0
