@@ -59,7 +59,7 @@ from esdash.bench.conductor import KIND_START, KIND_WARMUP_END, Conductor
 from esdash.bench.nodewatch import NodeWatch, http_ping
 from esdash.bench.plan import BenchPlan
 from esdash.bench.split import KIND_EXIT, run_split
-from esdash.bench.track_requests import before_ingest, from_start, line
+from esdash.bench.track_requests import before_ingest, from_start, is_setup, line
 from esdash.bench.warmup import WarmupSchedule, run_round
 from esdash.cluster import pki
 from esdash.cluster.control import control_client
@@ -1110,9 +1110,14 @@ def _start(
         # merges and refreshes of a large index take minutes
         control = control_client(cluster_run, engine, nodes[:1], timeout=300.0)
         try:
+            # the track's administrative requests before the ingest, in Rally's schedule
+            # order: templates and pipelines before the indices are made, the others after
+            setup = before_ingest([r for r in plan.track_requests if is_setup(r)], control)
+            if setup["error"] is not None:
+                return {"t0": time.time() + 0.5, "index": None, **setup}
             index = _prepare_index(plan, control)
-            # the track's administrative requests before the ingest (Rally's schedule order)
-            sent = before_ingest(plan.track_requests, control)
+            sent = before_ingest([r for r in plan.track_requests if not is_setup(r)], control)
+            sent["requests"] = setup["requests"] + sent["requests"]
             return {"t0": time.time() + 0.5, "index": index, **sent}
         finally:
             control.close()

@@ -2,9 +2,10 @@
 
 A Rally track's ``force-merge``, ``put-settings``, template, data-stream and untimed
 ``raw-request`` tasks change what the benchmark measures, so a run sends them as Rally
-does: once, in schedule order, those before the first bulk task after the indices are
-prepared and before the ingest starts, the others after the ingest and before settling and
-the query steps (:attr:`esdash.rundir.records.BenchPlan.track_requests`).  Each goes through
+does: once, in schedule order, those before the first bulk task before the ingest starts
+(templates and pipelines before esdash prepares the indices, since they apply when an index
+is made; the others after), the rest after the ingest and before settling and the query
+steps (:attr:`esdash.rundir.records.BenchPlan.track_requests`).  Each goes through
 the backend's control client; each is timed (Rally's service time of an administrative task)
 and recorded in ``results.json``.
 
@@ -133,6 +134,24 @@ def send(
         if result.status != "ok" and result.http_status is None:
             raise TrackRequestFailed(result, results)
     return results
+
+
+#: Operations that shape how an index is created (templates apply when an index or data
+#: stream is made, a default pipeline must exist before it is named): before the ingest they
+#: go before esdash prepares the indices, as a track schedules them before ``create-index``.
+SETUP_OPERATIONS = frozenset(
+    {
+        "create-index-template", "delete-index-template",
+        "create-composable-template", "delete-composable-template",
+        "create-component-template", "delete-component-template",
+        "put-pipeline", "create-ilm-policy", "delete-ilm-policy",
+    }
+)  # fmt: skip
+
+
+def is_setup(request: PlannedRequest) -> bool:
+    """Whether ``request`` is one of the :data:`SETUP_OPERATIONS`."""
+    return request.operation in SETUP_OPERATIONS
 
 
 def before_ingest(requests: Iterable[PlannedRequest], control: ControlClient) -> JsonObject:

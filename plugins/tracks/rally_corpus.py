@@ -7,6 +7,7 @@ files are missing and whether the disk has room.  It needs only the model.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -55,6 +56,14 @@ def locate_documents(
                 f"{track_file}: corpus {doc.corpus!r}: source-file {doc.source_file!r} points "
                 f"outside {directory}; name a file inside the corpus directory"
             )
+        try:
+            candidate.stat()
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                raise BadInput(
+                    f"{track_file}: corpus {doc.corpus!r}: the path {str(candidate)[:80]}... "
+                    f"is longer than the file system allows; use a shorter directory"
+                ) from None
         if confined and candidate.is_file() and directory == track_dir:
             allowed = [track_dir, *data_dirs]
             if not any(tpl.inside(candidate, root) for root in allowed):

@@ -3,13 +3,12 @@
 Each track is used as published (a copy of the data-only checkout beside the repository),
 with the ``-1k`` corpus files Rally's test mode reads generated from the track's own
 mappings (``support.rally_corpus``).  The tracks need what the Elasticsearch integ-test zip
-lacks (``match_only_text``, painless, data streams), so they run on OpenSearch:
+lacks (``match_only_text``, painless), so they run on OpenSearch:
 
 - ``http_logs``: seven indices filled by one bulk task, searches of ``logs-*``, force-merges
   and index-stats in the schedule;
 - ``geonames`` with a ``track.py`` written here (the published one is not in the data-only
   copy), whose three parameter sources give the ``large_*terms`` searches their bodies;
-- ``github_archive``: data streams made by the track's composable template.
 
 Every task the plan runs must show up in the run's Rally-named metrics (one entry per task,
 ``throughput``/``latency``/``service_time``/``error_rate``) with the clients the plan gave it,
@@ -25,14 +24,11 @@ import pytest
 from engines import Cluster, os_session
 from support.cli import esdash
 from support.rally_corpus import write_test_mode_corpora
-from support.rally_tracks import copy_track
+from support.rally_tracks import assert_every_task_ran, copy_track, rally_metrics
 
 pytestmark = [pytest.mark.opensearch, pytest.mark.mpi]
 
 BENCH = "[benchmark]\nworkers_per_node = 1\nbulk_size = 500\nwarmup_max = 0\n"
-#: Tasks esdash does itself (no metrics of their own): see BY_ESDASH in rally_schedule.
-BY_ESDASH = {"delete-index", "create-index", "refresh", "cluster-health"}
-
 #: What the assembled OpenSearch lacks for these tracks (the plan refuses it, naming the module).
 REFUSED = {
     "geonames": {"expression": "module"},  # lang-expression is not assembled
@@ -105,30 +101,10 @@ def run_track(cluster: Cluster, scratch: Path, name: str) -> tuple[list[dict], d
     assert results["status"] == "ok", results.get("reason")
     assert results["ingest"]["docs_sent"] == sum(written.values())
     assert results["ingest"]["docs_rejected"] == 0
-    out = scratch / f"report-{name}"
-    esdash("report", str(run), "--format", "rally", "--no-figures", "--out", str(out),
-           env_runs=cluster.runs)  # fmt: skip
-    (only,) = json.loads((out / "rally.json").read_text())["runs"]
-    return plan, results, {entry["task"]: entry for entry in only["op_metrics"]}
+    return plan, results, rally_metrics(run, scratch / f"report-{name}", cluster.runs)
 
 
-def assert_every_task_ran(plan: list[dict], metrics: dict[str, dict]) -> None:
-    """Each task the plan runs has Rally-named metrics, without errors, with its clients."""
-    ran = [t for t in plan if t["status"] == "run" and t["operation"] not in BY_ESDASH]
-    assert ran
-    for task in ran:
-        if task["operation"] == "bulk":
-            continue  # the ingest: checked by documents
-        entry = metrics.get(task["name"])
-        assert entry is not None, (task["name"], sorted(metrics))
-        assert entry["error_rate"] == 0, (task["name"], entry)
-        assert "service_time" in entry and "latency" in entry, entry
-        if task["operation"] in ("search", "index-stats", "node-stats", "raw-request"):
-            assert entry["throughput"]["unit"] == "ops/s", entry
-            assert entry["esdash"]["clients"] == task["clients"], (task["name"], entry)
-
-
-@pytest.mark.parametrize("name", ["http_logs", "geonames", "github_archive"])
+@pytest.mark.parametrize("name", ["http_logs", "geonames"])
 def test_a_real_track_runs_every_task_in_test_mode(
     os_cluster: Cluster, shared_tmp: Path, name: str
 ) -> None:

@@ -8,12 +8,14 @@ looked at too; ``ESDASH_RALLY_TRACKS`` overrides both.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
 from support import prereqs
+from support.cli import esdash
 
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -57,3 +59,31 @@ def copy_track(name: str, scratch: Path) -> Path:
     for packed in copy.rglob("*.gz"):
         packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
     return copy
+
+
+#: Tasks esdash does itself (no metrics of their own): see BY_ESDASH in rally_schedule.
+BY_ESDASH = {"delete-index", "create-index", "refresh", "cluster-health"}
+
+
+def rally_metrics(run: Path, out: Path, runs: Path) -> dict[str, dict]:
+    """``esdash report --format rally`` of ``run``: its op_metrics by task name."""
+    esdash("report", str(run), "--format", "rally", "--no-figures", "--out", str(out),
+           env_runs=runs)  # fmt: skip
+    (only,) = json.loads((out / "rally.json").read_text())["runs"]
+    return {entry["task"]: entry for entry in only["op_metrics"]}
+
+
+def assert_every_task_ran(plan: list[dict], metrics: dict[str, dict]) -> None:
+    """Each task the plan runs has Rally-named metrics, without errors, with its clients."""
+    ran = [t for t in plan if t["status"] == "run" and t["operation"] not in BY_ESDASH]
+    assert ran
+    for task in ran:
+        if task["operation"] == "bulk":
+            continue  # the ingest: checked by documents
+        entry = metrics.get(task["name"])
+        assert entry is not None, (task["name"], sorted(metrics))
+        assert entry["error_rate"] == 0, (task["name"], entry)
+        assert "service_time" in entry and "latency" in entry, entry
+        if task["operation"] in ("search", "index-stats", "node-stats", "raw-request"):
+            assert entry["throughput"]["unit"] == "ops/s", entry
+            assert entry["esdash"]["clients"] == task["clients"], (task["name"], entry)
