@@ -23,6 +23,7 @@ from support.cli import (
     ESDASH,
     esdash,
     free_port_block,
+    free_port_blocks,
     java_pids_under,
     run_dir_from,
     status_json,
@@ -264,7 +265,7 @@ def failed_node(run: RunDir, rank: int, http: int, transport: int) -> NodePlan:
 def test_a_node_whose_automatic_port_was_taken_makes_the_start_retry(tmp_path: Path) -> None:
     auto = session_file(tmp_path, "retry", explicit=False)
     run = RunDir.create(tmp_path / "runs", "retry")
-    http, transport = free_port_block(1), free_port_block(1)
+    http, transport = free_port_blocks(1)
     node = failed_node(run, 0, http, transport)
     _record_port_clash(run, auto, node, 0)
     assert ports.retry_reason(run, auto) == ""  # both ports free: some other failure

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from support import prereqs
-from support.cli import free_port_block
+from support.cli import free_port_blocks
 
 from esdash.cluster import pki
 from esdash.plugin.security import Credentials
@@ -69,7 +69,7 @@ def cluster_of(run: Path, runs: Path, backend: str) -> Cluster:
 
 def os_session(directory: Path, name: str, nodes: int, *, track: str, tables: str = "") -> Path:
     """A secure OpenSearch session on free loopback ports (``tables`` appended verbatim)."""
-    http, transport = free_port_block(nodes), free_port_block(nodes)
+    http, transport = free_port_blocks(nodes)
     path = directory / f"{name}.toml"
     path.write_text(
         f'name = "{name}"\n'

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from support import prereqs
-from support.cli import esdash, free_port_block
+from support.cli import esdash, free_port_blocks
 
 pytestmark = [pytest.mark.opensearch, pytest.mark.es, pytest.mark.mpi]
 
@@ -30,7 +30,7 @@ STEPS = [
 
 
 def base_session(root: Path) -> Path:
-    http, transport = free_port_block(1), free_port_block(1)
+    http, transport = free_port_blocks(1)
     path = root / "enginesbase.toml"
     path.write_text(
         'name = "enginesbase"\n'

@@ -13,10 +13,19 @@ from pathlib import Path
 ESDASH = [sys.executable, "-m", "esdash"]
 
 
-def free_port_block(count: int, host: str = "127.0.0.1") -> int:
-    """A base port such that ``base .. base+count-1`` are free on ``host`` right now."""
+#: Independent of the global ``random`` state, which tests and the libraries they drive
+#: seed (a seeded state gave two "random" blocks the same base in a CI run).
+_PORTS = random.SystemRandom()
+
+
+def free_port_block(count: int, host: str = "127.0.0.1", avoid: int | None = None) -> int:
+    """A base port such that ``base .. base+count-1`` are free on ``host`` right now, and
+    (with ``avoid``) do not overlap ``avoid .. avoid+count-1``: another block handed out but
+    not bound yet, such as the http ports beside the transport ports."""
     for _ in range(200):
-        base = random.randrange(20000, 40000)
+        base = _PORTS.randrange(20000, 40000)
+        if avoid is not None and abs(base - avoid) < count:
+            continue
         socks = []
         try:
             for port in range(base, base + count):
@@ -30,6 +39,12 @@ def free_port_block(count: int, host: str = "127.0.0.1") -> int:
             for sock in socks:
                 sock.close()
     raise RuntimeError("no block of free ports found")
+
+
+def free_port_blocks(count: int) -> tuple[int, int]:
+    """Two blocks of ``count`` free ports that do not overlap (http, transport)."""
+    http = free_port_block(count)
+    return http, free_port_block(count, avoid=http)
 
 
 def quick_warmup(tables: str) -> str:
@@ -64,7 +79,7 @@ def write_session(
     tables = quick_warmup(tables)
     explicit = ""
     if ports:
-        http, transport = free_port_block(nodes), free_port_block(nodes)
+        http, transport = free_port_blocks(nodes)
         explicit = f"http_port = {http}\ntransport_port = {transport}\n"
     path = directory / f"{name}.toml"
     path.write_text(
