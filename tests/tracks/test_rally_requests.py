@@ -17,6 +17,7 @@ from esdash_plugins.backends.elasticsearch.distribution import INTEG_TEST_MODULE
 from esdash_plugins.backends.opensearch.distribution import MODULES, mappers_of
 from esdash_plugins.tracks import rally
 from esdash_plugins.tracks.rally_requests import ONE_OFF_OPERATIONS
+from support import prereqs
 
 from esdash.errors import BadInput
 from esdash.plugin.api import Distribution
@@ -259,9 +260,9 @@ def test_refusals_follow_the_modules_the_backend_reports(
 def test_the_integ_test_zip_lacks_what_its_backend_says(track_dir: Path) -> None:
     """The refusals above hold for the distribution as the backend inspects it, when it is
     installed (the modules directory is what the backend reads)."""
-    home = Path("/var/cache/esdash/elasticsearch-8.19.21")
-    if not (home / "modules").is_dir():
-        pytest.skip("the Elasticsearch integ-test-zip is not installed here")
+    home = prereqs.es_home()
+    if home is None or not (home / "modules").is_dir():
+        prereqs.unavailable("the Elasticsearch integ-test-zip is not installed (esdash fetch)")
     from esdash_plugins.backends.elasticsearch.distribution import inspect
 
     installed = inspect(home)
