@@ -18,7 +18,8 @@ Contents, by what a plugin provides:
 * JSON as parsed (documents, mappings, query bodies, track files): :data:`JsonObject`,
   :data:`JsonMapping` (read-only) and :data:`JsonValue` (any one value);
 * a **track**: :class:`Track`, :class:`Corpus`, :class:`FieldSpec`, :class:`Query`,
-  :class:`QueryStep`; its plan (:class:`PlannedTask`, :data:`REASON_KINDS`, and what a
+  :class:`QueryStep` (:class:`StepIndexing`: documents indexed during a step, from
+  :meth:`Track.step_corpora`); its plan (:class:`PlannedTask`, :data:`REASON_KINDS`, and what a
   distribution lacks: :func:`query_refusal`, :func:`operation_refusal`,
   :func:`mapping_refusal` giving a :class:`Refusal`, :func:`adaptation_note`,
   :func:`plan_of_steps`) and what it can say of
@@ -83,6 +84,7 @@ from esdash.plugin.api import (
     QueryNotSupported,
     QueryStep,
     Registrable,
+    StepIndexing,
     Track,
     TrackIndex,
     interface_addresses,
@@ -196,6 +198,7 @@ __all__ = [
     "Query",
     "QueryNotSupported",
     "QueryStep",
+    "StepIndexing",
     "REASON_KINDS",
     "REQUIRED",
     "TOO_DEEP",

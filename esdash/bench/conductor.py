@@ -68,7 +68,7 @@ def step_windows(plan: BenchPlan, steps_start: float) -> list[StepWindow]:
     for k, step in enumerate(plan.steps):
         if not step.runnable:
             continue
-        begin = moment + step.warmup
+        begin = moment + step.pause + step.warmup
         moment = begin + step.duration
         windows.append(StepWindow(k, begin, moment))
     return windows
@@ -159,6 +159,7 @@ class Conductor:
         """Every worker finished ingest (or was lost): start settling."""
         self.phase = "settle"
         self.sink.event("ingest_done", f"ingest done by {done_by} of {self.workers} workers")
+        self.sink.ingest_rejections()
         self.sink.phase_event("settle")
         if self.control is None:
             self.settled = SettleResult(after_ingest=self.plan.after_ingest)

@@ -18,6 +18,7 @@ import json
 import math
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -43,6 +44,8 @@ _HEAD = 256
 PARTIAL = "partial"
 #: Back-off after a connection error, so a lost node is not hammered in a tight loop.
 CONNECTION_BACKOFF = 0.1
+#: How often a worker awaiting a bulk answer ticks (reports its intervals, notices an abort).
+TICK_WHILE_WAITING = 0.1
 #: The error class of a request with no answer yet when its step ended (plus the grace).
 OPEN = "open"
 #: Seconds past a step's end a request may still answer; then it is recorded as open.
@@ -220,6 +223,9 @@ def returned_documents(body: bytes) -> int:
 
 @dataclass
 class IngestOutcome:
+    """Documents of an ingest so far: sent, indexed and rejected (kept up to date as it runs,
+    so a caller holding it still has the counts when the ingest is cut short)."""
+
     docs_sent: int = 0
     docs_indexed: int = 0
     rejected: int = 0
@@ -227,16 +233,60 @@ class IngestOutcome:
 
 def bulk_rejections(body: bytes) -> dict[str, int]:
     """Rejected items of a bulk response by error type (empty when all succeeded)."""
+    return bulk_rejection_reasons(body)[0]
+
+
+def bulk_rejection_reasons(body: bytes) -> tuple[dict[str, int], dict[str, str]]:
+    """Rejected items of a bulk response by error type, and the first reason of each type.
+
+    The type alone (``illegal_argument_exception``) rarely says what to fix; its reason
+    ("Limit of total fields [1000] has been exceeded") does.
+    """
     if _NO_BULK_ERRORS in body[:64]:
-        return {}
-    reasons: dict[str, int] = {}
+        return {}, {}
+    counts: dict[str, int] = {}
+    reasons: dict[str, str] = {}
     for item in json.loads(body).get("items", []):
         result = next(iter(item.values()))
         error = result.get("error")
         if error:
-            reason = error.get("type", "unknown") if isinstance(error, dict) else str(error)
-            reasons[reason] = reasons.get(reason, 0) + 1
-    return reasons
+            kind = error.get("type", "unknown") if isinstance(error, dict) else str(error)
+            counts[kind] = counts.get(kind, 0) + 1
+            if kind not in reasons:
+                detail = error.get("reason") if isinstance(error, dict) else None
+                reasons[kind] = f"{kind}: {detail}" if detail else kind
+    return counts, reasons
+
+
+def bulk(connection: Connection, body: bytes, tick: Callable[[], None]) -> tuple[int, bytes]:
+    """``POST /_bulk`` with ``body``, calling ``tick`` while the answer is awaited.
+
+    A cluster can take long over a bulk request it rejects item by item (OpenSearch took
+    13 s for 1,000 documents over its field limit): the rank must go on reporting its
+    intervals and noticing an abort meanwhile, or it looks silent for as long as the
+    rejections take.  The request runs in a daemon thread (which an abort leaves behind);
+    this thread ticks, so the recorder is still touched by this thread only.
+    """
+    answer: list[tuple[int, bytes]] = []
+    failure: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            answer.append(
+                connection.request("POST", "/_bulk", body, content_type="application/x-ndjson")
+            )
+        except BaseException as exc:  # raised below, in the caller's thread
+            failure.append(exc)
+
+    sender = threading.Thread(target=send, name="bulk", daemon=True)
+    sender.start()
+    sender.join(TICK_WHILE_WAITING)
+    while sender.is_alive():
+        tick()
+        sender.join(TICK_WHILE_WAITING)
+    if failure:
+        raise failure[0]
+    return answer[0]
 
 
 def ingest(
@@ -245,23 +295,30 @@ def ingest(
     recorder: Recorder,
     tick: Callable[[], None],
     on_progress: Callable[[int], None] | None = None,
+    outcome: IngestOutcome | None = None,
 ) -> IngestOutcome:
-    """Send every batch of a corpus slice as one ``_bulk`` request; account for every doc."""
-    outcome = IngestOutcome()
+    """Send every batch of a corpus slice as one ``_bulk`` request; account for every doc.
+
+    ``on_progress`` hears of every batch sent, whatever became of its documents: the
+    progress of an ingest is what was sent (rejections are counted, by reason, in the
+    recorder).  ``outcome``, when given, is the one counted into as the ingest goes, so the
+    caller keeps the counts of an ingest that an abort cut short.
+    """
+    outcome = IngestOutcome() if outcome is None else outcome
     node = connection.target.name
     for batch in batches:
         tick()
         started = time.perf_counter()
         try:
-            status, body = connection.request(
-                "POST", "/_bulk", batch.body, content_type="application/x-ndjson"
-            )
+            status, body = bulk(connection, batch.body, tick)
         except RequestFailed as exc:
             elapsed = time.perf_counter() - started
             recorder.record_error("bulk", node, exc.error_class, None, str(exc), elapsed)
             recorder.record_bulk_rejections("bulk", node, {exc.error_class: batch.docs})
             outcome.docs_sent += batch.docs
             outcome.rejected += batch.docs
+            if on_progress is not None:
+                on_progress(batch.docs)
             time.sleep(CONNECTION_BACKOFF)
             continue
         elapsed = time.perf_counter() - started
@@ -271,15 +328,15 @@ def ingest(
             recorder.record_error("bulk", node, error_class_of(status), status, message, elapsed)
             recorder.record_bulk_rejections("bulk", node, {error_class_of(status): batch.docs})
             outcome.rejected += batch.docs
-            continue
-        rejected = bulk_rejections(body)
-        failed = sum(rejected.values())
-        if rejected:
-            recorder.record_bulk_rejections("bulk", node, rejected)
-        indexed = batch.docs - failed
-        recorder.record("bulk", node, elapsed, elapsed, indexed, len(batch.body))
-        outcome.docs_indexed += indexed
-        outcome.rejected += failed
+        else:
+            rejected, reasons = bulk_rejection_reasons(body)
+            failed = sum(rejected.values())
+            if rejected:
+                recorder.record_bulk_rejections("bulk", node, rejected, reasons)
+            indexed = batch.docs - failed
+            recorder.record("bulk", node, elapsed, elapsed, indexed, len(batch.body))
+            outcome.docs_indexed += indexed
+            outcome.rejected += failed
         if on_progress is not None:
             on_progress(batch.docs)
     return outcome

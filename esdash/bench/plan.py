@@ -13,6 +13,7 @@ every bench rank rebuilds the codec to encrypt documents and decode responses.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
@@ -25,9 +26,11 @@ from esdash.plugin.api import (
     ClientCodec,
     Corpus,
     Distribution,
+    OptionValues,
     Query,
     QueryNotSupported,
     QueryStep,
+    StepIndexing,
     Track,
     TrackIndex,
 )
@@ -37,6 +40,7 @@ from esdash.rundir.records import (
     BenchPlan,
     JsonObject,
     PlannedIndex,
+    PlannedIndexing,
     PlannedQuery,
     PlannedStep,
 )
@@ -104,28 +108,121 @@ def planned_query(
     return msgspec.structs.replace(planned, unsupported=missing)
 
 
+#: Seconds between one step's measured end and the next step's measurement, made up of the
+#: next step's warm-up and, where that is shorter, a pause: a request answered late (up to
+#: ``loadgen.OPEN_GRACE`` past its step's end, a scroll's last pages) then lands in no
+#: measurement, and a short step (Rally's test mode measures 1 s) is not lost to it.
+STEP_PAUSE = 1.0
+
+
 def plan_steps(
     steps: tuple[QueryStep, ...],
     session: Session,
     index: str,
     distribution: Distribution,
     codec: ClientCodec | None = None,
+    corpora: Mapping[str, Corpus] | None = None,
+    streams: tuple[str, ...] = (),
 ) -> tuple[PlannedStep, ...]:
+    """The steps as the ranks run them; ``corpora`` holds the documents of the steps'
+    indexing loads by name (:meth:`Track.step_corpora`), ``streams`` the track's data
+    streams (their documents go as ``create``)."""
     planned = []
     for step in steps:
         warmup, duration, target = step_timing(step, session)
         planned.append(
             PlannedStep(
                 name=step.name,
+                pause=max(0.0, STEP_PAUSE - warmup),
                 queries=tuple(planned_query(q, index, distribution, codec) for q in step.queries),
                 warmup=warmup,
                 duration=duration,
                 target_throughput=target,
                 think_time=step.think_time,
                 clients=step.clients,
+                indexing=tuple(
+                    planned_indexing(step.name, load, corpora or {}, session, streams, codec)
+                    for load in step.indexing
+                ),
             )
         )
     return tuple(planned)
+
+
+def plan_refusals(
+    track: Track, options: OptionValues, distribution: Distribution
+) -> dict[str, dict[str | None, str]]:
+    """The query steps the track's own plan refuses for ``distribution``, by step name:
+    per query name (None: every query of the step), the reason ``esdash plan`` gives.
+
+    :func:`planned_query` checks what a query declares and its body; a track's plan may
+    know more (a Rally request path whose module the distribution lacks, a data stream
+    whose template it refuses).  A run does what the plan says, so those steps are not
+    sent either: a refused task measured as 100 % errors would contradict ``esdash plan``.
+    """
+    refusals: dict[str, dict[str | None, str]] = {}
+    for task in track.plan(options, distribution):
+        if task.status != "refused" or task.step is None:
+            continue
+        # a step of one query is the task's; in a parallel block, the task's own query
+        which = None if len(task.step.queries) == 1 else task.name
+        reason = f"refused by the plan ({task.reason_kind}): {task.reason}"
+        refusals.setdefault(task.step.name, {})[which] = reason
+    return refusals
+
+
+def refuse_planned(
+    steps: tuple[PlannedStep, ...], refusals: Mapping[str, Mapping[str | None, str]]
+) -> tuple[PlannedStep, ...]:
+    """``steps`` with the queries ``refusals`` names marked unsupported (kept in place, so
+    the results list them with the reason, as a query the distribution cannot run)."""
+    marked = []
+    for step in steps:
+        refused = refusals.get(step.name, {})
+        queries = tuple(
+            msgspec.structs.replace(query, unsupported=refused.get(None, refused.get(query.name)))
+            if query.unsupported is None and (None in refused or query.name in refused)
+            else query
+            for query in step.queries
+        )
+        marked.append(msgspec.structs.replace(step, queries=queries))
+    return tuple(marked)
+
+
+def planned_indexing(
+    step: str,
+    load: StepIndexing,
+    corpora: Mapping[str, Corpus],
+    session: Session,
+    streams: tuple[str, ...],
+    codec: ClientCodec | None,
+) -> PlannedIndexing:
+    """One indexing load of ``step`` with its corpus, as the ranks send it."""
+    corpus = corpora.get(load.name)
+    if corpus is None:
+        raise BadInput(
+            f"track {session.track.name}: step {step!r} indexes {load.name!r}, but the track "
+            f"gives no documents for it (Track.step_corpora); fix the track plugin"
+        )
+    if codec is not None:
+        raise BadInput(
+            f"step {step!r} indexes {load.name!r} during its searches, which esdash does not "
+            f"do under {codec.label}: run the track without encryption"
+        )
+    return PlannedIndexing(
+        name=load.name,
+        index=load.index,
+        corpus_path=str(corpus.path),
+        corpus_documents=corpus.documents,
+        corpus_has_actions=corpus.includes_action_and_meta_data,
+        op_type="create" if load.index in streams else "index",
+        clients=load.clients,
+        bulk_size=load.bulk_size or session.benchmark.bulk_size,
+        target_throughput=load.target_throughput,
+        pipeline=load.pipeline,
+        looped=load.looped,
+        ingest_percentage=load.ingest_percentage,
+    )
 
 
 def step_timing(step: QueryStep, session: Session) -> tuple[float, float, float | None]:
@@ -204,6 +301,10 @@ def make_plan(
         index_body = codec.encode_index_body(index_body)
     offsets = offsets_dir if offsets_dir is not None else cache_dir() / "offsets"
     index_body = stamp_index_body(index_body, corpus_identity(corpus, offsets))
+    corpora = track.step_corpora(options, cache_dir() / "corpora")
+    for step_corpus in corpora.values():  # scanned once here; the ranks read the offsets
+        plan_slices(step_corpus, ranks, offsets)
+    streams = track.data_streams(options)
     more: list[PlannedIndex] = []
     for other in track.more_indices(options, cache_dir() / "corpora"):
         if other.corpus is not None:  # scanned once here; the ranks read the cached offsets
@@ -219,7 +320,13 @@ def make_plan(
         corpus_has_actions=corpus.includes_action_and_meta_data,
         bulk_size=session.benchmark.bulk_size,
         steps=in_rounds(
-            plan_steps(steps, session, index, distribution, codec),
+            refuse_planned(
+                plan_steps(steps, session, index, distribution, codec, corpora, streams),
+                # a session replacing the steps with benchmark.queries has none of them
+                {}
+                if session.benchmark.queries is not None
+                else plan_refusals(track, options, distribution),
+            ),
             session.benchmark.order,
             session.benchmark.repetitions,
             seed,

@@ -59,6 +59,7 @@ from esdash.bench.conductor import KIND_START, KIND_WARMUP_END, Conductor
 from esdash.bench.nodewatch import NodeWatch, http_ping
 from esdash.bench.plan import BenchPlan
 from esdash.bench.split import KIND_EXIT, run_split
+from esdash.bench.step_indexing import IndexingClient, IndexingRun, client_numbers
 from esdash.bench.track_requests import before_ingest, from_start, is_setup, line
 from esdash.bench.warmup import WarmupSchedule, run_round
 from esdash.cluster import pki
@@ -283,6 +284,8 @@ class Worker:
     codec: ClientCodec | None = None
     #: Every connection opened, for the heartbeat's report of requests in flight.
     connections: weakref.WeakSet[Connection] = field(default_factory=weakref.WeakSet)
+    #: The ingest's counts as it goes (None: no ingest began), for :meth:`ingest_summary`.
+    tally: IngestTally | None = None
 
     def connection(self, node: NodePlan, timeout: float = 120.0) -> Connection:
         target = Target(node.name, node.http_address, self.credentials is not None)
@@ -302,34 +305,29 @@ class Worker:
         ``names`` are the indices rank 0 decided to ingest (None: the main index only, as
         an older rank 0 said); the indices go in the plan's order (the track's bulk tasks).
         The result adds up the units, with the documents sent to each index in
-        ``per_index``.
+        ``per_index``: :meth:`ingest_summary`, which an abort reads as far as it got.
         """
         wanted = [self.plan.index] if names is None else list(names)
         units = [i for i in self.plan.all_indices if i.name in wanted and i.has_corpus]
-        began, cpu = time.time(), time.process_time()
-        total: JsonObject = {
-            "node": self.ingest_node.name,
-            "docs_sent": 0,
-            "docs_indexed": 0,
-            "rejected": 0,
-            "per_index": {},
-        }
+        self.tally = IngestTally(self.ingest_node.name)
         for unit in units:
-            result = self._ingest_one(unit, recorder, reporter)
-            for key in ("docs_sent", "docs_indexed", "rejected"):
-                total[key] += result[key]
-            total["per_index"][unit.name] = result["docs_sent"]
-            if "encode_seconds" in result:
-                total["encode_seconds"] = (
-                    total.get("encode_seconds", 0.0) + result["encode_seconds"]
-                )
-        total["seconds"] = time.time() - began
-        # this rank's CPU time (all threads): the client's cost, independent of load
-        total["cpu_seconds"] = time.process_time() - cpu
-        return total
+            self._ingest_one(unit, recorder, reporter, self.tally.unit(unit.name))
+        return self.tally.summary()
 
-    def _ingest_one(self, unit: PlannedIndex, recorder: Recorder, reporter: Reporter) -> JsonObject:
-        """This rank's slice of one index's corpus, sent in bulk requests."""
+    def ingest_summary(self) -> JsonObject | None:
+        """What the ingest did so far (None: it never began), marked when it did not end."""
+        if self.tally is None:
+            return None
+        summary = self.tally.summary()
+        if self.tally.units and not self.tally.ended:
+            summary["complete"] = False
+        return summary
+
+    def _ingest_one(
+        self, unit: PlannedIndex, recorder: Recorder, reporter: Reporter, counts: UnitTally
+    ) -> None:
+        """This rank's slice of one index's corpus, sent in bulk requests, counted into
+        ``counts`` as it goes."""
         from esdash.bench.slices import plan_slices, read_slice
         from esdash.plugin.api import Corpus
 
@@ -339,7 +337,8 @@ class Worker:
         connection = self.connection(self.ingest_node)
         encode: Callable[[list[JsonObject]], list[bytes]] | None = None
         encode_raw: Callable[[list[bytes]], list[bytes | None]] | None = None
-        encoding = [0.0]
+        encoding = counts.encoding
+        counts.encodes = self.codec is not None
         if self.codec is not None:
             # Encryption runs here, between reading and sending: part of the ingest time.
             def encode(
@@ -378,22 +377,15 @@ class Worker:
         if encode is not None:
             batches = _read_ahead(batches, reporter.tick)
         try:
-            outcome = loadgen.ingest(
-                connection, batches, recorder, reporter.tick, reporter.add_progress
+            loadgen.ingest(
+                connection, batches, recorder, reporter.tick, reporter.add_progress, counts.outcome
             )
         finally:
             close = getattr(batches, "close", None)
             if close is not None:
                 close()
         connection.close()
-        result: JsonObject = {
-            "docs_sent": outcome.docs_sent,
-            "docs_indexed": outcome.docs_indexed,
-            "rejected": outcome.rejected,
-        }
-        if encode is not None:
-            result["encode_seconds"] = encoding[0]
-        return result
+        counts.ended = True
 
     def decoder(
         self, queries: Sequence[PlannedQuery]
@@ -477,8 +469,9 @@ class Worker:
             if not step.runnable:
                 outcomes.append({"index": k, "step": step.name, "status": "unsupported"})
                 continue
-            outcomes.append(self.query_step(k, step, moment, recorder, reporter))
-            moment += step.warmup + step.duration
+            # the pause before the step's warm-up sends nothing (see PlannedStep.pause)
+            outcomes.append(self.query_step(k, step, moment + step.pause, recorder, reporter))
+            moment += step.pause + step.warmup + step.duration
         return outcomes
 
     def query_step(
@@ -507,12 +500,16 @@ class Worker:
                 c.connection, c.order, end, recorder, tick, rate, step.think_time, c.decode
             )
 
+        indexing = self.step_indexing(step, end, recorder)
         try:
             _sleep_until(moment, self.state, reporter.tick)
             self.state.phase, self.state.step = "warmup", k
+            indexing.start()  # bulk tasks index from the warm-up's start to the end
             try:
                 if step.warmup > 0 and clients:
                     outcome["warmup_requests"] = self.each_client(clients, reporter, warm)
+                elif indexing.clients:  # its warm-up's documents are not measured
+                    _sleep_until(warm_end, self.state, reporter.tick)
             except loadgen.WarmupFailed as exc:
                 outcome.update(status="warmup_failed", error=str(exc))
                 reporter.flush(partial=True)
@@ -524,6 +521,8 @@ class Worker:
             outcome["requests"] = self.each_client(clients, reporter, send)
             if not clients:  # a rank with no client in this step waits it out
                 _sleep_until(end, self.state, reporter.tick)
+            if indexing.clients:
+                outcome["indexed"] = indexing.finish()
             outcome["measure_end"] = time.time()
             reporter.flush(partial=True)
             # idle time until the next step belongs to no step: it must not stretch this
@@ -532,7 +531,29 @@ class Worker:
             outcome["status"] = "ok"
             return outcome
         finally:
+            indexing.finish(check=False)
             self.close_clients(clients)
+
+    def step_indexing(self, step: PlannedStep, end: float, recorder: Recorder) -> IndexingRun:
+        """This rank's clients of the step's indexing loads, each with its part of the
+        load's corpus (split over all of the load's clients) and a node of its own."""
+        from esdash.bench.slices import plan_slices
+        from esdash.plugin.api import Corpus
+
+        clients = []
+        for load in step.indexing:
+            corpus = Corpus(Path(load.corpus_path), load.corpus_documents, load.corpus_has_actions)
+            parts = plan_slices(corpus, load.clients, cache_dir() / "offsets")
+            for number in client_numbers(load.clients, self.workers, self.index):
+                node = self.nodes[number % len(self.nodes)]
+                connection = self.connection(node, timeout=max(30.0, step.duration))
+                clients.append(IndexingClient(load, number, connection, parts[number]))
+
+        def watch() -> None:
+            if self.state.aborted:
+                raise Aborted(self.state.aborted)
+
+        return IndexingRun(clients, end, recorder, watch)
 
     def step_clients(
         self, step: PlannedStep, k: int, runnable: tuple[PlannedQuery, ...]
@@ -601,6 +622,59 @@ class Worker:
     def close_clients(clients: Sequence[StepClient]) -> None:
         for client in clients:
             client.connection.close()
+
+
+@dataclass
+class UnitTally:
+    """One index's ingest on this rank: its live counts and encryption time."""
+
+    name: str
+    outcome: loadgen.IngestOutcome = field(default_factory=loadgen.IngestOutcome)
+    #: Seconds of client-side encryption (a list: the encoding closures add to it).
+    encoding: list[float] = field(default_factory=lambda: [0.0])
+    encodes: bool = False
+    ended: bool = False
+
+
+@dataclass
+class IngestTally:
+    """This rank's ingest as it goes, one :class:`UnitTally` per index.
+
+    The final report's ``ingest`` comes from here, so a rank whose ingest an abort cut
+    short still reports the documents it sent and had rejected, and its CPU time.
+    """
+
+    node: str
+    began: float = field(default_factory=time.time)
+    cpu: float = field(default_factory=time.process_time)
+    units: list[UnitTally] = field(default_factory=list)
+
+    def unit(self, name: str) -> UnitTally:
+        counts = UnitTally(name)
+        self.units.append(counts)
+        return counts
+
+    @property
+    def ended(self) -> bool:
+        return all(u.ended for u in self.units)
+
+    def summary(self) -> JsonObject:
+        """The counts summed over the indices, documents sent per index, seconds, CPU."""
+        total: JsonObject = {
+            "node": self.node,
+            "docs_sent": sum(u.outcome.docs_sent for u in self.units),
+            "docs_indexed": sum(u.outcome.docs_indexed for u in self.units),
+            "rejected": sum(u.outcome.rejected for u in self.units),
+            "per_index": {},
+        }
+        for u in self.units:
+            total["per_index"][u.name] = total["per_index"].get(u.name, 0) + u.outcome.docs_sent
+        if any(u.encodes for u in self.units):
+            total["encode_seconds"] = sum(u.encoding[0] for u in self.units)
+        total["seconds"] = time.time() - self.began
+        # this rank's CPU time (all threads): the client's cost, independent of load
+        total["cpu_seconds"] = time.process_time() - self.cpu
+        return total
 
 
 @dataclass(frozen=True)
@@ -713,7 +787,7 @@ def run_worker(
     _watch_signals(worker.state)
     schedule = Schedule(start["t0"], plan.interval)
     # several clients in one rank count into one recorder from their own threads
-    several = any(rank_share(s.clients, size - 1, rank - 1) > 1 for s in plan.steps)
+    several = any(rank_share(s.clients, size - 1, rank - 1) > 1 or s.indexing for s in plan.steps)
     recorder = SharedRecorder(rank) if several else Recorder(rank)
     channel = ChannelWriter(run.rank_channel(rank))
     reporter = Reporter(channel, rank, recorder, schedule, worker.state)
@@ -747,6 +821,8 @@ def run_worker(
             reason=f"{type(exc).__name__}: {exc}",
             traceback=traceback.format_exc()[-2000:],
         )
+    if "ingest" not in final and (summary := worker.ingest_summary()) is not None:
+        final["ingest"] = summary  # cut short: what it sent and had rejected still counts
     # What an abort or a failure cut short is flushed under the phase it was measured in:
     # labelled "done", rank 0's results counted it nowhere (an aborted ingest's documents
     # were in the stream but not in results.json).

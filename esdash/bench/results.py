@@ -430,6 +430,7 @@ def _step_result(
             duration=planned.duration,
             target_throughput=planned.target_throughput,
             clients=planned.clients,
+            indexing=list(planned.indexing),
         ),
         status=step_status(acc, index, planned, workers) if measured else "no data",
         duration_s=round(window, 3),

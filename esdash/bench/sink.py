@@ -17,6 +17,7 @@ import msgspec
 from esdash.bench import pause
 from esdash.bench.merge import Merged
 from esdash.bench.nodewatch import NodeWatch
+from esdash.bench.rejections import ingest_flag
 from esdash.bench.results import RunAccumulator, build_results, export_authors_format
 from esdash.bench.rounds import rounds_result
 from esdash.errors import EsdashError
@@ -36,9 +37,11 @@ from esdash.rundir.records import (
     Header,
     IngestPlan,
     IngestProgress,
+    IngestResult,
     Interval,
     JsonObject,
     NodeEvent,
+    OpResult,
     Phase,
     PlannedStepInfo,
     RankInfo,
@@ -68,6 +71,8 @@ class StreamSink:
         self.step: int | None = None
         self.header: Header | None = None
         self.started = False
+        #: Whether the ingest's rejections were announced (:meth:`ingest_rejections`).
+        self.rejections_said = False
 
     def _t(self) -> float:
         return max(0.0, round(time.time() - self.t0, 3))
@@ -98,6 +103,7 @@ class StreamSink:
                     round=step.round,
                     position=step.position,
                     clients=step.clients,
+                    indexing=[load.name for load in step.indexing],
                 )
                 for step in self.plan.steps
             ],
@@ -197,6 +203,29 @@ class StreamSink:
                     ingest=ingest,
                 )
             )
+
+    def ingest_rejections(self) -> None:
+        """At the ingest's end, a warning event when documents were rejected.
+
+        Said at once, from the payloads in so far (a rank's last payload comes before its
+        word that it is done), so a user watching the run learns before the steps that they
+        will measure an index without those documents; the results carry the same flag with
+        the ranks' own counts.
+        """
+        merged = self.acc.merged("ingest", None)
+        rejected: dict[str, int] = {}
+        for data in merged.ops.values():
+            for reason, count in data.doc_errors.items():
+                rejected[reason] = rejected.get(reason, 0) + count
+        seen = IngestResult(
+            docs=sum(data.docs for data in merged.ops.values()),
+            rejected_docs=rejected,
+            ops={name: OpResult(last_errors=data.last_errors) for name, data in merged.ops.items()},
+        )
+        flag = ingest_flag(seen)
+        if flag:
+            self.event("ingest_rejected", f"ingest: {flag}", level="warning")
+            self.rejections_said = True
 
     def step_requests(self, index: int) -> int:
         """Requests measured in step ``index`` so far (all ranks and queries)."""
@@ -360,6 +389,8 @@ class StreamSink:
         results.rounds = rounds_result(self.plan, results)
         self._flag_events(results)
         ingest = [f["ingest"] for f in finals.values() if f.get("ingest")]
+        if ingest and results.ingest is None:  # cut short before its first interval
+            results.ingest = IngestResult()
         if ingest and results.ingest is not None:
             results.ingest.docs_sent = sum(i["docs_sent"] for i in ingest)
             results.ingest.docs_rejected = sum(i["rejected"] for i in ingest)
@@ -374,6 +405,10 @@ class StreamSink:
                     per_index[name] = per_index.get(name, 0) + int(docs)
             if len(per_index) > 1:
                 results.ingest.per_index = per_index
+        if results.ingest is not None:
+            results.ingest.flag = ingest_flag(results.ingest)
+            if results.ingest.flag and not self.rejections_said:  # cut short before its end
+                self.event("ingest_rejected", f"ingest: {results.ingest.flag}", level="warning")
         self.run.write_results(results)
         bodies = {
             k: {q.name: q.body for q in step.queries} for k, step in enumerate(self.plan.steps)

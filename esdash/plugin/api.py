@@ -538,6 +538,36 @@ ALL_PAGES = -1
 
 
 @dataclass(frozen=True)
+class StepIndexing:
+    """Bulk indexing that runs during a query step, beside its queries.
+
+    ``name`` is what its bulk requests are recorded under (a Rally bulk task's name) and
+    the key of its documents in :meth:`Track.step_corpora`; they go to ``index`` (an index
+    or data stream of the track).  ``clients`` send them at once, over all bench ranks,
+    each its own part of the documents; ``bulk_size`` documents per request (None: the
+    session's ``benchmark.bulk_size``); ``target_throughput`` is bulk requests per second
+    of all clients together (None: as fast as they can).  ``pipeline`` is sent as
+    ``?pipeline=``; ``looped`` starts a client's part again when it is sent (else the
+    client stops); ``ingest_percentage`` sends only that share of each client's part.
+    """
+
+    name: str
+    index: str
+    clients: int = 1
+    bulk_size: int | None = None
+    target_throughput: float | None = None
+    pipeline: str | None = None
+    looped: bool = False
+    ingest_percentage: float = 100.0
+
+    def __post_init__(self) -> None:
+        if self.clients < 1:
+            raise ValueError(f"indexing {self.name!r}: clients must be at least 1")
+        if not 0 < self.ingest_percentage <= 100:
+            raise ValueError(f"indexing {self.name!r}: ingest_percentage must be in (0, 100]")
+
+
+@dataclass(frozen=True)
 class QueryStep:
     """Queries sent together for a warm-up and a measured duration.
 
@@ -564,6 +594,10 @@ class QueryStep:
     target_throughput: float | None = None
     think_time: float = 0.0
     clients: int | None = None
+    #: Documents indexed while the queries run, from the warm-up's start to the measured
+    #: end (Rally's bulk task in a ``parallel`` block with searches); each load's
+    #: documents come from :meth:`Track.step_corpora`.
+    indexing: tuple[StepIndexing, ...] = ()
 
     def __post_init__(self) -> None:
         if self.think_time < 0:
@@ -643,6 +677,12 @@ class Track(Registrable):
         """The track's other indices beside :meth:`index_name`, each with its corpus, in the
         order they are ingested (after the main one).  Most tracks have one index: none."""
         return ()
+
+    def step_corpora(self, options: OptionValues, cache_dir: Path) -> Mapping[str, Corpus]:
+        """The documents of each :class:`StepIndexing` of the query steps, by its name
+        (prepared under ``cache_dir`` like :meth:`corpus`).  Most tracks index nothing
+        during their steps: none."""
+        return {}
 
     def data_streams(self, options: OptionValues) -> tuple[str, ...]:
         """Which of the track's targets (:meth:`index_name` included) are data streams,

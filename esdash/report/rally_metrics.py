@@ -42,8 +42,13 @@ def op_metrics(results: Results) -> list[JsonObject]:
         entries += [_bulk(name, op, results.ingest) for name, op in results.ingest.ops.items()]
     entries += _administrative(results.track_requests, "after-ingest")
     for step in results.steps:
+        indexing = set(step.planned.indexing)  # a bulk task that indexed during the step
+        searches = [name for name in step.queries if name not in indexing]
         for name, op in step.queries.items():
-            task = step.name if len(step.queries) == 1 else name
+            if name in indexing:
+                entries.append(_step_bulk(name, op, step))
+                continue
+            task = step.name if len(searches) == 1 else name
             entries.append(_search(task, name, op, step))
     return entries
 
@@ -93,22 +98,33 @@ def _bulk(name: str, op: OpResult, ingest: IngestResult) -> JsonObject:
     }
 
 
+def _step_bulk(name: str, op: OpResult, step: StepResult) -> JsonObject:
+    """A bulk task that indexed during a step's searches (a Rally ``parallel`` block): its
+    throughput in documents indexed per second, as Rally reports a bulk task."""
+    spread, unit = op.throughput.docs_intervals, "docs/s"
+    extra = {"docs": op.docs, "docs_per_s": op.throughput.docs_per_s}
+    return _step_entry(name, name, op, step, _throughput(spread, unit), extra)
+
+
 def _search(task: str, name: str, op: OpResult, step: StepResult) -> JsonObject:
+    extra = {"clients": step.planned.clients, "requests_per_s": op.throughput.requests_per_s}
+    return _step_entry(task, name, op, step, _throughput(op.throughput.intervals, "ops/s"), extra)
+
+
+def _step_entry(
+    task: str, name: str, op: OpResult, step: StepResult, throughput: JsonObject, extra: JsonObject
+) -> JsonObject:
+    """One operation of a query step under Rally's names; ``extra`` joins the step's own
+    facts under ``esdash``."""
     return {
         "task": task,
         "operation": name,
-        "throughput": _throughput(op.throughput.intervals, "ops/s"),
+        "throughput": throughput,
         "latency": _times(op.latency),
         "service_time": _times(op.service_time),
         "error_rate": op.error_rate,
         "duration": _ms(step.duration_s),
-        "esdash": {
-            "step": step.name,
-            "status": step.status,
-            "round": step.round,
-            "clients": step.planned.clients,
-            "requests_per_s": op.throughput.requests_per_s,
-        },
+        "esdash": {"step": step.name, "status": step.status, "round": step.round, **extra},
     }
 
 

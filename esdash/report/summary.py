@@ -111,6 +111,8 @@ def render_summary(results: Results) -> str:
                 else ""
             )
         )
+        if ingest.flag:
+            lines.append(f"WARNING: ingest: {ingest.flag}")
     lines.extend(before_steps(results))
     rounds = results.rounds is not None and results.rounds.repetitions > 1
     rows = []
@@ -124,7 +126,9 @@ def render_summary(results: Results) -> str:
                 status = status.split(":")[0] + ", see below"  # the reason is in the notes
             rows.append([label, f"({status})"] + [""] * (len(SUMMARY_HEADERS) - 2))
         for name, op in step.queries.items():
-            rows.append(_op_row(label, name, op))
+            # a bulk task indexing during the step: its docs/s are documents indexed
+            shown = f"{name} (bulk)" if name in step.planned.indexing else name
+            rows.append(_op_row(label, shown, op))
     lines.append("")
     lines.extend(fmt.table(SUMMARY_HEADERS, rows, left=2))
     lines.extend(definitions(results))

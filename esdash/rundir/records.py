@@ -419,6 +419,8 @@ class PlannedStepInfo(Record, kw_only=True):
     position: Int = 0
     #: Clients over all bench ranks (None: one per bench rank).
     clients: Int | None = None
+    #: The bulk loads indexing during the step (recorded among its queries' ops).
+    indexing: list[str] = []
 
 
 class RankInfo(Record, kw_only=True):
@@ -632,6 +634,9 @@ class IngestResult(Record, kw_only=True):
     cpu_time_s: Float | None = None
     #: Documents sent per index, when the run ingested several indices.
     per_index: dict[str, Int] = {}
+    #: Why the steps did not measure the planned index: documents were rejected (how many
+    #: of those sent, by reason, with an example); None when every document was indexed.
+    flag: str | None = None
 
 
 class StepPlan(Record, kw_only=True):
@@ -644,6 +649,9 @@ class StepPlan(Record, kw_only=True):
     think_time: Float | None = None
     #: Clients over all bench ranks (None: one per bench rank).
     clients: Int | None = None
+    #: The bulk loads that indexed during the step: their ops are in ``queries`` of the
+    #: step's result, with indexed documents (docs/s), not search hits.
+    indexing: list[str] = []
 
 
 class WarmupCounts(Record, kw_only=True):
@@ -977,6 +985,31 @@ class PlannedQuery(FrozenRecord, kw_only=True, frozen=True):
     pages: Int | None = None
 
 
+class PlannedIndexing(FrozenRecord, kw_only=True, frozen=True):
+    """Documents a step indexes while its queries run (``StepIndexing`` with its corpus).
+
+    Recorded in the step under ``name``; ``clients`` over all bench ranks each send their
+    own part of the corpus (``corpus_documents`` split over all of them) to ``index`` in
+    requests of ``bulk_size`` documents with action ``op_type``, at most
+    ``target_throughput`` requests/s together (None: unthrottled), with ``?pipeline=``
+    when set, only ``ingest_percentage`` % of each part, again from its start when
+    ``looped``.
+    """
+
+    name: str
+    index: str
+    corpus_path: str
+    corpus_documents: Int | None
+    corpus_has_actions: bool = False
+    op_type: str = "index"
+    clients: Int = 1
+    bulk_size: Int = 1000
+    target_throughput: Float | None = None
+    pipeline: str | None = None
+    looped: bool = False
+    ingest_percentage: Float = 100.0
+
+
 class PlannedStep(FrozenRecord, kw_only=True, frozen=True):
     name: str
     queries: tuple[PlannedQuery, ...]
@@ -989,6 +1022,11 @@ class PlannedStep(FrozenRecord, kw_only=True, frozen=True):
     position: Int = 0
     #: Clients over all bench ranks (None: one per bench rank); see ``QueryStep.clients``.
     clients: Int | None = None
+    #: Bulk indexing that runs during the step, beside its queries (``QueryStep.indexing``).
+    indexing: tuple[PlannedIndexing, ...] = ()
+    #: Seconds before the step's warm-up in which nothing is sent: the step before's last
+    #: answers (up to a second late) land there, not in this step's measurement.
+    pause: Float = 0.0
 
     @property
     def runnable(self) -> tuple[PlannedQuery, ...]:

@@ -87,6 +87,10 @@ def _with_session(task: PlannedTask, session: Session, ranks: int) -> PlannedTas
     if task.step is None or task.status != "run":
         return task
     warmup, duration, target = step_timing(task.step, session)
+    if any(load.name == task.name for load in task.step.indexing):  # indexes during it
+        return replace(
+            task, esdash=f"{task.esdash} -> the step: {warmup:g} s warm-up + {duration:g} s"
+        )
     if task.step.think_time:
         rate = f"closed loop with {task.step.think_time:g} s think time"
     elif target is not None:

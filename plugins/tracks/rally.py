@@ -15,7 +15,8 @@ timed query steps:
 * in the chosen challenge's schedule, the ``bulk`` tasks are the ingest (in schedule order,
   each document set once) and each ``search`` task is a query step (its ``index`` may name
   another index of the track, a comma list or a wildcard; a ``parallel`` block of searches
-  is one step with several queries); ``warmup-time-period``, ``time-period``, iterations
+  is one step with several queries, and its bulk tasks index during that step:
+  :meth:`RallyTrack.step_corpora`); ``warmup-time-period``, ``time-period``, iterations
   and ``target-throughput`` are converted (see
   :func:`esdash_plugins.tracks.rally_schedule._timing`);
 * ``delete-index``, ``create-index``, ``refresh`` and ``cluster-health`` are done by esdash
@@ -50,6 +51,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from esdash_plugins.tracks import rally_cascade as cascade
 from esdash_plugins.tracks import rally_requests as rr
 from esdash_plugins.tracks.rally_corpus import (
     _Where,
@@ -210,19 +212,40 @@ class RallyTrack(Track):
         loaded = load(options, plan=True)
         self._index = loaded.index
         blocker = loaded.blocker and f"the track {loaded.blocker}"
+        blocker_kind = "unsupported_operation"
         if blocker is None and not loaded.documents:
             blocker = (
                 f"no corpus documents go to index {loaded.index!r} in challenge "
                 f"{loaded.challenge!r}, so esdash refuses the run (choose another index with "
                 f"track.index: {', '.join(loaded.indices)})"
             )
+            generated = next(
+                (t for t in loaded.tasks if t.operation == "bulk" and t.reason_kind == "track_py"),
+                None,
+            )
+            if generated is not None:  # the documents would come from the track's Python
+                blocker_kind = "track_py"
+                blocker = (
+                    f"the index's documents come from bulk task {generated.name!r}, and "
+                    f"{generated.reason}"
+                )
         mapping = None
+        unmade = "its index cannot be created"
         if blocker is None:
             bodies = [loaded.index_body, *(i.body for i in loaded.more if not i.data_stream)]
             mapping = next(
                 (r for r in (mapping_refusal(b, distribution) for b in bodies) if r), None
             )
+            named = [(loaded.index, loaded.index_body)]
+            named += [(i.name, i.body) for i in loaded.more if not i.data_stream]
+            found = (cascade.index_refusal(name, body, distribution) for name, body in named)
+            mapping = mapping or next((r for r in found if r is not None), None)
             mapping = mapping or _stream_refusal(loaded, distribution)
+            filled = [(loaded.index, loaded.index_body)]
+            filled += [(i.name, i.body) for i in loaded.more if i.documents]
+            rejected = cascade.pipeline_refusal(loaded.one_offs, filled, distribution)
+            if mapping is None and rejected is not None:
+                mapping, unmade = rejected, "its index is never filled"
         adapted = adaptation_note(loaded.index_body, distribution)
         tasks: list[PlannedTask] = []
         for task in loaded.tasks:
@@ -240,11 +263,11 @@ class RallyTrack(Track):
             elif (sent := self._request_refusal(loaded, task.name, distribution)) is not None:
                 task = task.refused(sent.kind, sent.reason)
             elif blocker is not None:
-                task = task.refused("unsupported_operation", blocker)
+                task = task.refused(blocker_kind, blocker)
             elif mapping is not None:
                 reason = mapping.reason
                 if not task.ingest:
-                    reason = f"its index cannot be created: {reason}"
+                    reason = f"{unmade}: {reason}"
                 task = task.refused(mapping.kind, reason)
             elif refusal is not None:
                 task = task.refused(refusal.kind, refusal.reason)
@@ -321,6 +344,17 @@ class RallyTrack(Track):
             for other in loaded.more
         )
 
+    def step_corpora(self, options: OptionValues, cache_dir: Path) -> dict[str, Corpus]:
+        """The documents of each bulk task that indexes during a query step (a ``parallel``
+        block with searches), by task name: the document sets it sends, prepared as an
+        index's corpus is (several files joined, test mode's first documents)."""
+        loaded = self.load(options)
+        where = _Where.of(loaded, options, cache_dir)
+        return {
+            name: corpus_of(loaded, f"{loaded.index}-{name}", documents, where, cache_dir)
+            for name, documents in loaded.step_documents.items()
+        }
+
     def data_streams(self, options: OptionValues) -> tuple[str, ...]:
         """The track's ``data-streams``: their documents go as ``create`` actions."""
         return self.load(options).data_streams
@@ -339,9 +373,11 @@ class RallyTrack(Track):
             return CorpusStatus((), ())  # the plan refuses the run, saying why
         where = _Where.of(loaded, options, cache_dir)
         status = check_corpus(loaded, where, cache_dir)
-        for other in loaded.more:
-            if other.documents:
-                each = replace(loaded, index=other.name, documents=other.documents)
+        sets = [(o.name, o.documents) for o in loaded.more if o.documents]
+        sets += [(f"{loaded.index}-{n}", d) for n, d in loaded.step_documents.items()]
+        for name, documents in sets:
+            if documents:
+                each = replace(loaded, index=name, documents=documents)
                 found = check_corpus(each, where, cache_dir)
                 status = CorpusStatus(
                     status.lines + found.lines,
@@ -397,12 +433,16 @@ def corpus_of(
 def _stream_refusal(loaded: LoadedTrack, distribution: Distribution | None) -> Refusal | None:
     """Why ``distribution`` cannot hold the data streams the run ingests into (None: it
     can, or there are none): Elasticsearch needs its data-streams module, which the
-    integ-test zip lacks; OpenSearch has them in its server."""
+    integ-test zip lacks; OpenSearch has them in its server, but not every Elasticsearch
+    feature the templates making them may use (:func:`cascade.stream_refusal`)."""
     streams = [
         s
         for s in loaded.data_streams
         if s == loaded.index or any(i.name == s and i.documents for i in loaded.more)
     ]
+    if streams and distribution is not None and not rr.is_elasticsearch(distribution):
+        found = (cascade.stream_refusal(loaded.one_offs, s, distribution) for s in streams)
+        return next((r for r in found if r is not None), None)
     if not streams or distribution is None or not rr.is_elasticsearch(distribution):
         return None
     if set(distribution.modules) & set(rr.DATA_STREAM_MODULES):

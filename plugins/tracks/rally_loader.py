@@ -238,6 +238,7 @@ def load(options: OptionValues, plan: bool = False) -> LoadedTrack:
         bulks=tuple(task.name for task in mapper.bulks),
         one_offs=tuple(mapper.one_offs),
         data_streams=tuple(streams),
+        step_documents=dict(mapper.step_documents),
     )
 
 

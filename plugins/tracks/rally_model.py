@@ -172,6 +172,9 @@ class LoadedTrack:
     data_streams: tuple[str, ...] = ()
     #: The requests of the administrative tasks, sent once by rank 0, in schedule order.
     one_offs: tuple[OneOff, ...] = ()
+    #: The document sets of each bulk task that indexes during a query step, by task name
+    #: (``QueryStep.indexing``); they are not part of any index's ingest.
+    step_documents: Mapping[str, tuple[DocumentSet, ...]] = field(default_factory=dict)
 
     def summary(self) -> str:
         """A readable account of what runs, what esdash does itself and what does not run."""

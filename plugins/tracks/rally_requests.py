@@ -9,8 +9,10 @@ Rally 2.13's runner sends (``esrally/driver/runner.py`` and the parameter source
 (:mod:`esdash.bench.track_requests`), those before the first bulk task before the ingest and
 the rest after it.
 
-What a distribution lacks for them (data streams, ingest processors, x-pack APIs) is a
-:func:`refusal` naming the module, checked against the modules the backend reports.
+What a distribution lacks for them (data streams, ingest processors, x-pack APIs,
+OpenSearch plugins, the Elasticsearch features of a template) is a :func:`refusal` naming the
+module, plugin or feature, checked against the modules and plugins the backend reports
+(templates: :mod:`esdash_plugins.tracks.rally_compat`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote, urlencode
 
 from esdash_plugins.tracks import rally_template as tpl
+from esdash_plugins.tracks.rally_compat import template_refusal
 from esdash_plugins.tracks.rally_model import _describe
 from esdash_plugins.tracks.rally_reader import _Reader
 
@@ -333,13 +336,35 @@ def processors(body: JsonValue) -> list[str]:
     return found
 
 
+def _templated(value: JsonValue) -> bool:
+    """Whether a processor's options hold a ``{{...}}`` template anywhere."""
+    if isinstance(value, str):
+        return "{{" in value
+    if isinstance(value, dict):
+        return any(_templated(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_templated(v) for v in value)
+    return False
+
+
+def pipeline_modules(body: JsonValue) -> tuple[tuple[str, ...], ...]:
+    """The modules a pipeline body needs: those of its processors, and ``lang-mustache``
+    when an option is a ``{{...}}`` template, which the engine renders as a mustache script.
+    Without the module OpenSearch 3.4 takes the pipeline but keeps the template as literal
+    text: github_archive's ``set`` of ``@timestamp`` to ``{{{_ingest.timestamp}}}`` then
+    writes that text into a date field, and every document is rejected
+    (``mapper_parsing_exception``)."""
+    needs = [PROCESSOR_MODULES[p] for p in processors(body) if p in PROCESSOR_MODULES]
+    if isinstance(body, dict) and _templated(body.get("processors")):
+        needs.append(("lang-mustache",))
+    return tuple(dict.fromkeys(needs))
+
+
 def put_pipeline(op: Op, context: Context) -> list[OneOff]:
     """``PUT /_ingest/pipeline/ID`` with the task's ``body``; needs the modules of its
-    processors."""
+    processors (:func:`pipeline_modules`)."""
     body = op.body(context)
-    needs = tuple(
-        dict.fromkeys(PROCESSOR_MODULES[p] for p in processors(body) if p in PROCESSOR_MODULES)
-    )
+    needs = pipeline_modules(body)
     path = f"/_ingest/pipeline/{_name(op.string(context, 'id'))}"
     return [op.one("PUT", path, body, modules=needs)]
 
@@ -660,6 +685,20 @@ PATH_MODULES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+#: OpenSearch plugin APIs by path prefix, and the plugin serving each (a directory of
+#: ``plugins/`` in the official tarball; esdash's assembly installs only the security plugin).
+PATH_PLUGINS: tuple[tuple[str, str], ...] = (
+    ("/_plugins/_ism/", "opensearch-index-management"),
+    ("/_plugins/_rollup/", "opensearch-index-management"),
+    ("/_plugins/_knn/", "opensearch-knn"),
+    ("/_plugins/_ml/", "opensearch-ml"),
+    ("/_plugins/_sql", "opensearch-sql"),
+    ("/_plugins/_ppl", "opensearch-sql"),
+    ("/_plugins/_neural/", "opensearch-neural-search"),
+    ("/_plugins/_security/", "opensearch-security"),
+)
+
+
 #: Path segments of APIs served by a module wherever they appear in the path
 #: (``/logs-*/_terms_enum``), and the modules (any one will do).
 SEGMENT_MODULES: dict[str, tuple[str, ...]] = {"_terms_enum": ("x-pack-core",)}
@@ -680,14 +719,16 @@ def needed_modules(one: OneOff) -> tuple[tuple[str, ...], ...]:
         segments = one.path.split("?", 1)[0].split("/")
         needs += [SEGMENT_MODULES[s] for s in segments if s in SEGMENT_MODULES]
         if one.path.startswith("/_ingest/pipeline/") and one.method == "PUT":
-            needs += [PROCESSOR_MODULES[p] for p in processors(one.body) if p in PROCESSOR_MODULES]
+            needs += pipeline_modules(one.body)
     return tuple(dict.fromkeys(needs))
 
 
 def refusal(one: OneOff, distribution: Distribution | None) -> Refusal | None:
     """Why ``distribution`` cannot serve ``one`` (None: it can, as far as its modules tell,
     or there is no distribution): a module it lacks, checked against the modules the
-    backend reports.  OpenSearch has data streams in its server."""
+    backend reports (OpenSearch has data streams in its server), an OpenSearch plugin it
+    has not installed, or what a template it puts asks of the engine
+    (:func:`~esdash_plugins.tracks.rally_compat.template_refusal`)."""
     if distribution is None:
         return None
     modules = set(distribution.modules)
@@ -701,4 +742,16 @@ def refusal(one: OneOff, distribution: Distribution | None) -> Refusal | None:
                 f"{distribution.flavor} distribution {distribution.version} does not have",
                 choices[0],
             )
+    plugin = next((p for prefix, p in PATH_PLUGINS if one.path.startswith(prefix)), None)
+    if plugin is not None and plugin not in distribution.plugins:
+        return Refusal(
+            "module",
+            f"{one.describe()} needs the {plugin} plugin, which this {distribution.flavor} "
+            f"distribution {distribution.version} does not have installed",
+            plugin,
+        )
+    if one.operation in TEMPLATE_CREATORS.values() or one.operation == "raw-request":
+        return template_refusal(
+            one.method, one.path, one.body, distribution, is_elasticsearch(distribution)
+        )
     return None

@@ -43,6 +43,7 @@ from esdash.plugin_api import (
     PlannedTask,
     Query,
     QueryStep,
+    StepIndexing,
 )
 
 #: Tasks esdash does itself around its ingest and query steps, with what it does instead.
@@ -222,6 +223,8 @@ class _ScheduleMapper:
         self.templates = rr.Templates()
         self.data_streams: tuple[str, ...] = ()
         self.one_offs: list[rr.OneOff] = []
+        #: The document sets each bulk task indexing during a query step sends, by task.
+        self.step_documents: dict[str, tuple[DocumentSet, ...]] = {}
 
     def _timing(self, task: RallyTask) -> Timing:
         """The task's timing, remembering how it was converted for :meth:`finish`."""
@@ -359,24 +362,67 @@ class _ScheduleMapper:
             task = self._task(spec, f"{context}, parallel", defaults)
             task.block = position or None
             tasks.append(task)
-        queries = [self._query(task) for task in tasks]
-        if tasks and all(isinstance(q, Query) for q in queries):
-            self._parallel_step(tasks, [q for q in queries if isinstance(q, Query)])
+        # bulk tasks with corpus documents index during the step of the block's searches
+        bulks = [t for t in tasks if t.op_type == "bulk" and "param-source" not in t.op]
+        searches = [t for t in tasks if t not in bulks]
+        queries = [self._query(task) for task in searches]
+        if searches and all(isinstance(q, Query) for q in queries):
+            completed_by = block.get("completed-by")
+            self._parallel_step(
+                searches,
+                [q for q in queries if isinstance(q, Query)],
+                bulks,
+                completed_by if isinstance(completed_by, str) else None,
+            )
             return
         self.notes.append(
             f"parallel block ({', '.join(t.name for t in tasks)}): not all of its tasks are "
             f"searches esdash can run, so esdash runs them one after another"
         )
-        searches = any(t.op_type in SEARCH_TYPES or t.op_type in REQUEST_OPERATIONS for t in tasks)
+        with_searches = any(
+            t.op_type in SEARCH_TYPES or t.op_type in REQUEST_OPERATIONS for t in tasks
+        )
+        # a bulk task beside searches esdash cannot send: refused for their reason
+        unsent = next(
+            ((t, q) for t, q in zip(searches, queries, strict=True) if isinstance(q, str)), None
+        )
         for task in tasks:
+            if task in bulks and unsent is not None and self._searchlike(searches):
+                self._beside_unsent(task, *unsent)
+                continue
             self._handle(
                 task,
                 " (esdash runs the tasks of this parallel block one after another)",
-                with_searches=searches,
+                with_searches=with_searches,
             )
 
-    def _parallel_step(self, tasks: list[RallyTask], queries: list[Query]) -> None:
-        """Searches run in parallel become one step whose queries are sent together."""
+    def _searchlike(self, tasks: Sequence[RallyTask]) -> bool:
+        """Whether every task is a search or timed request (of Rally or the track's own)."""
+        return all(
+            t.op_type in SEARCH_TYPES or t.op_type in REQUEST_OPERATIONS or self._own(t)
+            for t in tasks
+        )
+
+    def _beside_unsent(self, bulk: RallyTask, search: RallyTask, reason: str) -> None:
+        """Refuse ``bulk``, which would index during ``search``, which esdash cannot send
+        (``reason``), with the search's own kind of refusal."""
+        own = "param-source" in search.op or self._own(search)
+        why = (
+            f"it would index during the searches of its parallel block, and esdash does not "
+            f"run {search.name}: {reason}"
+        )
+        self.unsupported.append(f"{bulk.name} (bulk): {why}")
+        self._plan(bulk, "not run", refusal=("track_py" if own else "unsupported_operation", why))
+
+    def _parallel_step(
+        self,
+        tasks: list[RallyTask],
+        queries: list[Query],
+        bulks: Sequence[RallyTask] = (),
+        completed_by: str | None = None,
+    ) -> None:
+        """Searches run in parallel become one step whose queries are sent together; the
+        block's ``bulks`` index during that step (:meth:`_indexing`)."""
         steps = {
             t.spec.get("meta", {}).get("esdash-step")
             if isinstance(t.spec.get("meta"), dict)
@@ -393,6 +439,9 @@ class _ScheduleMapper:
         durations = {t.duration for t in timings}
         warmup = None if None in warmups else max(warmups, default=None)
         duration = None if None in durations else max(durations, default=None)
+        ender = next((b for b in bulks if b.name == completed_by), None)
+        if ender is not None and ender.time is not None:
+            duration = ender.time  # the block lasts as long as the bulk task that ends it
         if len(warmups) > 1 or len(durations) > 1:
             self.notes.append(
                 f"{name}: the parallel searches have different warm-up or measured times; "
@@ -411,12 +460,30 @@ class _ScheduleMapper:
             self._search_notes(task)
         # each task brings its own clients; together they send the block's queries
         clients = sum(t.clients for t in tasks)
-        step = QueryStep(name, tuple(queries), warmup, duration, target, clients=clients)
+        loads = {b.name: self._indexing(b) for b in bulks}
+        indexing = tuple(load for load in loads.values() if isinstance(load, StepIndexing))
+        step = QueryStep(
+            name, tuple(queries), warmup, duration, target, clients=clients, indexing=indexing
+        )
         self.steps.append(step)
+        for bulk in bulks:
+            load = loads[bulk.name]
+            if isinstance(load, str):
+                self.unsupported.append(f"{bulk.name} (bulk): {load}")
+                self._plan(bulk, "not run", refusal=("unsupported_operation", load))
+            else:
+                self._plan(
+                    bulk, self._indexing_text(bulk, load, name, ender, completed_by), step=step
+                )
         throttled = (
             "its rate is the sum of the tasks' target-throughput"
             if target
             else ("unthrottled unless the session sets benchmark.target_throughput")
+        )
+        during = (
+            f"; bulk task(s) {', '.join(i.name for i in indexing)} index during the step"
+            if indexing
+            else ""
         )
         for task, timing, query in zip(tasks, timings, queries, strict=True):
             others = ", ".join(t.name for t in tasks if t is not task)
@@ -426,9 +493,92 @@ class _ScheduleMapper:
                 f"runs as one query step {name!r} with {others or 'no other task'}: the "
                 f"block's {clients} client(s) (the sum of its tasks' clients) each send the "
                 f"block's {len(queries)} queries in their own random order, one request at a "
-                f"time; {self._timing_text(task, timing)}; {throttled}",
+                f"time; {self._timing_text(task, timing)}; {throttled}{during}",
                 step=step,
             )
+
+    def _indexing(self, task: RallyTask) -> StepIndexing | str:
+        """A bulk task of a parallel block as the indexing of its step, or why it cannot
+        be: its documents (:func:`bulk_documents`) must go to one index of the track."""
+        reader, op, where, name = self.reader, task.op, task.where, task.op_name
+        spot: Spot = ("operation", name, self.challenge)
+        docs = bulk_documents(reader, self.documents, task)
+        targets = list(dict.fromkeys(d.target_index or self.index for d in docs))
+        if not docs:
+            return "a bulk task in a parallel block that sends no corpus documents"
+        if len(targets) > 1:
+            return (
+                f"a bulk task in a parallel block sending to several indices "
+                f"({', '.join(targets)}); esdash indexes into one index during a step"
+            )
+        if targets[0] not in self.targets:
+            return f"sends documents to {targets[0]!r}, which is none of the track's indices"
+        self.step_documents[task.name] = tuple(docs)
+        percentage = reader.number(op, "ingest-percentage", where, spot)
+        if percentage is not None and not 0 < percentage <= 100:
+            raise reader.fail(
+                where, f"'ingest-percentage' must be in (0, 100], found {percentage}", spot
+            )
+        return StepIndexing(
+            task.name,
+            targets[0],
+            clients=task.clients,
+            bulk_size=reader.number(op, "bulk-size", where, spot, 1, True),
+            target_throughput=task.throughput,
+            pipeline=reader.get(op, "pipeline", str, where, spot),
+            looped=bool(reader.get(op, "looped", bool, where, spot, default=False)),
+            ingest_percentage=float(100 if percentage is None else percentage),
+        )
+
+    def _indexing_text(
+        self,
+        task: RallyTask,
+        load: StepIndexing,
+        step: str,
+        ender: RallyTask | None,
+        completed_by: str | None,
+    ) -> str:
+        """What esdash does with a bulk task that indexes during step ``step``."""
+        corpora = ", ".join(dict.fromkeys(d.corpus for d in self.step_documents[task.name]))
+        parts = [
+            f"indexes {corpora} into {load.index} during the searches of query step "
+            f"{step!r}, from its warm-up's start to its measured end: {load.clients} "
+            f"client(s) over the bench ranks, each sending its own part of the documents",
+            f"bulk-size {load.bulk_size}" if load.bulk_size else "benchmark.bulk_size per request",
+            f"target-throughput {load.target_throughput:g} bulk requests/s over its clients"
+            if load.target_throughput
+            else "unthrottled",
+        ]
+        if load.pipeline:
+            parts.append(f"pipeline {load.pipeline}")
+        if load.ingest_percentage < 100:
+            parts.append(f"{load.ingest_percentage:g} % of each client's part")
+        parts.append(
+            "looped (a client starts its part again when it is sent)"
+            if load.looped
+            else "a client stops when its part is sent"
+        )
+        if ender is task and task.time is not None:
+            parts.append(
+                f"completed-by this task: the step measures its time-period {task.time:g} s"
+            )
+        elif ender is task:
+            parts.append(
+                "completed-by this task, which esdash cannot honour exactly (every rank runs a "
+                "step on one shared schedule fixed in advance): the step ends at its planned "
+                "end, whether or not the documents are all sent"
+            )
+        else:
+            parts.append(
+                "the step ends with its searches"
+                + (f" (completed-by {completed_by})" if completed_by else "")
+                + ", whether or not the documents are all sent"
+            )
+        parts.append(
+            "recorded in the step under this task's name (docs/s); the documents stay in "
+            "the index, so a later run re-ingests it (its document count differs)"
+        )
+        return "; ".join(parts)
 
     def _plan(
         self,
@@ -616,9 +766,25 @@ class _ScheduleMapper:
         """A bulk task: one ingest unit, run in schedule order before the query steps.
 
         Each bulk task sends the document sets its ``corpora`` (and ``indices``) select,
-        every index's documents once; a bulk task inside a ``parallel`` block with searches
-        is refused, since esdash measures its searches after the ingest, not during it.
+        every index's documents once.  A bulk task inside a ``parallel`` block whose other
+        tasks are searches indexes during their step (:meth:`_parallel_step`); inside a
+        block with tasks esdash runs one after another it is refused (``with_searches``),
+        since those searches then run after the ingest, not during it.
         """
+        source = task.op.get("param-source")
+        if source is not None:
+            # the documents are the track's own Python's (random_vector's generated vectors)
+            reason = f"its documents come from the parameter source {source!r}, not a corpus: "
+            if self.track_py.exists:
+                reason += (
+                    f"esdash samples the bodies of {self.track_py.path.name}'s search parameter "
+                    f"sources, not generated documents"
+                )
+            else:
+                reason += self.track_py.holds("param-source", str(source))
+            self.unsupported.append(f"{task.name} (bulk): {reason}")
+            self._plan(task, "not run", refusal=("track_py", reason))
+            return
         if with_searches:
             reason = (
                 "a bulk task in a parallel block with searches: esdash ingests before its "

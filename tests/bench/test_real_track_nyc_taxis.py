@@ -52,4 +52,4 @@ def test_nyc_taxis_runs_every_task_in_test_mode(
     assert results["status"] == "ok", results.get("reason")
     assert results["ingest"]["docs_sent"] == sum(written.values()) == 1000
     assert results["ingest"]["docs_rejected"] == 0
-    assert_every_task_ran(plan, rally_metrics(run, scratch / "report", runs))
+    assert_every_task_ran(plan, rally_metrics(run, scratch / "report", runs), results)

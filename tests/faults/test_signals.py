@@ -280,6 +280,11 @@ def test_a_signal_stops_everything_and_keeps_what_was_measured(
     assert (results["ingest"] or {}).get("docs", 0) == streamed, results["ingest"]
     if phase != "ingest":  # the ingest ended before the signal
         assert streamed > 0
+    elif results["ingest"]:  # cut short: the rank still says what it sent, and its CPU time
+        assert results["per_rank"]["1"]["status"] == "aborted", results["per_rank"]
+        ingest = results["ingest"]
+        assert ingest["docs_sent"] == ingest["docs"] + ingest["docs_rejected"], ingest
+        assert ingest["docs_rejected"] == 0 and ingest["client_cpu_seconds"] >= 0, ingest
     if phase == "results":
         # everything was measured: rank 0 writes the whole results, then all stops
         assert results["status"] == "ok", results["reason"]

@@ -68,12 +68,15 @@ def cluster_of(run: Path, runs: Path, backend: str) -> Cluster:
 
 
 def os_session(directory: Path, name: str, nodes: int, *, track: str, tables: str = "") -> Path:
-    """A secure OpenSearch session on free loopback ports (``tables`` appended verbatim)."""
+    """A secure OpenSearch session on free loopback ports (``tables`` appended verbatim).
+
+    1 GiB of heap: with 512 MiB, a track with a large mapping (big5) searched while the
+    node still held its ingest's garbage can trip the real-memory circuit breaker."""
     http, transport = free_port_blocks(nodes)
     path = directory / f"{name}.toml"
     path.write_text(
         f'name = "{name}"\n'
-        f'[cluster]\nbackend = "opensearch"\nnodes = {nodes}\nheap = "512m"\n'
+        f'[cluster]\nbackend = "opensearch"\nnodes = {nodes}\nheap = "1g"\n'
         f'interconnect = "loopback"\nrun_as = "{prereqs.es_user()}"\nsecurity = true\n'
         f"http_port = {http}\ntransport_port = {transport}\n"
         f'data_dir = "data-{name}"\n'

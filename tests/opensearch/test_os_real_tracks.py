@@ -9,6 +9,8 @@ lacks (``match_only_text``, painless), so they run on OpenSearch:
   and index-stats in the schedule;
 - ``geonames`` with a ``track.py`` written here (the published one is not in the data-only
   copy), whose three parameter sources give the ``large_*terms`` searches their bodies;
+- ``big5`` with ``target_opensearch=true`` (the track's own OpenSearch variant): a composable
+  template and a data stream, filled by its bulk task, then 37 searches;
 
 Every task the plan runs must show up in the run's Rally-named metrics (one entry per task,
 ``throughput``/``latency``/``service_time``/``error_rate``) with the clients the plan gave it,
@@ -72,23 +74,28 @@ def register(registry):
 """
 
 
-def prepare(name: str, scratch: Path) -> tuple[Path, Path, dict[str, int]]:
+def prepare(
+    name: str, scratch: Path, params: tuple[str, ...] = ()
+) -> tuple[Path, Path, dict[str, int]]:
     """The track's copy and its corpus directory with the generated ``-1k`` files."""
     track = copy_track(name, scratch / "tracks")
     if name == "geonames":
         (track / "track.py").write_text(GEONAMES_TRACK_PY)
     corpus = scratch / f"corpus-{name}"
-    return track, corpus, write_test_mode_corpora(track, corpus)
+    return track, corpus, write_test_mode_corpora(track, corpus, {"track_params": list(params)})
 
 
-def run_track(cluster: Cluster, scratch: Path, name: str) -> tuple[list[dict], dict, dict]:
-    """Plan and run one real track: its plan, results and Rally metrics by task name."""
-    track, corpus, written = prepare(name, scratch)
+def run_track(
+    cluster: Cluster, scratch: Path, name: str, params: tuple[str, ...] = ()
+) -> tuple[list[dict], dict, dict]:
+    """Plan and run one real track (with its ``track_params``): its plan, results and Rally
+    metrics by task name."""
+    track, corpus, written = prepare(name, scratch, params)
+    options = f'path = "{track}"\ntest_mode = true\ncorpus_dir = "{corpus}"'
+    options += f"\ntrack_params = {json.dumps(list(params))}" if params else ""
     session = os_session(
-        scratch, f"real-{name}", 2,
-        track=f'name = "rally"\npath = "{track}"\ntest_mode = true\ncorpus_dir = "{corpus}"',
-        tables=BENCH,
-    )  # fmt: skip
+        scratch, f"real-{name}", 2, track=f'name = "rally"\n{options}', tables=BENCH
+    )
     plan = json.loads(esdash("plan", str(session), "--json", env_runs=cluster.runs).stdout)
     result = esdash(
         "run", str(session), "--cluster", str(cluster.run), env_runs=cluster.runs,
@@ -112,10 +119,44 @@ def test_a_real_track_runs_every_task_in_test_mode(
     plan, results, metrics = run_track(os_cluster, scratch, name)
     refused = {t["name"]: t["reason_kind"] for t in plan if t["status"] != "run"}
     assert refused == REFUSED.get(name, {}), refused
-    assert_every_task_ran(plan, metrics)
+    assert_every_task_ran(plan, metrics, results)
     if name == "http_logs":  # seven indices, each with its own 1,000 documents
         assert len(results["ingest"]["per_index"]) == 7
         assert set(results["ingest"]["per_index"].values()) == {1000}
     if name == "geonames":  # the bodies came from the track.py written above
         for task in ("large_terms", "large_filtered_terms", "large_prohibited_terms"):
             assert metrics[task]["error_rate"] == 0
+
+
+BIG5_STREAM, BIG5_TEMPLATE = "logs-benchmark-dev", "logs-benchmark-template"
+
+
+def test_big5_fills_its_data_stream_and_runs_every_search(
+    os_cluster: Cluster, shared_tmp: Path
+) -> None:
+    """big5 as its track parameter ``target_opensearch`` writes it for OpenSearch: the
+    composable template (``data_stream.timestamp_field``) makes the ``logs-benchmark-dev``
+    data stream, the eight ``-1k`` files land in its backing index as ``create`` actions, and
+    every search of the default challenge runs with its Rally metric names.  The ISM policy
+    is refused: the assembled OpenSearch has no index-management plugin."""
+    cluster = os_cluster
+    cluster.request("DELETE", f"/_data_stream/{BIG5_STREAM}")
+    params = ("target_opensearch=true",)
+    try:
+        plan, results, metrics = run_track(cluster, shared_tmp / "real-big5", "big5", params)
+        refused = {t["name"]: t["reason_kind"] for t in plan if t["status"] != "run"}
+        assert refused == {"create-ilm-policy": "module"}, refused
+        sent = [(r["name"], r["status"], r["error"]) for r in results["track_requests"]]
+        assert sent == [("create-index-template", "ok", None), ("create-data-stream", "ok", None)]
+        assert_every_task_ran(plan, metrics, results)
+        searches = [t["name"] for t in plan if t["operation"] == "search"]
+        assert len(searches) == 37 and all(metrics[s]["error_rate"] == 0 for s in searches)
+        (stream,) = cluster.ok("GET", f"/_data_stream/{BIG5_STREAM}")["data_streams"]
+        backing = [index["index_name"] for index in stream["indices"]]
+        assert backing and all(name.startswith(f".ds-{BIG5_STREAM}-") for name in backing)
+        cluster.ok("POST", f"/{BIG5_STREAM}/_refresh")
+        counts = [cluster.ok("GET", f"/{name}/_count")["count"] for name in backing]
+        assert sum(counts) == results["ingest"]["docs_sent"] == 8 * 1000
+    finally:
+        cluster.request("DELETE", f"/_data_stream/{BIG5_STREAM}")
+        cluster.request("DELETE", f"/_index_template/{BIG5_TEMPLATE}")

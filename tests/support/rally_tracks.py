@@ -73,17 +73,39 @@ def rally_metrics(run: Path, out: Path, runs: Path) -> dict[str, dict]:
     return {entry["task"]: entry for entry in only["op_metrics"]}
 
 
-def assert_every_task_ran(plan: list[dict], metrics: dict[str, dict]) -> None:
-    """Each task the plan runs has Rally-named metrics, without errors, with its clients."""
+def errors_of(results: dict | None, step: str) -> dict:
+    """The error counts and last messages of ``step``'s operations in results.json, for a
+    failure's message (what failed says more than an error rate)."""
+    for entry in (results or {}).get("steps", []):
+        if entry["name"] == step:
+            return {
+                name: {k: op.get(k) for k in ("errors", "last_errors", "per_node")}
+                for name, op in entry["queries"].items()
+                if op.get("failed")
+            }
+    return {}
+
+
+def assert_every_task_ran(
+    plan: list[dict], metrics: dict[str, dict], results: dict | None = None
+) -> None:
+    """Each task the plan runs has Rally-named metrics, without errors, with its clients;
+    a task it refuses has none."""
     ran = [t for t in plan if t["status"] == "run" and t["operation"] not in BY_ESDASH]
     assert ran
+    # a refused task sends nothing: the run does what the plan says
+    refused = [t["name"] for t in plan if t["status"] == "refused"]
+    assert not [name for name in refused if name in metrics], (refused, sorted(metrics))
     for task in ran:
         if task["operation"] == "bulk":
             continue  # the ingest: checked by documents
         entry = metrics.get(task["name"])
         assert entry is not None, (task["name"], sorted(metrics))
-        assert entry["error_rate"] == 0, (task["name"], entry)
+        step = entry["esdash"].get("step", "")
+        assert entry["error_rate"] == 0, (task["name"], entry, errors_of(results, step))
         assert "service_time" in entry and "latency" in entry, entry
-        if task["operation"] in ("search", "index-stats", "node-stats", "raw-request"):
+        if "when" in entry["esdash"]:  # sent once by rank 0 (an untimed raw-request too)
+            assert entry["esdash"]["errors"] == [], (task["name"], entry)
+        elif task["operation"] in ("search", "index-stats", "node-stats", "raw-request"):
             assert entry["throughput"]["unit"] == "ops/s", entry
             assert entry["esdash"]["clients"] == task["clients"], (task["name"], entry)
