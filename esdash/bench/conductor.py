@@ -50,6 +50,15 @@ REQUEST_CACHE_FLAG = 0.5
 QUERY_CACHE_FLAG = 0.9
 #: Pause between deciding and starting (messages must reach every worker first).
 LEAD = 1.0
+#: The same after a counted step: its workers are waiting for the word, reading every
+#: 50 ms, so half a second reaches them all (a worker that has not heard by the step's
+#: time limit goes on at that limit, as rank 0 then decides too).
+STEP_LEAD = 0.5
+
+
+def step_end_kind(index: int) -> str:
+    """The kind of rank 0's word that counted step ``index`` has ended."""
+    return f"step_end:{index}"
 
 
 @dataclass(frozen=True)
@@ -61,16 +70,23 @@ class StepWindow:
     end: float
 
 
-def step_windows(plan: BenchPlan, steps_start: float) -> list[StepWindow]:
-    """Every runnable step's measurement window, as the workers' schedule runs them."""
+def step_windows(plan: BenchPlan, steps_start: float, first: int = 0) -> list[StepWindow]:
+    """The measurement windows of the runnable steps from step ``first`` on, as the
+    workers' schedule runs them from ``steps_start``.
+
+    A counted step's window starts with its warm-up (which ends when its clients have sent
+    it, not at a known moment: its cache readings then cover the warm-up too) and ends at
+    its time limit, until rank 0 learns that every client is done (:meth:`Conductor.poll`).
+    """
     windows = []
     moment = steps_start
     for k, step in enumerate(plan.steps):
-        if not step.runnable:
+        if k < first or not step.runnable:
             continue
-        begin = moment + step.pause + step.warmup
-        moment = begin + step.duration
-        windows.append(StepWindow(k, begin, moment))
+        started = moment + step.pause
+        measured = started + step.warmup
+        moment = measured + step.duration
+        windows.append(StepWindow(k, started if step.warmup_iterations else measured, moment))
     return windows
 
 
@@ -144,6 +160,10 @@ class Conductor:
         #: 0's start), and errors that fail the run (an after-ingest request without answer).
         self.track_results: list[RequestResult] = []
         self.errors: list[str] = []
+        #: Per counted step, the workers whose clients are done with it, and the steps
+        #: whose end rank 0 has announced.
+        self.counted_done: dict[int, set[int]] = {}
+        self.counted_ended: set[int] = set()
 
     # ------------------------------------------------------------------ messages
     def _send_all(self, message: JsonObject, kind: str) -> None:
@@ -153,6 +173,10 @@ class Conductor:
     def add_warmup_round(self, message: JsonObject) -> None:
         if self.judge is not None:
             self.judge.add(int(message["rank"]), int(message["round"]), message["counts"])
+
+    def add_step_done(self, message: JsonObject) -> None:
+        """A worker's clients have sent a counted step's iterations (or hit its limit)."""
+        self.counted_done.setdefault(int(message["step"]), set()).add(int(message["rank"]))
 
     # -------------------------------------------------------------------- phases
     def ingest_finished(self, done_by: int) -> None:
@@ -255,6 +279,13 @@ class Conductor:
             if decided is not None:
                 last_round, steps_start = decided
                 warm = self.judge.result()
+                for query, error in self.judge.failing.items():
+                    self.sink.event(
+                        "warmup",
+                        f"global warm-up: every request of {query} failed in a round, so the "
+                        f"warm-up does not wait for it: {error}",
+                        level="warning",
+                    )
                 self.sink.event(
                     "warmup",
                     f"global warm-up ends after round {last_round + 1}"
@@ -263,7 +294,36 @@ class Conductor:
                 )
                 self._start_steps(steps_start, {"last_round": last_round})
         elif self.phase == "steps":
+            self._end_counted_step(now, expected)
             self._snapshot_due(now)
+
+    def _end_counted_step(self, now: float, expected: set[int]) -> None:
+        """Announce the end of the running counted step once every expected worker is done.
+
+        The next step starts :data:`STEP_LEAD` later, or at the step's time limit when that
+        comes first (a worker not told by then goes on at the limit); the windows from the
+        next step on move to that start, so the cache readings follow the workers.
+        """
+        for position, window in enumerate(self.windows):
+            step = self.plan.steps[window.index]
+            if not step.counted or window.index in self.counted_ended:
+                continue
+            done = self.counted_done.get(window.index, set())
+            if not done or not expected <= done:
+                return  # steps end in order: a later one cannot have ended first
+            ended = min(now, window.end)
+            start = min(now + STEP_LEAD, window.end)
+            self.counted_ended.add(window.index)
+            self._send_all(
+                {"step": window.index, "ended": ended, "next": start},
+                step_end_kind(window.index),
+            )
+            self.windows = (
+                self.windows[:position]
+                + [StepWindow(window.index, window.start, ended)]
+                + step_windows(self.plan, start, window.index + 1)
+            )
+            return
 
     def _say_queued(self) -> None:
         while not self.said.empty():

@@ -231,11 +231,6 @@ class IngestOutcome:
     rejected: int = 0
 
 
-def bulk_rejections(body: bytes) -> dict[str, int]:
-    """Rejected items of a bulk response by error type (empty when all succeeded)."""
-    return bulk_rejection_reasons(body)[0]
-
-
 def bulk_rejection_reasons(body: bytes) -> tuple[dict[str, int], dict[str, str]]:
     """Rejected items of a bulk response by error type, and the first reason of each type.
 
@@ -289,6 +284,44 @@ def bulk(connection: Connection, body: bytes, tick: Callable[[], None]) -> tuple
     return answer[0]
 
 
+def account_bulk(
+    recorder: Recorder,
+    name: str,
+    node: str,
+    docs: int,
+    nbytes: int,
+    answer: tuple[int, bytes],
+    latency: float,
+    service: float,
+) -> int:
+    """One answered bulk request of ``docs`` documents in the recorder under ``name``, as
+    the ingest and a step's indexing both count it; the documents indexed.
+
+    An error status rejects every document under its error class; otherwise each item the
+    engine rejected is counted by reason, and the rest are the request's indexed documents.
+    """
+    status, body = answer
+    if status >= 300:
+        error = error_class_of(status)
+        recorder.record_error(name, node, error, status, server_message(status, body), latency)
+        recorder.record_bulk_rejections(name, node, {error: docs})
+        return 0
+    rejected, reasons = bulk_rejection_reasons(body)
+    if rejected:
+        recorder.record_bulk_rejections(name, node, rejected, reasons)
+    indexed = docs - sum(rejected.values())
+    recorder.record(name, node, latency, service, indexed, nbytes)
+    return indexed
+
+
+def account_failed_bulk(
+    recorder: Recorder, name: str, node: str, docs: int, exc: RequestFailed, latency: float
+) -> None:
+    """A bulk request that got no answer: an error, and every document rejected by it."""
+    recorder.record_error(name, node, exc.error_class, None, str(exc), latency)
+    recorder.record_bulk_rejections(name, node, {exc.error_class: docs})
+
+
 def ingest(
     connection: Connection,
     batches: Iterable[Batch],
@@ -310,11 +343,10 @@ def ingest(
         tick()
         started = time.perf_counter()
         try:
-            status, body = bulk(connection, batch.body, tick)
+            answer = bulk(connection, batch.body, tick)
         except RequestFailed as exc:
             elapsed = time.perf_counter() - started
-            recorder.record_error("bulk", node, exc.error_class, None, str(exc), elapsed)
-            recorder.record_bulk_rejections("bulk", node, {exc.error_class: batch.docs})
+            account_failed_bulk(recorder, "bulk", node, batch.docs, exc, elapsed)
             outcome.docs_sent += batch.docs
             outcome.rejected += batch.docs
             if on_progress is not None:
@@ -323,20 +355,11 @@ def ingest(
             continue
         elapsed = time.perf_counter() - started
         outcome.docs_sent += batch.docs
-        if status >= 300:
-            message = server_message(status, body)
-            recorder.record_error("bulk", node, error_class_of(status), status, message, elapsed)
-            recorder.record_bulk_rejections("bulk", node, {error_class_of(status): batch.docs})
-            outcome.rejected += batch.docs
-        else:
-            rejected, reasons = bulk_rejection_reasons(body)
-            failed = sum(rejected.values())
-            if rejected:
-                recorder.record_bulk_rejections("bulk", node, rejected, reasons)
-            indexed = batch.docs - failed
-            recorder.record("bulk", node, elapsed, elapsed, indexed, len(batch.body))
-            outcome.docs_indexed += indexed
-            outcome.rejected += failed
+        indexed = account_bulk(
+            recorder, "bulk", node, batch.docs, len(batch.body), answer, elapsed, elapsed
+        )
+        outcome.docs_indexed += indexed
+        outcome.rejected += batch.docs - indexed
         if on_progress is not None:
             on_progress(batch.docs)
     return outcome
@@ -368,8 +391,11 @@ def warm_up(
     recorder: Recorder,
     tick: Callable[[], None],
     decode: Callable[[PreparedQuery, bytes], object] | None = None,
+    count: int | None = None,
 ) -> int:
-    """Send queries until ``until`` (wall clock); every query at least once.
+    """Send queries until ``until`` (wall clock); every query at least once.  With a
+    ``count`` (a counted step's warm-up iterations): that many requests, stopping at
+    ``until`` all the same.
 
     Warm-up requests are recorded like measured ones (the phase tells them apart), so the
     live view shows the warm-up converging.  ``decode`` is applied as in :func:`measure`.
@@ -381,7 +407,11 @@ def warm_up(
     sent = 0
     position = 0
     perf = time.perf_counter
-    while position < len(order) or time.time() < until:
+    while (
+        position < count and time.time() < until
+        if count is not None
+        else position < len(order) or time.time() < until
+    ):
         query = order[position % len(order)]
         use = position // len(order)
         position += 1
@@ -416,8 +446,10 @@ def measure(
     rate: float | None = None,
     think_time: float = 0.0,
     decode: Callable[[PreparedQuery, bytes], object] | None = None,
+    limit: int | None = None,
 ) -> int:
-    """Send queries until ``until`` (wall clock): closed loop, or paced at ``rate`` req/s.
+    """Send queries until ``until`` (wall clock): closed loop, or paced at ``rate`` req/s;
+    with a ``limit`` (a counted step's iterations), stop once that many are sent.
 
     ``decode`` (client-side encryption) is called with every successful response before the
     clock stops: decrypting what it read is part of the client's service time.  It raises
@@ -437,7 +469,7 @@ def measure(
     deadline = perf() + (until - wall())
     period = 1.0 / rate if rate else 0.0
     scheduled = perf()
-    while True:
+    while limit is None or sent < limit:
         tick()
         now = perf()
         if period:

@@ -33,6 +33,7 @@ from esdash.plugin.api import (
     StepIndexing,
     Track,
     TrackIndex,
+    iteration_limit,
 )
 from esdash.plugin.capabilities import missing_capability
 from esdash.plugin.planning import MODULE_TYPES, adapt_index_body
@@ -133,7 +134,8 @@ def plan_steps(
         planned.append(
             PlannedStep(
                 name=step.name,
-                pause=max(0.0, STEP_PAUSE - warmup),
+                # a counted step starts after every client of the step before is done
+                pause=0.0 if step.iterations is not None else max(0.0, STEP_PAUSE - warmup),
                 queries=tuple(planned_query(q, index, distribution, codec) for q in step.queries),
                 warmup=warmup,
                 duration=duration,
@@ -144,6 +146,9 @@ def plan_steps(
                     planned_indexing(step.name, load, corpora or {}, session, streams, codec)
                     for load in step.indexing
                 ),
+                warmup_iterations=step.warmup_iterations,
+                iterations=step.iterations,
+                ramp_up=min(step.ramp_up, warmup),
             )
         )
     return tuple(planned)
@@ -229,12 +234,22 @@ def step_timing(step: QueryStep, session: Session) -> tuple[float, float, float 
     """Warm-up and measured seconds and the target rate a step runs with.
 
     What the step leaves open (None) the session's ``[benchmark]`` gives; ``esdash plan``
-    shows the same numbers a run uses.
+    shows the same numbers a run uses.  A counted step's times are limits: what it leaves
+    open is :func:`iteration_limit` of the session's time.
     """
     bench = session.benchmark
+    warmup = bench.warmup if step.warmup is None else step.warmup
+    duration = bench.duration if step.duration is None else step.duration
+    if step.iterations is not None:
+        if step.duration is None:
+            duration = iteration_limit(duration)
+        if step.warmup_iterations == 0:
+            warmup = 0.0  # no warm-up: the measurement starts with the step
+        elif step.warmup_iterations is not None and step.warmup is None:
+            warmup = iteration_limit(warmup)
     return (
-        bench.warmup if step.warmup is None else step.warmup,
-        bench.duration if step.duration is None else step.duration,
+        warmup,
+        duration,
         # a step with think time is a closed loop: the session's rate does not apply
         step.target_throughput
         if step.target_throughput is not None or step.think_time

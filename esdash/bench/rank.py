@@ -55,7 +55,7 @@ import msgspec
 
 from esdash.bench import loadgen
 from esdash.bench.channel import ChannelReader, ChannelWriter
-from esdash.bench.conductor import KIND_START, KIND_WARMUP_END, Conductor
+from esdash.bench.conductor import KIND_START, KIND_WARMUP_END, Conductor, step_end_kind
 from esdash.bench.nodewatch import NodeWatch, http_ping
 from esdash.bench.plan import BenchPlan
 from esdash.bench.split import KIND_EXIT, run_split
@@ -92,6 +92,7 @@ KIND_INTERVAL = "interval"
 KIND_HEARTBEAT = "heartbeat"
 KIND_INGEST_DONE = "ingest_done"
 KIND_WARMUP_ROUND = "warmup_round"
+KIND_STEP_DONE = "step_done"
 KIND_FINAL = "final"
 #: How long past its end an interval waits for late workers before it is written.
 GRACE_INTERVALS = 2.0
@@ -461,8 +462,15 @@ class Worker:
         self.state.phase = "between"
         return float(decision["steps_start"])
 
-    def query_steps(self, recorder: Recorder, reporter: Reporter, start: float) -> list[JsonObject]:
-        """Run every step on the shared schedule; return what happened per step."""
+    def query_steps(
+        self, recorder: Recorder, reporter: Reporter, start: float, inbox: Inbox
+    ) -> list[JsonObject]:
+        """Run every step on the shared schedule; return what happened per step.
+
+        The schedule is fixed in advance except after a counted step: that one ends when
+        every client of every rank is done, and rank 0 says when the next step starts
+        (:meth:`counted_end`).
+        """
         outcomes: list[JsonObject] = []
         moment = start
         for k, step in enumerate(self.plan.steps):
@@ -470,14 +478,29 @@ class Worker:
                 outcomes.append({"index": k, "step": step.name, "status": "unsupported"})
                 continue
             # the pause before the step's warm-up sends nothing (see PlannedStep.pause)
-            outcomes.append(self.query_step(k, step, moment + step.pause, recorder, reporter))
+            outcome = self.query_step(k, step, moment + step.pause, recorder, reporter, inbox)
+            outcomes.append(outcome)
             moment += step.pause + step.warmup + step.duration
+            next_start = outcome.pop("next_start", None)
+            if next_start is not None:
+                moment = float(next_start)
         return outcomes
 
     def query_step(
-        self, k: int, step: PlannedStep, moment: float, recorder: Recorder, reporter: Reporter
+        self,
+        k: int,
+        step: PlannedStep,
+        moment: float,
+        recorder: Recorder,
+        reporter: Reporter,
+        inbox: Inbox | None = None,
     ) -> JsonObject:
-        """Step ``k`` from ``moment`` (wall clock): this rank's clients warm up and measure."""
+        """Step ``k`` from ``moment`` (wall clock): this rank's clients warm up and measure.
+
+        A counted step's clients stop when they have sent their iterations (or at the
+        step's time limit); the rank then tells rank 0 and waits for its word that every
+        rank is done, which carries the next step's start (``next_start`` of the outcome).
+        """
         warm_end = moment + step.warmup
         end = warm_end + step.duration
         outcome: JsonObject = {"index": k, "step": step.name, "round": step.round}
@@ -489,38 +512,41 @@ class Worker:
         if len(clients) > 1:
             outcome["nodes"] = [c.node.name for c in clients]
 
-        def warm(c: StepClient, tick: Tick) -> int:
-            return loadgen.warm_up(c.connection, c.order, warm_end, recorder, tick, c.decode)
-
         total = step.clients or self.workers
+        starts: dict[str, float] = {}
+        if step.ramp_up:
+            outcome["client_starts"] = starts
+
+        def warm(c: StepClient, tick: Tick) -> int:
+            # Rally's ramp-up: client i of n starts ramp_up * i / n into the warm-up
+            _sleep_until(moment + step.ramp_up * c.number / total, self.state, tick)
+            if step.ramp_up:  # when each client started, seconds into the step
+                starts[str(c.number)] = round(time.time() - moment, 3)
+            return loadgen.warm_up(
+                c.connection, c.order, warm_end, recorder, tick, c.decode, step.warmup_iterations
+            )
+
         rate = step.target_throughput / total if step.target_throughput else None
 
         def send(c: StepClient, tick: Tick) -> int:
             return loadgen.measure(
-                c.connection, c.order, end, recorder, tick, rate, step.think_time, c.decode
+                c.connection,
+                c.order,
+                end,
+                recorder,
+                tick,
+                rate,
+                step.think_time,
+                c.decode,
+                step.iterations,
             )
 
-        indexing = self.step_indexing(step, end, recorder)
-        try:
-            _sleep_until(moment, self.state, reporter.tick)
-            self.state.phase, self.state.step = "warmup", k
-            indexing.start()  # bulk tasks index from the warm-up's start to the end
-            try:
-                if step.warmup > 0 and clients:
-                    outcome["warmup_requests"] = self.each_client(clients, reporter, warm)
-                elif indexing.clients:  # its warm-up's documents are not measured
-                    _sleep_until(warm_end, self.state, reporter.tick)
-            except loadgen.WarmupFailed as exc:
-                outcome.update(status="warmup_failed", error=str(exc))
-                reporter.flush(partial=True)
-                _sleep_until(end, self.state, reporter.tick)
-                return outcome
-            reporter.flush(partial=True)
-            self.state.phase = "measure"
-            outcome["measure_start"] = time.time()
-            outcome["requests"] = self.each_client(clients, reporter, send)
-            if not clients:  # a rank with no client in this step waits it out
-                _sleep_until(end, self.state, reporter.tick)
+        def wait_for_rank0() -> None:
+            # a counted step ends when every rank's clients are done: rank 0 says when
+            if inbox is not None:
+                outcome["next_start"] = self.counted_end(k, end, inbox, reporter).get("next")
+
+        def end_measurement() -> None:
             if indexing.clients:
                 outcome["indexed"] = indexing.finish()
             outcome["measure_end"] = time.time()
@@ -528,11 +554,67 @@ class Worker:
             # idle time until the next step belongs to no step: it must not stretch this
             # step's measured seconds (the throughput's denominator)
             self.state.phase = "between"
+
+        # a counted warm-up sends its iterations; a timed one lasts its seconds
+        counted_warmup = step.warmup_iterations
+        warms = step.warmup > 0 if counted_warmup is None else counted_warmup > 0
+        indexing = self.step_indexing(step, end, recorder)
+        try:
+            _sleep_until(moment, self.state, reporter.tick)
+            self.state.phase, self.state.step = "warmup", k
+            indexing.start()  # bulk tasks index from the warm-up's start to the end
+            try:
+                if warms and clients:
+                    outcome["warmup_requests"] = self.each_client(clients, reporter, warm)
+                elif indexing.clients and step.warmup_iterations is None:
+                    _sleep_until(warm_end, self.state, reporter.tick)  # documents not measured
+            except loadgen.WarmupFailed as exc:
+                outcome.update(status="warmup_failed", error=str(exc))
+                reporter.flush(partial=True)
+                if step.counted:
+                    indexing.finish(check=False)
+                    self.state.phase = "between"
+                    wait_for_rank0()
+                else:
+                    _sleep_until(end, self.state, reporter.tick)
+                return outcome
+            reporter.flush(partial=True)
+            self.state.phase = "measure"
+            outcome["measure_start"] = time.time()
+            outcome["requests"] = self.each_client(clients, reporter, send)
+            if step.counted:
+                outcome["iterations"] = {
+                    "planned": len(clients) * (step.iterations or 0),
+                    "sent": outcome["requests"],
+                }
+            if step.counted and clients:  # done: this rank's measurement (and indexing) ends
+                end_measurement()
+                wait_for_rank0()
+            elif step.counted:  # a rank that only indexes goes on until every rank is done
+                wait_for_rank0()
+                end_measurement()
+            else:
+                if not clients:  # a rank with no client in this step waits it out
+                    _sleep_until(end, self.state, reporter.tick)
+                end_measurement()
             outcome["status"] = "ok"
             return outcome
         finally:
             indexing.finish(check=False)
             self.close_clients(clients)
+
+    def counted_end(self, k: int, limit: float, inbox: Inbox, reporter: Reporter) -> JsonObject:
+        """Tell rank 0 this rank is done with counted step ``k``; wait for its word that
+        every rank is (it holds ``next``, the next step's start), or for the step's time
+        ``limit`` (then {}: the next step starts at the limit, as rank 0 then decides)."""
+        reporter.send({"rank": self.index + 1, "step": k}, KIND_STEP_DONE)
+        kind = step_end_kind(k)
+        while (word := inbox.get(kind)) is None and time.time() < limit:
+            if self.state.aborted:
+                raise Aborted(self.state.aborted)
+            reporter.tick()
+            time.sleep(READ_EVERY)
+        return word or {}
 
     def step_indexing(self, step: PlannedStep, end: float, recorder: Recorder) -> IndexingRun:
         """This rank's clients of the step's indexing loads, each with its part of the
@@ -566,12 +648,18 @@ class Worker:
         prepared = [loadgen.PreparedQuery.planned(q) for q in runnable]
         decode = self.decoder(runnable)
         clients = []
-        for c in range(rank_share(step.clients, self.workers, self.index)):
+        numbers = (
+            client_numbers(step.clients, self.workers, self.index)
+            if step.clients is not None
+            else range(self.index, self.index + 1)
+        )
+        for c, number in enumerate(numbers):
             seed = self.plan.seed * 1_000_003 + self.index * 7_919 + k + c * 104_729
             rng = random.Random(seed)
             node = rng.choice(self.nodes)
             connection = self.connection(node, timeout=max(30.0, step.duration))
-            clients.append(StepClient(node, connection, loadgen.query_order(prepared, rng), decode))
+            order = loadgen.query_order(prepared, rng)
+            clients.append(StepClient(node, connection, order, decode, number))
         return clients
 
     def each_client(
@@ -685,6 +773,8 @@ class StepClient:
     connection: Connection
     order: list[loadgen.PreparedQuery]
     decode: Callable[[loadgen.PreparedQuery, bytes], object] | None
+    #: The client's number over all ranks (0-based), for the step's ramp-up.
+    number: int = 0
 
 
 def rank_share(clients: int | None, workers: int, index: int) -> int:
@@ -812,7 +902,7 @@ def run_worker(
             query_start = worker.global_warmup(inbox, recorder, reporter, warmup)
         else:
             query_start = float(word["steps_start"])
-        final["steps"] = worker.query_steps(recorder, reporter, query_start)
+        final["steps"] = worker.query_steps(recorder, reporter, query_start, inbox)
     except Aborted as exc:
         final.update(status="aborted", reason=str(exc))
     except Exception as exc:
@@ -918,6 +1008,8 @@ class Coordinator:
             self.ingest_done.add(rank)
         elif kind == KIND_WARMUP_ROUND and self.conductor is not None:
             self.conductor.add_warmup_round(message)
+        elif kind == KIND_STEP_DONE and self.conductor is not None:
+            self.conductor.add_step_done(message)
 
     def _add(self, message: JsonObject) -> None:
         self.sink.accumulate(message)

@@ -396,7 +396,9 @@ def step_status(acc: RunAccumulator, index: int, planned: PlannedStepInfo, worke
     ranks = acc.per_rank("measure", index)
     if not ranks:
         return "no data"
-    if planned.duration is None:
+    if planned.duration is None or planned.iterations is not None:
+        # a counted step's duration is a limit; the ranks' reports say whether they
+        # sent every iteration (the sink's ``counted_status``)
         return "measured"
     slack = max(acc.interval or 0.0, 0.02 * planned.duration)
     complete = [
@@ -431,6 +433,8 @@ def _step_result(
             target_throughput=planned.target_throughput,
             clients=planned.clients,
             indexing=list(planned.indexing),
+            warmup_iterations=planned.warmup_iterations,
+            iterations=planned.iterations,
         ),
         status=step_status(acc, index, planned, workers) if measured else "no data",
         duration_s=round(window, 3),

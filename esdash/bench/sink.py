@@ -43,6 +43,7 @@ from esdash.rundir.records import (
     NodeEvent,
     OpResult,
     Phase,
+    PlannedStep,
     PlannedStepInfo,
     RankInfo,
     RankPayload,
@@ -104,6 +105,8 @@ class StreamSink:
                     position=step.position,
                     clients=step.clients,
                     indexing=[load.name for load in step.indexing],
+                    warmup_iterations=step.warmup_iterations,
+                    iterations=step.iterations,
                 )
                 for step in self.plan.steps
             ],
@@ -228,8 +231,15 @@ class StreamSink:
             self.rejections_said = True
 
     def step_requests(self, index: int) -> int:
-        """Requests measured in step ``index`` so far (all ranks and queries)."""
-        return self.acc.merged("measure", index).requests
+        """Requests measured in step ``index`` so far (all ranks and queries).
+
+        A counted step's cache readings span its warm-up too (its end is not known in
+        advance: :func:`esdash.bench.conductor.step_windows`), so its warm-up requests count.
+        """
+        requests = self.acc.merged("measure", index).requests
+        if self.plan.steps[index].warmup_iterations:
+            requests += self.acc.merged("warmup", index).requests
+        return requests
 
     def finish(
         self,
@@ -373,6 +383,8 @@ class StreamSink:
             if failures:
                 entry.warmup_failed = failures
                 entry.status = f"warm-up failed: {next(iter(failures.values()))}"
+            elif step.counted and step.runnable and entry.status == "measured":
+                entry.status = counted_status(k, step, finals, self.ranks)
         for k, begin, end in windows:
             entry = results.steps[k]
             quiet = {
@@ -435,6 +447,31 @@ class StreamSink:
                     self.event(
                         "warmup_failed", f"rank {rank}: {step.get('error')}", level="error", step=k
                     )
+
+
+def counted_status(
+    index: int, step: PlannedStep, finals: Mapping[int, JsonObject], workers: int
+) -> str:
+    """A counted step's status from the ranks' reports: ``measured`` when every client
+    sent its iterations, ``lost ranks (...)`` when ranks that had clients did not report,
+    ``ended early (...)`` when clients stopped at the step's time limit."""
+    reports = [
+        s["iterations"]
+        for f in finals.values()
+        for s in f.get("steps", [])
+        if s.get("index") == index and isinstance(s.get("iterations"), dict)
+    ]
+    ranks = workers if step.clients is None else min(workers, step.clients)
+    with_clients = [r for r in reports if r.get("planned")]
+    planned = (step.clients or workers) * (step.iterations or 0)
+    sent = sum(int(r.get("sent") or 0) for r in reports)
+    if len(with_clients) < ranks:
+        return f"lost ranks ({len(with_clients)} of {ranks} reported their iterations)"
+    if sent < planned:
+        return (
+            f"ended early (time limit of {step.duration:g} s: {sent} of {planned} iterations sent)"
+        )
+    return "measured"
 
 
 def _nodes_down(events: Sequence[NodeEvent], begin: float, end: float) -> list[str]:

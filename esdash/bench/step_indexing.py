@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from esdash.bench import loadgen
-from esdash.cluster.http import Connection, RequestFailed, error_class_of
+from esdash.cluster.http import Connection, RequestFailed
 from esdash.rundir.records import PlannedIndexing
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ def _send(
     bound = math.ceil(deadline - started + loadgen.OPEN_GRACE)
     client.sent += batch.docs
     try:
-        status, body = connection.request(
+        answer = connection.request(
             "POST", path, batch.body, content_type="application/x-ndjson", timeout=bound
         )
     except RequestFailed as exc:
@@ -165,23 +165,13 @@ def _send(
             message = f"no answer {done - started:.1f} s after it was sent; its step had ended"
             recorder.record_error(name, node, loadgen.OPEN, None, message, done - intended)
             return False
-        recorder.record_error(name, node, exc.error_class, None, str(exc), done - intended)
-        recorder.record_bulk_rejections(name, node, {exc.error_class: batch.docs})
+        loadgen.account_failed_bulk(recorder, name, node, batch.docs, exc, done - intended)
         time.sleep(loadgen.CONNECTION_BACKOFF)
         return True
     done = time.perf_counter()
-    if status >= 300:
-        error = error_class_of(status)
-        message = loadgen.server_message(status, body)
-        recorder.record_error(name, node, error, status, message, done - intended)
-        recorder.record_bulk_rejections(name, node, {error: batch.docs})
-        return True
-    rejected = loadgen.bulk_rejections(body)
-    if rejected:
-        recorder.record_bulk_rejections(name, node, rejected)
-    indexed = batch.docs - sum(rejected.values())
-    recorder.record(name, node, done - intended, done - started, indexed, len(batch.body))
-    client.indexed += indexed
+    client.indexed += loadgen.account_bulk(
+        recorder, name, node, batch.docs, len(batch.body), answer, done - intended, done - started
+    )
     return True
 
 

@@ -14,6 +14,9 @@ each query; rank 0 judges every query over its last 3 rounds:
   points -- three round totals alone could never reach significance);
 * the warm-up ends after the round in which every query has converged, or when the next round
   would pass ``warmup_max``; how long it took and whether it converged are recorded.
+* a query whose every request of a judged round failed cannot converge: it is not waited for
+  (rank 0 says so, with the server's message), so a query that always fails does not keep the
+  warm-up running to its bound; its step's own warm-up then fails with that message.
 
 Rounds run back to back, so rank 0's decision is about the round running when it is made:
 the decision names the last round and when the steps start, and reaches the workers while
@@ -150,6 +153,8 @@ class WarmupJudge:
     rounds: dict[int, dict[int, JsonObject]] = field(default_factory=dict)
     judged: int = -1
     converged: dict[str, bool] = field(default_factory=dict)
+    #: Queries whose every request of a judged round failed, with the last error message.
+    failing: dict[str, str] = field(default_factory=dict)
     last_round: int | None = None
 
     def add(self, rank: int, round_: int, counts: JsonObject) -> None:
@@ -205,12 +210,29 @@ class WarmupJudge:
             self.judged = next_round
             for query in schedule.queries:
                 self.converged[query] = self._judge_query(query, next_round)[0]
+                self._note_failing(query, next_round)
         running = schedule.round_at(now + DECISION_MARGIN)
-        everything = bool(self.converged) and all(self.converged.values())
+        # a query that fails every request can never converge: it is not waited for
+        everything = bool(self.converged) and all(
+            ok or query in self.failing for query, ok in self.converged.items()
+        )
         if everything or running >= schedule.max_rounds - 1 or not expected:
             self.last_round = running
             return running, schedule.steps_start(running)
         return None
+
+    def _note_failing(self, query: str, round_: int) -> None:
+        """Remember ``query`` as failing when round ``round_`` had errors and no success;
+        forget it when a round has successes again (a node that was back)."""
+        bins, errors = self._totals(round_)[query]
+        if sum(bins):
+            self.failing.pop(query, None)
+        elif errors:
+            messages = [
+                str((counts.get(query) or {}).get("error") or "")
+                for counts in self.rounds.get(round_, {}).values()
+            ]
+            self.failing[query] = next((m for m in messages if m), "no message")
 
     def result(self) -> GlobalWarmup:
         schedule = self.schedule

@@ -567,6 +567,19 @@ class StepIndexing:
             raise ValueError(f"indexing {self.name!r}: ingest_percentage must be in (0, 100]")
 
 
+#: A counted step's phases (:attr:`QueryStep.iterations`) may take the session's time for a
+#: timed phase this many times over, and at least ``ITERATION_LIMIT_FLOOR`` seconds, before a
+#: client still counting stops: a frozen node must not hold the run forever, and a limit
+#: that cuts a step short is flagged in its status.
+ITERATION_LIMIT_FACTOR = 10.0
+ITERATION_LIMIT_FLOOR = 60.0
+
+
+def iteration_limit(seconds: float) -> float:
+    """The longest a counted phase may take, from the session's time for a timed one."""
+    return max(ITERATION_LIMIT_FLOOR, ITERATION_LIMIT_FACTOR * seconds)
+
+
 @dataclass(frozen=True)
 class QueryStep:
     """Queries sent together for a warm-up and a measured duration.
@@ -585,6 +598,14 @@ class QueryStep:
     together (Rally's ``clients`` of a task): they are spread over the ranks as evenly as
     possible, several in one rank running as concurrent connections, and a target throughput
     is shared among them.  ``None`` means one client per bench rank, esdash's own model.
+
+    ``iterations`` makes the step count requests instead of timing them (Rally's
+    ``iterations``): every client sends ``warmup_iterations`` warm-up requests (when set;
+    otherwise it warms up for ``warmup`` seconds), then ``iterations`` measured ones, and the
+    step ends when every client is done, so the next step starts then.  ``warmup`` and
+    ``duration`` are then the longest the two phases may take (None: the session's times
+    times :data:`ITERATION_LIMIT_FACTOR`, at least :data:`ITERATION_LIMIT_FLOOR` seconds); a
+    client still counting at the limit stops, and the results flag the step.
     """
 
     name: str
@@ -598,10 +619,30 @@ class QueryStep:
     #: end (Rally's bulk task in a ``parallel`` block with searches); each load's
     #: documents come from :meth:`Track.step_corpora`.
     indexing: tuple[StepIndexing, ...] = ()
+    #: Requests each client sends to warm up and to measure (None: timed, not counted).
+    warmup_iterations: int | None = None
+    iterations: int | None = None
+    #: Seconds over which the clients start one after another (Rally's
+    #: ``ramp-up-time-period``): client ``i`` of ``n`` (over all ranks) waits
+    #: ``ramp_up * i / n`` before its first warm-up request; the warm-up still ends on time.
+    ramp_up: float = 0.0
 
     def __post_init__(self) -> None:
         if self.think_time < 0:
             raise ValueError(f"step {self.name!r}: think_time must be >= 0")
+        if self.ramp_up < 0 or (self.ramp_up and self.iterations is not None):
+            raise ValueError(f"step {self.name!r}: ramp_up must be >= 0, and only on a timed step")
+        if self.ramp_up and self.warmup is not None and self.warmup < self.ramp_up:
+            raise ValueError(f"step {self.name!r}: the warm-up must last at least ramp_up")
+        if self.iterations is not None and self.iterations < 1:
+            raise ValueError(f"step {self.name!r}: iterations must be at least 1")
+        if self.warmup_iterations is not None and self.warmup_iterations < 0:
+            raise ValueError(f"step {self.name!r}: warmup_iterations must be >= 0")
+        if self.warmup_iterations is not None and self.iterations is None:
+            raise ValueError(
+                f"step {self.name!r}: warmup_iterations needs iterations (a timed step warms "
+                "up for its warmup seconds)"
+            )
         if self.clients is not None and self.clients < 1:
             raise ValueError(f"step {self.name!r}: clients must be at least 1")
         if self.think_time and self.target_throughput is not None:

@@ -401,6 +401,9 @@ def plan_of_steps(
             for key, value in (
                 ("warmup-time-period", step.warmup),
                 ("time-period", step.duration),
+                ("warmup-iterations", step.warmup_iterations),
+                ("iterations", step.iterations),
+                ("ramp-up-time-period", step.ramp_up or None),
                 ("target-throughput", step.target_throughput),
                 ("think-time", step.think_time or None),
             )

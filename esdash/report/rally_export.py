@@ -229,10 +229,23 @@ def build_track(
             if step.target_throughput is None
             else (step.target_throughput)
         )
-        timing: JsonObject = {
-            "warmup-time-period": _seconds(warmup, 0, "warm-up", step.name, notes),
-            "time-period": _seconds(duration, 1, "duration", step.name, notes),
-        }
+        timing: JsonObject
+        if step.iterations is not None:  # counted: Rally's iterations, per client
+            timing = {"iterations": step.iterations}
+            if step.warmup_iterations is not None:
+                timing["warmup-iterations"] = step.warmup_iterations
+            else:
+                notes.append(
+                    f"{step.name}: a timed warm-up before counted requests has no Rally "
+                    f"equivalent; exported without a warm-up"
+                )
+        else:
+            timing = {
+                "warmup-time-period": _seconds(warmup, 0, "warm-up", step.name, notes),
+                "time-period": _seconds(duration, 1, "duration", step.name, notes),
+            }
+            if step.ramp_up:
+                timing["ramp-up-time-period"] = step.ramp_up
         if not step.queries:
             notes.append(f"{step.name}: has no queries; left out")
             continue

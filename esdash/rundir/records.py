@@ -421,6 +421,10 @@ class PlannedStepInfo(Record, kw_only=True):
     clients: Int | None = None
     #: The bulk loads indexing during the step (recorded among its queries' ops).
     indexing: list[str] = []
+    #: Requests per client counted instead of timed (``QueryStep.iterations``); then
+    #: ``warmup`` and ``duration`` are the phases' time limits.
+    warmup_iterations: Int | None = None
+    iterations: Int | None = None
 
 
 class RankInfo(Record, kw_only=True):
@@ -652,6 +656,10 @@ class StepPlan(Record, kw_only=True):
     #: The bulk loads that indexed during the step: their ops are in ``queries`` of the
     #: step's result, with indexed documents (docs/s), not search hits.
     indexing: list[str] = []
+    #: Requests per client, counted instead of timed (then ``warmup`` and ``duration`` are
+    #: the phases' time limits).
+    warmup_iterations: Int | None = None
+    iterations: Int | None = None
 
 
 class WarmupCounts(Record, kw_only=True):
@@ -1027,10 +1035,22 @@ class PlannedStep(FrozenRecord, kw_only=True, frozen=True):
     #: Seconds before the step's warm-up in which nothing is sent: the step before's last
     #: answers (up to a second late) land there, not in this step's measurement.
     pause: Float = 0.0
+    #: Requests per client counted instead of timed (``QueryStep.iterations``): then
+    #: ``warmup`` and ``duration`` are the phases' time limits, and the step ends when every
+    #: client is done (rank 0 tells the workers when the next step starts).
+    warmup_iterations: Int | None = None
+    iterations: Int | None = None
+    #: Seconds over which the step's clients start one after another (``QueryStep.ramp_up``).
+    ramp_up: Float = 0.0
 
     @property
     def runnable(self) -> tuple[PlannedQuery, ...]:
         return tuple(q for q in self.queries if q.unsupported is None)
+
+    @property
+    def counted(self) -> bool:
+        """Whether the step counts its requests (and ends when they are sent)."""
+        return self.iterations is not None
 
 
 class PlannedIndex(FrozenRecord, kw_only=True, frozen=True):

@@ -828,10 +828,12 @@ class RunModel:
         for event in self.events:
             if event.kind == "unsupported" and event.step is not None:
                 unsupported[event.step] = unsupported.get(event.step, 0) + 1
+        # a counted step's times are limits, not its length, which nobody knows in advance:
+        # it adds nothing here (it usually takes far less than its limit)
         planned = sum(
             (s.warmup or 0.0) + (s.duration or 0.0)
             for k, s in enumerate(steps)
-            if unsupported.get(k, 0) < len(s.queries or [None])
+            if unsupported.get(k, 0) < len(s.queries or [None]) and s.iterations is None
         )
         ingest = self._ingest_estimate(fold)
         return planned + (ingest or 0.0)

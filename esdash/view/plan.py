@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from esdash.bench.plan import encoded_query, step_timing
 from esdash.cluster.distribution import resolve_home
 from esdash.errors import BadInput
-from esdash.plugin.api import ClientCodec, Distribution, QueryNotSupported, Track
+from esdash.plugin.api import ClientCodec, Distribution, QueryNotSupported, QueryStep, Track
 from esdash.plugin.planning import PlannedTask
 from esdash.session import Session
 
@@ -87,10 +87,9 @@ def _with_session(task: PlannedTask, session: Session, ranks: int) -> PlannedTas
     if task.step is None or task.status != "run":
         return task
     warmup, duration, target = step_timing(task.step, session)
+    timing = _timing_text(task.step, warmup, duration)
     if any(load.name == task.name for load in task.step.indexing):  # indexes during it
-        return replace(
-            task, esdash=f"{task.esdash} -> the step: {warmup:g} s warm-up + {duration:g} s"
-        )
+        return replace(task, esdash=f"{task.esdash} -> the step: {timing}")
     if task.step.think_time:
         rate = f"closed loop with {task.step.think_time:g} s think time"
     elif target is not None:
@@ -101,8 +100,22 @@ def _with_session(task: PlannedTask, session: Session, ranks: int) -> PlannedTas
     on = f"{clients} client(s) over {ranks} bench rank(s)" if clients else f"{ranks} bench rank(s)"
     return replace(
         task,
-        esdash=f"{task.esdash} -> {warmup:g} s warm-up + {duration:g} s measured, {rate}, on {on}",
+        esdash=f"{task.esdash} -> {timing}, {rate}, on {on}",
     )
+
+
+def _timing_text(step: QueryStep, warmup: float, duration: float) -> str:
+    """A step's warm-up and measurement as a run gives them: seconds, or iterations per
+    client within time limits."""
+    if step.iterations is None:
+        return f"{warmup:g} s warm-up + {duration:g} s measured"
+    if step.warmup_iterations is None:
+        warm = f"{warmup:g} s warm-up + "
+    elif step.warmup_iterations:
+        warm = f"{step.warmup_iterations} warm-up (at most {warmup:g} s) + "
+    else:
+        warm = ""
+    return f"{warm}{step.iterations} measured (at most {duration:g} s) requests per client"
 
 
 def _cache_text(tasks: Sequence[PlannedTask]) -> str:

@@ -63,9 +63,6 @@ from esdash_plugins.tracks.rally_corpus import (
 from esdash_plugins.tracks.rally_loader import load as load
 from esdash_plugins.tracks.rally_model import DocumentSet, LoadedTrack
 from esdash_plugins.tracks.rally_schedule import BY_ESDASH as BY_ESDASH
-from esdash_plugins.tracks.rally_schedule import (
-    TEST_MODE_ITERATION_SECONDS as TEST_MODE_ITERATION_SECONDS,
-)
 from esdash_plugins.tracks.rally_schedule import test_mode_name as test_mode_name
 
 from esdash.plugin_api import (

@@ -81,6 +81,8 @@ class RallyTask:
     iterations: int | None = None
     clients: int = 1
     throughput: float | None = None
+    #: Rally's ``ramp-up-time-period``: the task's clients start one after another over it.
+    ramp_up: float | None = None
     block: int | None = None
     #: What test mode changed in the task's schedule (empty outside test mode).
     test_mode: tuple[str, ...] = ()

@@ -11,6 +11,7 @@ test-mode rules change tasks and document sets as Rally's ``--test-mode`` does; 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -67,7 +68,7 @@ SEARCH_IGNORED = (
     "detailed-results",
     "assertions",
 )
-TASK_IGNORED = ("schedule", "ramp-up-time-period")
+TASK_IGNORED = ("schedule",)
 #: Rally's search operations esdash maps to query steps (``paginated-search`` is refused
 #: with its reason by :func:`rally_trackpy.pages_of`).
 SEARCH_TYPES = ("search", "scroll-search", "paginated-search")
@@ -108,17 +109,20 @@ RALLY_OPERATIONS = frozenset(
         "wait-for-snapshot-create", "wait-for-transform",
     )
 )  # fmt: skip
-TIMING_KEYS = ("warmup-time-period", "time-period", "warmup-iterations", "iterations", "clients")
+TIMING_KEYS = (
+    "warmup-time-period",
+    "time-period",
+    "warmup-iterations",
+    "iterations",
+    "ramp-up-time-period",
+    "clients",
+)
 _THROUGHPUT = re.compile(r"^\s*(\d*\.?\d+)\s+(\w+/s)\s*$")
 #: Rally's ``--test-mode`` (``TestModeTrackProcessor`` in esrally/track/loader.py of Rally
 #: 2.13): every bulk document set is cut to 1,000 documents read from its ``-1k`` file, and
 #: measured time periods are capped at 10 s.
 TEST_MODE_DOCUMENTS = 1000
 TEST_MODE_TIME_PERIOD = 10.0
-#: Measured seconds in test mode of a task timed by iterations (or not timed at all): Rally
-#: then sends about one request per client, which has no time equivalent in an esdash step,
-#: so the step gets the shortest measured time that still yields samples.
-TEST_MODE_ITERATION_SECONDS = 1.0
 
 
 def test_mode_name(source_file: str) -> str:
@@ -171,6 +175,9 @@ def _apply_test_mode(task: RallyTask) -> None:
     if task.throughput:
         changes.append(f"target-throughput {task.throughput:g} ops/s lifted (unthrottled)")
         task.throughput = None
+    if task.ramp_up:  # with no warm-up left, the clients would start during the measurement
+        changes.append(f"ramp-up-time-period {task.ramp_up:g} -> 0")
+        task.ramp_up = 0
     task.test_mode = tuple(changes)
 
 
@@ -215,8 +222,6 @@ class _ScheduleMapper:
         self.index_settings: list[tuple[list[str] | None, JsonObject]] = []
         self._task_names: set[str] = set()
         self._early_search_noted = False
-        self._converted: list[str] = []
-        self._untimed: list[str] = []
         self._clients: list[str] = []
         #: The track's templates and data streams (set by the loader) and the one-off
         #: requests of its administrative tasks, in schedule order.
@@ -227,33 +232,13 @@ class _ScheduleMapper:
         self.step_documents: dict[str, tuple[DocumentSet, ...]] = {}
 
     def _timing(self, task: RallyTask) -> Timing:
-        """The task's timing, remembering how it was converted for :meth:`finish`."""
-        timing = _timing(task, self.test_mode)
-        if timing.how == "iterations":
-            self._converted.append(
-                f"{task.name} ({task.warmup_iterations or 0}+{task.iterations or 0} x "
-                f"{task.clients} client(s) at {timing.target_throughput:g}/s -> "
-                f"{timing.warmup or 0:g} s+{timing.duration or 0:g} s)"
-            )
-        elif timing.how == "untimed":
-            self._untimed.append(task.name)
+        """The task's timing, remembering its clients for :meth:`finish`."""
         if task.clients > 1:
             self._clients.append(f"{task.name} ({task.clients})")
-        return timing
+        return _timing(task)
 
     def finish(self) -> None:
-        """Add the notes that summarise how task timing was converted."""
-        if self._converted:
-            self.notes.append(
-                "warm-up+measured iterations (per client) converted to seconds at the task's "
-                "target rate: " + ", ".join(self._converted)
-            )
-        if self._untimed:
-            self.notes.append(
-                "iterations without a target-throughput have no time equivalent, so the "
-                "session's benchmark.warmup and benchmark.duration apply to: "
-                + ", ".join(self._untimed)
-            )
+        """Add the notes that summarise how tasks run."""
         if self._clients:
             self.notes.append(
                 "tasks with several clients (spread over the bench ranks, several in one "
@@ -306,9 +291,56 @@ class _ScheduleMapper:
         task.iterations = reader.number(merged, "iterations", where, spot, 0, True)
         task.clients = reader.number(merged, "clients", where, spot, 1, True) or 1
         task.throughput = self._throughput(merged, where, spot, name)
+        task.ramp_up = reader.number(merged, "ramp-up-time-period", where, spot, 0)
+        self._check_timing(task, spot, defaults)
         if self.test_mode:
             _apply_test_mode(task)
         return task
+
+    def _check_timing(self, task: RallyTask, spot: Spot, defaults: JsonMapping) -> None:
+        """Refuse what Rally 2.13's track loader refuses: time periods mixed with
+        iterations, and a ramp-up without a warm-up time at least as long, or set on a task
+        of a ``parallel`` block rather than on the block."""
+        fail, where = self.reader.fail, task.where
+        if task.warmup_iterations is not None and task.time is not None:
+            raise fail(
+                where,
+                "sets 'warmup-iterations' and 'time-period'; Rally does not allow mixing "
+                "iterations and time periods: keep one kind",
+                spot,
+            )
+        if task.warmup_time is not None and task.iterations is not None:
+            raise fail(
+                where,
+                "sets 'warmup-time-period' and 'iterations'; Rally does not allow mixing "
+                "iterations and time periods: keep one kind",
+                spot,
+            )
+        if task.ramp_up is None:
+            return
+        block = defaults.get("ramp-up-time-period")
+        if defaults and task.ramp_up != block:
+            raise fail(
+                where,
+                "sets its own 'ramp-up-time-period' in a parallel block; Rally allows it only "
+                "on the 'parallel' element: move it there",
+                spot,
+            )
+        if task.warmup_iterations is not None or task.iterations is not None:
+            raise fail(
+                where,
+                "sets 'ramp-up-time-period' with iterations; a ramp-up needs a "
+                "'warmup-time-period' instead",
+                spot,
+            )
+        if task.warmup_time is None or task.warmup_time < task.ramp_up:
+            raise fail(
+                where,
+                f"sets 'ramp-up-time-period' {task.ramp_up:g} without a 'warmup-time-period' "
+                f"at least as long; Rally needs one, so the clients have all started when "
+                f"the measurement begins",
+                spot,
+            )
 
     def _throughput(self, spec: JsonMapping, where: str, name: Spot, label: str) -> float | None:
         """Rally's target rate in operations per second over all clients (None: unthrottled)."""
@@ -373,6 +405,7 @@ class _ScheduleMapper:
                 [q for q in queries if isinstance(q, Query)],
                 bulks,
                 completed_by if isinstance(completed_by, str) else None,
+                reader.number(block, "clients", f"{context}, parallel", self.challenge, 1, True),
             )
             return
         self.notes.append(
@@ -420,9 +453,11 @@ class _ScheduleMapper:
         queries: list[Query],
         bulks: Sequence[RallyTask] = (),
         completed_by: str | None = None,
+        cap: int | None = None,
     ) -> None:
         """Searches run in parallel become one step whose queries are sent together; the
-        block's ``bulks`` index during that step (:meth:`_indexing`)."""
+        block's ``bulks`` index during that step (:meth:`_indexing`); ``cap`` is the
+        block's own ``clients`` (:meth:`_block_clients`)."""
         steps = {
             t.spec.get("meta", {}).get("esdash-step")
             if isinstance(t.spec.get("meta"), dict)
@@ -435,18 +470,9 @@ class _ScheduleMapper:
             else "+".join(t.name for t in tasks)
         )
         timings = [self._timing(t) for t in tasks]
-        warmups = {t.warmup for t in timings}
-        durations = {t.duration for t in timings}
-        warmup = None if None in warmups else max(warmups, default=None)
-        duration = None if None in durations else max(durations, default=None)
         ender = next((b for b in bulks if b.name == completed_by), None)
-        if ender is not None and ender.time is not None:
-            duration = ender.time  # the block lasts as long as the bulk task that ends it
-        if len(warmups) > 1 or len(durations) > 1:
-            self.notes.append(
-                f"{name}: the parallel searches have different warm-up or measured times; "
-                f"esdash runs them together for the longest ones"
-            )
+        clients = self._block_clients(name, tasks, bulks, cap)
+        warmup, duration, counts = self._block_timing(name, tasks, timings, ender, clients)
         throughputs = [t.throughput for t in tasks]
         target = None
         if all(throughputs):
@@ -458,12 +484,19 @@ class _ScheduleMapper:
             )
         for task in tasks:
             self._search_notes(task)
-        # each task brings its own clients; together they send the block's queries
-        clients = sum(t.clients for t in tasks)
         loads = {b.name: self._indexing(b) for b in bulks}
         indexing = tuple(load for load in loads.values() if isinstance(load, StepIndexing))
         step = QueryStep(
-            name, tuple(queries), warmup, duration, target, clients=clients, indexing=indexing
+            name,
+            tuple(queries),
+            warmup,
+            duration,
+            target,
+            clients=clients,
+            indexing=indexing,
+            warmup_iterations=None if counts is None else counts[0],
+            iterations=None if counts is None else counts[1],
+            ramp_up=max(t.ramp_up for t in timings),  # the block's, the same for every task
         )
         self.steps.append(step)
         for bulk in bulks:
@@ -485,17 +518,95 @@ class _ScheduleMapper:
             if indexing
             else ""
         )
+        source = (
+            "the sum of its tasks' clients"
+            if clients == sum(t.clients for t in tasks)
+            else "what the block's own clients leave its searches"
+        )
         for task, timing, query in zip(tasks, timings, queries, strict=True):
             others = ", ".join(t.name for t in tasks if t is not task)
             self.task_queries[task.name] = query
             self._plan(
                 task,
                 f"runs as one query step {name!r} with {others or 'no other task'}: the "
-                f"block's {clients} client(s) (the sum of its tasks' clients) each send the "
+                f"block's {clients} client(s) ({source}) each send the "
                 f"block's {len(queries)} queries in their own random order, one request at a "
                 f"time; {self._timing_text(task, timing)}; {throttled}{during}",
                 step=step,
             )
+
+    def _block_clients(
+        self,
+        name: str,
+        tasks: Sequence[RallyTask],
+        bulks: Sequence[RallyTask],
+        cap: int | None,
+    ) -> int:
+        """The clients of a parallel block's query step: each task brings its own, and
+        together they send the block's queries.  The block's own ``clients`` caps all of
+        its tasks' clients together (Rally then runs the tasks' clients on that many, one
+        after another): what its bulk tasks leave of it is the step's."""
+        clients = sum(t.clients for t in tasks)
+        indexing = sum(b.clients for b in bulks)
+        if cap is None or clients + indexing <= cap:
+            return clients
+        capped = max(1, cap - indexing)
+        self.notes.append(
+            f"{name}: the block's 'clients' {cap} caps its tasks' {clients + indexing} "
+            f"clients: its searches get {capped}"
+            + (f" (its bulk tasks keep {indexing})" if indexing else "")
+        )
+        return capped
+
+    def _block_timing(
+        self,
+        name: str,
+        tasks: Sequence[RallyTask],
+        timings: Sequence[Timing],
+        ender: RallyTask | None,
+        clients: int,
+    ) -> tuple[float | None, float | None, tuple[int, int] | None]:
+        """A parallel block's warm-up and measured time, or its (warm-up, measured)
+        iterations per client when every search is counted.
+
+        The block's clients each send all of its queries, so a counted block sends as many
+        requests as its tasks together (iterations times clients, summed), spread evenly
+        over the clients.  A bulk task with a time period that ends the block
+        (``completed-by``) makes the block timed; counted searches in a timed block run for
+        its time.
+        """
+        timed_by_bulk = ender is not None and ender.time is not None
+        pairs = list(zip(tasks, timings, strict=True))
+        if all(t.how == "iterations" for t in timings) and not timed_by_bulk:
+            total = sum(t.clients * (g.iterations or 1) for t, g in pairs)
+            warm = sum(t.clients * (g.warmup_iterations or 0) for t, g in pairs)
+            counts = (math.ceil(warm / clients), math.ceil(total / clients))
+            if len({(t.clients, g.iterations, g.warmup_iterations) for t, g in pairs}) > 1:
+                self.notes.append(
+                    f"{name}: the parallel searches' {warm}+{total} requests (iterations times "
+                    f"clients, summed) are spread over the block's {clients} clients: "
+                    f"{counts[0]}+{counts[1]} per client"
+                )
+            return None, None, counts
+        timed = [t for t in timings if t.how == "time"]
+        warmups = {t.warmup for t in timed}
+        durations = {t.duration for t in timed}
+        warmup = None if None in warmups else max(warmups, default=None)
+        duration = None if None in durations else max(durations, default=None)
+        if timed_by_bulk and ender is not None:
+            duration = ender.time  # the block lasts as long as the bulk task that ends it
+        if len(warmups) > 1 or len(durations) > 1:
+            self.notes.append(
+                f"{name}: the parallel searches have different warm-up or measured times; "
+                f"esdash runs them together for the longest ones"
+            )
+        counted = [t.name for t, g in pairs if g.how == "iterations"]
+        if counted:
+            self.notes.append(
+                f"{name}: {', '.join(counted)} count iterations in a timed block; esdash runs "
+                f"them for the block's time"
+            )
+        return warmup, duration, None
 
     def _indexing(self, task: RallyTask) -> StepIndexing | str:
         """A bulk task of a parallel block as the indexing of its step, or why it cannot
@@ -564,9 +675,9 @@ class _ScheduleMapper:
             )
         elif ender is task:
             parts.append(
-                "completed-by this task, which esdash cannot honour exactly (every rank runs a "
-                "step on one shared schedule fixed in advance): the step ends at its planned "
-                "end, whether or not the documents are all sent"
+                "completed-by this task, which esdash cannot honour exactly (the end of a "
+                "bulk task's documents is not reported to rank 0, only its searches'): the "
+                "step ends with its searches, whether or not the documents are all sent"
             )
         else:
             parts.append(
@@ -624,24 +735,20 @@ class _ScheduleMapper:
     @staticmethod
     def _timing_text(task: RallyTask, timing: Timing) -> str:
         if timing.how == "iterations":
-            per_client = (timing.target_throughput or 0) / task.clients
+            warmup = f"{timing.warmup_iterations} warm-up then " if timing.warmup_iterations else ""
             return (
-                f"{task.warmup_iterations or 0}+{task.iterations or 0} iterations per client "
-                f"converted to seconds at {per_client:g}/s per client"
+                f"{warmup}{timing.iterations} measured request(s) per client, counted: the "
+                f"step ends when every client has sent them"
             )
-        if timing.how == "untimed":
-            return (
-                "iterations without a target-throughput have no time equivalent: the "
-                "session's benchmark.warmup and benchmark.duration apply"
-            )
-        if timing.how == "none":
-            return "no time given: the session's benchmark.warmup and benchmark.duration apply"
-        if timing.how == "test-mode":
-            return (
-                f"test mode: no warm-up and {TEST_MODE_ITERATION_SECONDS:g} s measured (Rally "
-                f"sends about one request per client)"
-            )
-        return "warm-up and measured time as the task gives them"
+        ramp = (
+            f"; its clients start one after another over the first {timing.ramp_up:g} s of the "
+            f"warm-up (ramp-up-time-period)"
+            if timing.ramp_up
+            else ""
+        )
+        if timing.duration is None:
+            return f"measured for the session's benchmark.duration (no time-period given){ramp}"
+        return f"warm-up and measured time as the task gives them{ramp}"
 
     def _handle(self, task: RallyTask, suffix: str = "", with_searches: bool = False) -> None:
         if task.op_type == "bulk":
@@ -679,6 +786,9 @@ class _ScheduleMapper:
                 timing.duration,
                 timing.target_throughput,
                 clients=task.clients,
+                warmup_iterations=timing.warmup_iterations,
+                iterations=timing.iterations,
+                ramp_up=timing.ramp_up,
             )
             self.steps.append(step)
             self.task_queries[task.name] = query
@@ -1014,50 +1124,41 @@ def _param(value: JsonValue) -> str:
 
 @dataclass(frozen=True)
 class Timing:
-    """A Rally task's timing in esdash's terms; ``how`` says how it was obtained."""
+    """A Rally task's timing in esdash's terms: ``how`` is ``time`` (warm-up and measured
+    seconds; None: the session's) or ``iterations`` (requests per client, counted: the
+    step ends when every client has sent them)."""
 
     warmup: float | None
     duration: float | None
     target_throughput: float | None
-    how: str  # "time", "iterations" (converted at the target rate), "none", "untimed",
-    # "test-mode" (iterations or no time, in test mode)
+    how: str
+    warmup_iterations: int | None = None
+    iterations: int | None = None
+    ramp_up: float = 0.0
 
 
-def _timing(task: RallyTask, test_mode: bool = False) -> Timing:
-    """Warm-up and measured seconds and the rate of a Rally task, in esdash's terms.
+def _timing(task: RallyTask) -> Timing:
+    """Warm-up and measured time or iterations and the rate of a Rally task, as Rally 2.13's
+    driver schedules it (``schedule_for``): a task with a time period is timed; any other is
+    counted, ``warmup-iterations`` (default 0) then ``iterations`` (default 1) per client.
 
     Rally's ``target-throughput`` is the rate of all of the task's ``clients`` together, and
-    an esdash step's target throughput is the rate of all bench ranks together (each rank
-    paces itself at its share), so the rate carries over unchanged.  Iterations are per
-    client in Rally; at the per-client rate ``target-throughput / clients`` they take
-    ``iterations * clients / target-throughput`` seconds.  Without a rate they have no time
-    equivalent and the session's warm-up and duration apply (``None``).  A measured phase
-    without a warm-up gets none, as in Rally.  In ``test_mode`` (the task already changed by
-    :func:`_apply_test_mode`) such a task gets no warm-up and
-    :data:`TEST_MODE_ITERATION_SECONDS`, so a test run stays short.
+    an esdash step's target throughput is the rate of all its clients together (each paces
+    itself at its share), so the rate carries over unchanged.  A measured time period
+    without a warm-up gets none, as in Rally.  Test mode has already changed the task
+    (:func:`_apply_test_mode`).
     """
-    per_client = task.throughput / task.clients if task.throughput else None
-    warmup, duration = task.warmup_time, task.time
-    iterations = task.warmup_iterations is not None or task.iterations is not None
-    if iterations and per_client:
-        if warmup is None and task.warmup_iterations is not None:
-            warmup = task.warmup_iterations / per_client
-        if duration is None and task.iterations is not None:
-            duration = task.iterations / per_client
-        how = "iterations"
-    elif iterations:
-        how = "untimed"
-    else:
-        how = "time" if warmup is not None or duration is not None else "none"
-    if test_mode and how in ("untimed", "none"):
-        warmup, duration, how = 0.0, TEST_MODE_ITERATION_SECONDS, "test-mode"
-    if warmup is None and duration is not None:
-        warmup = 0.0  # Rally warms up only when told to; a measured phase alone has none
+    if task.warmup_time is not None or task.time is not None:
+        warmup = 0.0 if task.warmup_time is None else float(task.warmup_time)
+        duration = None if task.time is None else float(task.time)
+        return Timing(warmup, duration, task.throughput, "time", ramp_up=task.ramp_up or 0.0)
     return Timing(
-        None if warmup is None else float(warmup),
-        None if duration is None else float(duration),
+        None,
+        None,
         task.throughput,
-        how,
+        "iterations",
+        warmup_iterations=int(task.warmup_iterations or 0),
+        iterations=int(task.iterations or 1),
     )
 
 

@@ -75,3 +75,21 @@ def test_a_late_rank_is_waited_for_a_moment_then_judged_without():
     assert judge.poll(5.1, {1, 2}) is None and judge.judged == -1  # rank 2 may still come
     judge.poll(5.0 + 2.5, {1, 2})
     assert judge.judged == 0  # judged with what arrived
+
+
+def test_a_query_that_fails_every_request_is_not_waited_for_and_is_named():
+    schedule = WarmupSchedule(start=0.0, queries=("good", "broken"), slot=2.0, bound=300.0)
+    judge = WarmupJudge(schedule)
+    rng = random.Random(3)
+    failing = {"bins": [0, 0], "errors": 9, "error": "HTTP 400: failed to parse date field"}
+    for round_ in range(10):
+        for rank in (1, 2):
+            judge.add(rank, round_, {"good": counts(100.0, 2, rng), "broken": failing})
+        decided = judge.poll(schedule.round_start(round_ + 1) + 0.1, {1, 2})
+        if decided is not None:
+            break
+    # decided as soon as "good" converged (rounds 0..2), far from the 300 s bound
+    assert decided is not None and round_ == 2
+    assert judge.failing == {"broken": "HTTP 400: failed to parse date field"}
+    result = judge.result()
+    assert not result.converged and result.queries["broken"].errors == 2 * 3 * 9

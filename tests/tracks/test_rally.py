@@ -88,14 +88,19 @@ def test_search_tasks_become_query_steps_with_converted_timing(track):
     scroll = steps["scroll"].queries[0]
     assert (scroll.pages, scroll.body["size"], scroll.index) == (5, 10, "weblogs")
 
-    # 2 clients at 40 ops/s together (the step's total rate): 100 + 200 iterations per
-    # client at 20 ops/s per client take 5 s + 10 s.
+    # 2 clients at 40 ops/s together (the step's total rate), 100 + 200 iterations per
+    # client, counted (as Rally counts them), not converted to time.
     match_all = steps["match-all"]
     # no "cache" in the operation: request_cache is not sent, the index decides (as Rally)
     assert match_all.queries == (
         Query("match-all", {"query": {"match_all": {}}}, "weblogs", request_cache=None),
     )
-    assert (match_all.warmup, match_all.duration, match_all.target_throughput) == (5, 10, 40)
+    assert (match_all.warmup, match_all.duration, match_all.target_throughput) == (
+        None,
+        None,
+        40,
+    )
+    assert (match_all.warmup_iterations, match_all.iterations) == (100, 200)
     assert match_all.clients == 2  # the task's clients, spread over the bench ranks
 
     status = steps["status-range"]
@@ -103,9 +108,11 @@ def test_search_tasks_become_query_steps_with_converted_timing(track):
     assert status.queries[0].index == "weblogs*"
     assert status.queries[0].body["query"]["range"]["status"]["gte"] == 400
 
-    # Iterations without a rate: the session's warm-up and duration apply.
+    # Iterations without a rate are counted all the same; a time period makes a step timed.
     recent = steps["recent"]
     assert (recent.warmup, recent.duration) == (None, None)
+    assert (recent.warmup_iterations, recent.iterations) == (10, 50)
+    assert (status.warmup_iterations, status.iterations) == (None, None)
     assert recent.queries[0].body["sort"] == [{"@timestamp": "desc"}]
     assert recent.queries[0].body["query"]["range"]["@timestamp"]["gte"].startswith("now-")
 
@@ -152,8 +159,8 @@ def test_everything_else_is_listed_with_the_reason(track):
     notes = "\n".join(track.notes(o))
     assert "ignored: bulk-size, clients, warmup-time-period, ingest-percentage" in notes
     assert "status-range (search): ignored request-params" in notes
-    assert "match-all (100+200 x 2 client(s) at 40/s -> 5 s+10 s)" in notes
-    assert "benchmark.duration apply to: recent" in notes
+    assert "match-all (2)" in notes  # its clients
+    assert "converted" not in notes and "no time equivalent" not in notes
 
 
 def test_the_summary_is_logged_once_as_a_warning_when_something_is_not_run(track, caplog):

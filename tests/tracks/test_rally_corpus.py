@@ -59,18 +59,23 @@ def test_the_1k_file_is_named_as_rally_names_it(name, one_k):
 def test_test_mode_changes_the_steps_as_rally_changes_the_tasks(tmp_path):
     full = rally.load(options(tmp_path))
     quick = rally.load(options(tmp_path, test_mode=True))
-    steps = {s.name: (s.warmup, s.duration, s.target_throughput) for s in full.steps}
+
+    def timing(step):
+        times = (step.warmup, step.duration, step.target_throughput)
+        return times + (step.warmup_iterations, step.iterations)
+
+    steps = {s.name: timing(s) for s in full.steps}
     assert steps == {
-        "match-all": (10.0, 20.0, 100.0),  # 500+1000 iterations per client at 50/s
-        "errors": (60.0, 300.0, 50.0),
-        "low+high": (30.0, 5.0, None),
+        "match-all": (None, None, 100.0, 500, 1000),  # iterations per client, counted
+        "errors": (60.0, 300.0, 50.0, None, None),
+        "low+high": (30.0, 5.0, None, None, None),
     }
-    steps = {s.name: (s.warmup, s.duration, s.target_throughput) for s in quick.steps}
+    steps = {s.name: timing(s) for s in quick.steps}
     assert steps == {
-        # iterations cut to the 2 clients, throughput lifted: no time equivalent, 1 s
-        "match-all": (0.0, rally.TEST_MODE_ITERATION_SECONDS, None),
-        "errors": (0.0, 10.0, None),  # time period capped at 10 s, warm-up 0, unthrottled
-        "low+high": (0.0, 5.0, None),  # a time period under 10 s stays
+        # iterations cut to the 2 clients, throughput lifted
+        "match-all": (None, None, None, 2, 2),
+        "errors": (0.0, 10.0, None, None, None),  # capped at 10 s, warm-up 0, unthrottled
+        "low+high": (0.0, 5.0, None, None, None),  # a time period under 10 s stays
     }
     docs = [(d.source_file, d.documents, d.uncompressed_bytes) for d in quick.documents]
     assert docs == [("documents-1k.json.bz2", 1000, None), ("more-1k.json", 20, None)]
@@ -91,7 +96,7 @@ def test_the_plan_says_what_test_mode_changed_for_each_task(tmp_path):
         "low": "warmup-time-period 30 -> 0",
         "high": "warmup-time-period 30 -> 0",
     }
-    assert "test mode: no warm-up and 1 s measured" in tasks["match-all"].esdash
+    assert "2 warm-up then 2 measured request(s) per client, counted" in tasks["match-all"].esdash
     plain = rally.RallyTrack().plan(options(tmp_path), None)
     assert all("test mode" not in t.schedule for t in plain)
 

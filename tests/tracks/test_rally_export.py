@@ -59,6 +59,8 @@ class LogsTrack(Track):
             QueryStep("mixed", (braces, script, other), warmup=2.0, duration=8.0),
             QueryStep("paced", (script,), warmup=0.0, duration=4.0, target_throughput=7.5),
             QueryStep("mixed-paced", (braces, other), duration=6.0, target_throughput=3.0),
+            QueryStep("counted", (braces,), warmup_iterations=3, iterations=12),
+            QueryStep("ramped", (other,), warmup=4.0, duration=5.0, ramp_up=2.0),
         )
 
 
@@ -81,8 +83,14 @@ def resolved(step: QueryStep, index: str, settings: ExportSettings) -> tuple:
             (q.name, json.dumps(q.body, sort_keys=True), q.index or index, tuple(q.requires))
             for q in step.queries
         ),
-        settings.warmup if step.warmup is None else step.warmup,
-        settings.duration if step.duration is None else step.duration,
+        # a counted step's times are limits the plan derives; its iterations carry over
+        (step.warmup_iterations, step.iterations)
+        if step.iterations is not None
+        else (
+            settings.warmup if step.warmup is None else step.warmup,
+            settings.duration if step.duration is None else step.duration,
+        ),
+        step.ramp_up,
         pytest.approx(
             settings.target_throughput if step.target_throughput is None else step.target_throughput
         ),
@@ -178,7 +186,14 @@ def test_fractional_seconds_are_rounded_up_with_a_note(tmp_path, logs_track):
     result = export_track(logs_track, {}, tmp_path / "out", tmp_path, settings)
     assert "braces: warm-up 1.5 s written as 2 s (Rally takes whole seconds)" in result.notes
     steps = RallyTrack().query_steps({"path": tmp_path / "out"})
-    assert [(s.warmup, s.duration) for s in steps] == [(2, 12), (2, 8), (0, 4), (2, 6)]
+    assert [(s.warmup, s.duration) for s in steps] == [
+        (2, 12),
+        (2, 8),
+        (0, 4),
+        (2, 6),
+        (None, None),  # counted
+        (4, 5),
+    ]
 
 
 def test_think_time_is_noted(tmp_path):

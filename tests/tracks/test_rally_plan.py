@@ -158,11 +158,11 @@ def test_plan_json_lists_every_task_in_order_with_its_fate(tmp_path):
         "target-throughput": 50,
     }
     assert "its 8 clients are spread over the bench ranks" in match_all["esdash"]
-    # 20+100 iterations per client at 50/8 per second each: 3.2 s + 16 s, 8 clients on
-    # 2 x 3 ranks
+    # 20+100 iterations per client, counted within time limits (ten times the session's
+    # 5 s + 30 s, at least 60 s), paced at 50/s over all 8 clients, on 2 x 3 ranks
     assert (
-        "-> 3.2 s warm-up + 16 s measured, paced at 50 req/s in total, on 8 client(s) over "
-        "6 bench rank(s)" in (match_all["esdash"])
+        "-> 20 warm-up (at most 60 s) + 100 measured (at most 300 s) requests per client, "
+        "paced at 50 req/s in total, on 8 client(s) over 6 bench rank(s)" in match_all["esdash"]
     )
 
     # a parallel block of searches is one step; its tasks keep their own clients, schedule

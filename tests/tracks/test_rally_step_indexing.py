@@ -126,7 +126,7 @@ def test_completed_by_the_bulk_task_measures_its_time_period(tmp_path: Path) -> 
     assert step.duration == 3  # the search's own time
     text = planned(untimed)["during"].esdash
     assert "completed-by this task, which esdash cannot honour exactly" in text
-    assert "the step ends at its planned end" in text
+    assert "the step ends with its searches" in text
 
 
 def test_a_looped_bulk_task_starts_its_part_again(tmp_path: Path) -> None:
