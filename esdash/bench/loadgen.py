@@ -75,6 +75,7 @@ class PreparedQuery:
     variants: tuple[bytes, ...] = ()
     pages: int | None = None
     page_size: int = 10
+    paging: str = "scroll"
 
     @classmethod
     def of(
@@ -87,6 +88,7 @@ class PreparedQuery:
         path: str | None = None,
         variants: Sequence[JsonMapping] = (),
         pages: int | None = None,
+        paging: str = "scroll",
     ) -> PreparedQuery:
         """The request of a query; ``request_cache`` as :class:`esdash.plugin.api.Query` has it.
 
@@ -101,11 +103,11 @@ class PreparedQuery:
         size = size if isinstance(size, int) and size > 0 else 10
         if path is not None:
             data = json.dumps(body).encode() if body else None
-            return cls(name, path, data, method, encoded, pages, size)
+            return cls(name, path, data, method, encoded, pages, size, paging)
         path = f"/{index}/_search"
         if request_cache is not None:
             path += f"?request_cache={'true' if request_cache else 'false'}"
-        return cls(name, path, json.dumps(body).encode(), method, encoded, pages, size)
+        return cls(name, path, json.dumps(body).encode(), method, encoded, pages, size, paging)
 
     @classmethod
     def planned(cls, query: PlannedQuery) -> PreparedQuery:
@@ -119,6 +121,7 @@ class PreparedQuery:
             query.path,
             query.variants,
             query.pages,
+            query.paging,
         )
 
     def body_at(self, use: int) -> bytes | None:
@@ -138,12 +141,15 @@ def send(
     ``POST /_search/scroll`` fetches the next pages until ``pages`` are read or a page
     comes back empty (the first page already ends it when the index holds fewer hits than
     a page), and the scroll is cleared.  Documents and bytes are summed over the pages; the
-    answer returned is the first failed or partial page, else the last one.
+    answer returned is the first failed or partial page, else the last one.  A
+    ``search_after`` query pages by :func:`_search_after` instead.
     """
     body = query.body_at(use)
     if query.pages is None:
         status, answer = connection.request(query.method, query.path, body, timeout=timeout)
         return status, answer, returned_documents(answer), len(answer)
+    if query.paging == "search_after":
+        return _search_after(connection, query, body, timeout)
     joiner = "&" if "?" in query.path else "?"
     first = f"{query.path}{joiner}scroll={SCROLL_KEEP_ALIVE}&sort=_doc"
     status, answer = connection.request(query.method, first, body, timeout=timeout)
@@ -169,6 +175,37 @@ def send(
         # a failed clear leaves the scroll to expire; the exchange's own outcome stands
         with contextlib.suppress(RequestFailed):
             connection.request("DELETE", "/_search/scroll", clear, timeout=timeout)
+    return status, answer, docs, size
+
+
+def _search_after(
+    connection: Connection, query: PreparedQuery, body: bytes | None, timeout: float | None
+) -> tuple[int, bytes, int, int]:
+    """Rally 2.13's ``paginated-search``, timed as one exchange: the search, then again with
+    ``search_after`` set to the last hit's ``sort`` values, until ``pages`` are read or, as
+    Rally stops, the pages read cover the first page's total hits.  A page without sort
+    values, or ending on those of the page before (the engine did not move on), ends it too:
+    never loop forever.  Documents and bytes are summed; the answer is the first failed or
+    partial page, else the last one."""
+    pages = query.pages or 1
+    status, answer = connection.request(query.method, query.path, body, timeout=timeout)
+    docs, size = returned_documents(answer), len(answer)
+    found = _TOTAL_HITS.search(answer) if status < 300 else None
+    total = int(found.group(1)) if found is not None else docs
+    page, previous = 1, None
+    search = json.loads(body) if body else {}
+    while (pages < 0 or page < pages) and total > page * query.page_size:
+        if status >= 300 or partial_reason(answer) is not None:
+            break
+        hits = (json.loads(answer).get("hits") or {}).get("hits") or []
+        last = hits[-1].get("sort") if hits else None
+        if last is None or last == previous:
+            break
+        previous = search["search_after"] = last
+        following = json.dumps(search).encode()
+        status, answer = connection.request(query.method, query.path, following, timeout=timeout)
+        page += 1
+        docs, size = docs + returned_documents(answer), size + len(answer)
     return status, answer, docs, size
 
 

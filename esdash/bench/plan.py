@@ -92,12 +92,13 @@ def planned_query(
         path=query.path,
         variants=tuple(dict(v) for v in query.variants),
         pages=query.pages,
+        paging=query.paging,
     )
     if codec is not None:
         try:
             if query.variants or query.pages is not None:
                 # a codec decodes a response against the one body it encoded
-                what = "parameter-source bodies" if query.variants else "scroll pages"
+                what = "parameter-source bodies" if query.variants else "pages of a search"
                 raise QueryNotSupported(what, "the codec decodes single searches only")
             planned = msgspec.structs.replace(planned, body=encoded_query(query, codec))
         except QueryNotSupported as exc:

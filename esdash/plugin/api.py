@@ -519,7 +519,10 @@ class Query:
     the query a scroll search (Rally's ``scroll-search``): the first request opens a
     scroll, the following ones fetch up to ``pages`` pages in all (:data:`ALL_PAGES`: until
     the hits run out) and the scroll is cleared; the whole exchange is timed as one
-    request.  ``body`` then carries the page size as ``size``.
+    request.  ``body`` then carries the page size as ``size``.  With ``paging =
+    "search_after"`` (Rally's ``paginated-search``) the pages are fetched by repeating the
+    search with ``search_after`` set to the last hit's sort values instead (the body needs
+    a ``sort``); no scroll is opened.
     """
 
     name: str
@@ -531,10 +534,17 @@ class Query:
     path: str | None = None
     variants: tuple[JsonObject, ...] = ()
     pages: int | None = None
+    paging: str = "scroll"
+
+    def __post_init__(self) -> None:
+        if self.paging not in PAGING:
+            raise ValueError(f"query {self.name!r}: paging must be one of {', '.join(PAGING)}")
 
 
 #: ``Query.pages`` of a scroll that fetches every page (Rally's ``"pages": "all"``).
 ALL_PAGES = -1
+#: How a query with ``pages`` fetches them (``Query.paging``).
+PAGING = ("scroll", "search_after")
 
 
 @dataclass(frozen=True)

@@ -192,7 +192,8 @@ def build_track(
             if query.request_cache is not None:
                 op["cache"] = query.request_cache  # Rally sends it as esdash does
             if query.pages is not None:  # Rally's scroll search, page size as the body's
-                op["operation-type"] = "scroll-search"
+                paginated = query.paging == "search_after"
+                op["operation-type"] = "paginated-search" if paginated else "scroll-search"
                 op["pages"] = "all" if query.pages < 0 else query.pages
                 if isinstance(query.body.get("size"), int):
                     op["results-per-page"] = query.body["size"]

@@ -991,6 +991,8 @@ class PlannedQuery(FrozenRecord, kw_only=True, frozen=True):
     variants: tuple[JsonObject, ...] = ()
     #: A scroll search's pages (``Query.pages``; -1: every page); None: one request.
     pages: Int | None = None
+    #: How the pages are fetched: ``scroll`` or ``search_after`` (``Query.paging``).
+    paging: str = "scroll"
 
 
 class PlannedIndexing(FrozenRecord, kw_only=True, frozen=True):

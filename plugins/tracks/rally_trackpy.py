@@ -404,15 +404,15 @@ def pages_of(params: Mapping[str, Any], op_type: str) -> tuple[int | None, str |
     """A search's pages as :attr:`Query.pages` (None: one request), or why esdash cannot.
 
     Rally 2.13 scrolls for ``scroll-search`` and for a ``search`` with ``pages``
-    (deprecated there); ``paginated-search`` pages with ``search_after`` (and a point in
-    time), which esdash does not do.
+    (deprecated there); ``paginated-search`` pages with ``search_after``
+    (:attr:`Query.paging`), which esdash does too, but not over a point in time.
     """
-    if op_type == "paginated-search" or "with-point-in-time-from" in params:
+    if "with-point-in-time-from" in params:
         return None, (
-            "paginated-search (search_after pages, optionally over a point in time) is not "
-            "supported by esdash; scroll-search is"
+            "a search over a point in time (with-point-in-time-from) is not supported by "
+            "esdash; paginated-search without one and scroll-search are"
         )
-    if op_type != "scroll-search" and "pages" not in params:
+    if op_type not in ("scroll-search", "paginated-search") and "pages" not in params:
         return None, None
     pages = params.get("pages")
     if pages == "all":
@@ -435,7 +435,8 @@ def search_query(
     """The esdash query of a Rally search with these bodies, as Rally's search runner sends
     it: ``results-per-page`` becomes the body's ``size``, ``cache`` the ``request_cache``
     parameter (not sent without it), ``request-params`` the query string, and ``pages``
-    (``scroll-search``) a scroll over that many pages."""
+    (``scroll-search``) a scroll over that many pages (``paginated-search``: pages by
+    ``search_after``)."""
     pages, refusal = pages_of(params, op_type)
     if refusal is not None:
         return refusal
@@ -465,6 +466,7 @@ def search_query(
         path=path,
         variants=variants,
         pages=pages,
+        paging="search_after" if op_type == "paginated-search" else "scroll",
     )
 
 
@@ -562,5 +564,6 @@ def query_text(query: Query, op: Mapping[str, Any]) -> str:
     if query.pages is not None:
         pages = "every page" if query.pages < 0 else f"up to {query.pages} page(s)"
         size = query.body.get("size", 10)
-        parts.append(f"each request a scroll over {pages} of {size} hits, timed as one")
+        how = "search_after pages" if query.paging == "search_after" else "a scroll"
+        parts.append(f"each request {how} over {pages} of {size} hits, timed as one")
     return "".join(f"; {part}" for part in parts)

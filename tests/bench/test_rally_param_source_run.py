@@ -6,8 +6,10 @@ tagging its search with a stats group of that colour (``"stats": ["sourced-red"]
 index's search stats show which bodies reached the cluster.  Two scroll searches read 3
 pages of 10 hits and every page of 100 hits (3 full pages, then the empty one that ends it);
 each exchange is one timed request whose documents are the pages' hits together, and every
-scroll is cleared at its end.  A task whose runner the track registers, sending one search,
-runs as that search (10 blue hits, the default page).
+scroll is cleared at its end.  A ``paginated-search`` sorted by ``n`` pages by
+``search_after`` through all 300 documents (3 pages of 100: were it not moving on, it would
+end after 2 pages with the same hits twice).  A task whose runner the track registers,
+sending one search, runs as that search (10 blue hits, the default page).
 """
 
 from __future__ import annotations
@@ -115,6 +117,16 @@ def write_track(directory: Path) -> Path:
                     "body": everything,
                 }
             ),
+            timed(
+                {
+                    "name": "search-after",
+                    "operation-type": "paginated-search",
+                    "index": INDEX,
+                    "pages": "all",
+                    "results-per-page": 100,
+                    "body": {"query": {"match_all": {}}, "sort": [{"n": "asc"}]},
+                }
+            ),
         ],
     }
     (directory / "track.json").write_text(json.dumps(track))
@@ -155,12 +167,19 @@ def test_source_bodies_and_scroll_pages_reach_the_cluster(
     drawn = {b["query"]["term"]["colour"] for b in bodies}
     assert drawn == set(COLOURS)
     assert (planned["three-pages"].pages, planned["every-page"].pages) == (3, -1)
+    assert (planned["search-after"].pages, planned["search-after"].paging) == (-1, "search_after")
 
     results = json.loads((run / "results.json").read_text())
     steps = {step["name"]: step for step in results["steps"]}
     assert all(step["status"] == "measured" for step in steps.values()), steps
     numbers = {name: steps[name]["queries"][name] for name in steps}
-    expected = {"from-source": 5, "blue": 10, "three-pages": 30, "every-page": 300}
+    expected = {
+        "from-source": 5,
+        "blue": 10,
+        "three-pages": 30,
+        "every-page": 300,
+        "search-after": 300,
+    }
     for name, per_request in expected.items():
         got = numbers[name]
         assert got["ok"] > 0 and got["failed"] == 0, (name, got)

@@ -269,6 +269,14 @@ def test_scroll_searches_carry_their_pages_and_page_size(tmp_path):
         {"name": "five", "operation-type": "scroll-search", "pages": 5, "results-per-page": 20},
         {"name": "every", "operation-type": "scroll-search", "pages": "all", "body": body},
         {"name": "after", "operation-type": "paginated-search", "pages": 2, "body": body},
+        {"name": "after-no-pages", "operation-type": "paginated-search", "body": body},
+        {
+            "name": "over-pit",
+            "operation-type": "paginated-search",
+            "with-point-in-time-from": "open-pit",
+            "pages": 2,
+            "body": body,
+        },
         {"name": "no-pages", "operation-type": "scroll-search", "body": body},
     ]
     schedule = [{"operation": op["name"], "time-period": 5} for op in operations]
@@ -276,9 +284,15 @@ def test_scroll_searches_carry_their_pages_and_page_size(tmp_path):
     found = queries(path)
     assert (found["five"].pages, found["five"].body) == (5, {"size": 20})
     assert (found["every"].pages, found["every"].body) == (ALL_PAGES, body)
+    # paginated-search pages by search_after ("pages" required, as Rally's runner has it);
+    # not over a point in time
+    assert (found["after"].pages, found["after"].paging) == (2, "search_after")
+    assert found["every"].paging == "scroll"
     plan = {t.name: t for t in rally.RallyTrack().plan({"path": path}, None)}
-    assert "paginated-search (search_after pages" in (plan["after"].reason or "")
+    assert plan["after"].status == "run" and "search_after pages" in plan["after"].esdash
+    assert "point in time (with-point-in-time-from)" in (plan["over-pit"].reason or "")
     assert "'pages' must be a number of pages" in (plan["no-pages"].reason or "")
+    assert "'pages' must be a number of pages" in (plan["after-no-pages"].reason or "")
 
 
 # ---------------------------------------------------------------- bench.json, load order
