@@ -32,11 +32,11 @@ import sys
 import tempfile
 import time
 import urllib.request
-from base64 import b64encode
 from pathlib import Path
 
 from _common import esdash, free_port_block
 
+from esdash.cluster import pki
 from esdash.rundir.layout import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,9 +104,11 @@ def time_by_hand(template_run: Path, scratch: Path, user: str) -> float:
     secure = run.credentials_file.exists()
     context = auth = None
     if secure:
-        creds = json.loads(run.credentials_file.read_text())
-        context = ssl.create_default_context(cafile=creds["ca_certs"])
-        auth = "Basic " + b64encode(f"{creds['username']}:{creds['password']}".encode()).decode()
+        # esdash's own readers: the file's mode and owner checked, the CA required (never the
+        # system's trust store, which did not sign the cluster).
+        creds = pki.read_credentials(run.path)
+        context = pki.ssl_context(creds)
+        auth = pki.basic_auth_header(creds)["Authorization"]
     url = f"{'https' if secure else 'http'}://{nodes[0].http_address}"
     java_home = Path(os.path.realpath(shutil.which("java"))).parent.parent
     start = time.perf_counter()

@@ -130,12 +130,15 @@ def _raw_headers(spec: Spec) -> tuple[dict[str, str], ssl.SSLContext | None]:
     """The headers and TLS context ``esdash.cluster.http.Connection`` uses, built by hand."""
     import base64
 
+    from esdash.cluster import pki
+
     headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
     context = None
     creds = spec.credentials
     if spec.secure:
-        cafile = str(creds.ca_certs) if creds and creds.ca_certs else None
-        context = ssl.create_default_context(cafile=cafile)
+        if creds is None:
+            sys.exit(f"{spec.node}: a TLS node needs the run's credentials (its CA)")
+        context = pki.ssl_context(creds)  # the run's CA only, as the hot path verifies
     if creds is not None:
         token = f"{creds.username}:{creds.password}".encode()
         headers["Authorization"] = "Basic " + base64.b64encode(token).decode()

@@ -40,8 +40,9 @@ def write_session(directory: Path, mode: str, nodes: int, scrypt_n: int) -> Path
     encryption = f'mode = "{mode}"\n'
     if mode == "gocryptfs":
         passfile = directory / "pass"
-        passfile.write_text(secrets.token_urlsafe(32) + "\n")
-        passfile.chmod(0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        with os.fdopen(os.open(passfile, flags, 0o600), "w") as out:  # private from the start
+            out.write(secrets.token_urlsafe(32) + "\n")
         encryption += f'password_file = "{passfile}"\nscrypt_n = {scrypt_n}\n'
     path = directory / f"{mode}.toml"
     path.write_text(

@@ -32,7 +32,11 @@ at run time into a temporary directory — never into the repository — with:
 
 **Rally** runs ``esrally race --offline --pipeline=benchmark-only --track-path=COPY
 --challenge=esdash-side-by-side --track-params=bulk_size:N`` with ``RALLY_HOME`` in the
-scratch directory; its numbers come from ``race.json``.  The venv gets
+scratch directory; its numbers come from ``race.json``.  With ``--security`` its client
+options (HTTPS, the superuser and password, certificates verified against the run's CA) are
+in a JSON file of mode 0600 that ``--client-options`` names (Rally reads a value ending in
+``.json`` as a file): the password never appears in a command line, which every local user
+can read in ``/proc``.  The venv gets
 ``bench/rally_shim.py`` (a ``.pth`` line, that venv only), because the zip answers
 ``GET /`` with 405 (../shared/research/rally.md section 3.2).
 
@@ -277,6 +281,43 @@ def write_track(scratch: Path, args: argparse.Namespace) -> Path:
 # -------------------------------------------------------------------------------- cluster
 
 
+#: Rally's client options file (Rally reads a ``--client-options`` value ending in ``.json``
+#: as a file holding ``{"default": {option: value}}``).
+CLIENT_OPTIONS = "rally-client-options.json"
+
+
+def write_client_options(path: Path, credentials: Any) -> Path:
+    """Rally's client options for the cluster, as a JSON file only its owner can read.
+
+    HTTPS with the server certificate verified against the run's own CA (``ca_certs`` of
+    ``credentials.json``), and the superuser's name and password.  Rally takes the defaults
+    (``timeout:60``) only from a command-line value, not from a file, so the timeout is
+    written too.  The file is created exclusively with mode 0600, never through a link, and
+    replaces one a previous race left.  A credentials file without a CA is refused: Rally
+    would then verify against the system's CAs, which never signed the cluster.
+    """
+    if credentials.ca_certs is None:
+        sys.exit(
+            f"{credentials.path}: no ca_certs; Rally must verify the cluster's certificate "
+            "against the run's CA: restart the cluster with esdash (it writes ca_certs)"
+        )
+    document = {
+        "default": {
+            "timeout": 60,
+            "use_ssl": True,
+            "verify_certs": True,
+            "ca_certs": str(credentials.ca_certs),
+            "basic_auth_user": credentials.username,
+            "basic_auth_password": credentials.password,
+        }
+    }
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump(document, out)
+    return path
+
+
 @dataclass
 class Cluster:
     """The one cluster both tools measure: its run directory and how to reach it."""
@@ -286,15 +327,13 @@ class Cluster:
     secure: bool
     credentials: Any
 
-    def rally_options(self) -> list[str]:
-        """Rally's ``--target-hosts`` and, with security, ``--client-options``."""
+    def rally_options(self, scratch: Path) -> list[str]:
+        """Rally's ``--target-hosts`` and, with security, ``--client-options`` naming the
+        private options file :func:`write_client_options` writes into ``scratch``."""
         options = [f"--target-hosts={self.host}"]
         if self.secure:
-            creds = self.credentials
-            options.append(
-                "--client-options=use_ssl:true,verify_certs:false,"
-                f"basic_auth_user:'{creds.username}',basic_auth_password:'{creds.password}'"
-            )
+            path = write_client_options(scratch / CLIENT_OPTIONS, self.credentials)
+            options.append(f"--client-options={path}")
         return options
 
     def delete_index(self) -> None:
@@ -364,6 +403,26 @@ class Round:
     throughput: dict[str, float] = field(default_factory=dict)
 
 
+def rally_command(
+    esrally: Path, cluster: Cluster, track: Path, scratch: Path, race_id: str, bulk_size: int
+) -> list[str]:
+    """The ``esrally race`` command line of one race (secrets go to a file, not here)."""
+    return [
+        str(esrally),
+        "race",
+        "--offline",
+        "--pipeline=benchmark-only",
+        *cluster.rally_options(scratch),
+        f"--track-path={track}",
+        f"--challenge={CHALLENGE}",
+        f"--track-params=bulk_size:{bulk_size}",
+        "--on-error=abort",
+        f"--race-id={race_id}",
+        "--report-format=csv",
+        f"--report-file={scratch / f'{race_id}.csv'}",
+    ]
+
+
 def run_rally(
     esrally: Path, cluster: Cluster, track: Path, scratch: Path, k: int, args: argparse.Namespace
 ) -> Round:
@@ -375,20 +434,7 @@ def run_rally(
         "RALLY_RUNNING_IN_DOCKER": "true",
         "TERM": "dumb",
     }
-    command = [
-        str(esrally),
-        "race",
-        "--offline",
-        "--pipeline=benchmark-only",
-        *cluster.rally_options(),
-        f"--track-path={track}",
-        f"--challenge={CHALLENGE}",
-        f"--track-params=bulk_size:{args.bulk_size}",
-        "--on-error=abort",
-        f"--race-id={race_id}",
-        "--report-format=csv",
-        f"--report-file={scratch / f'{race_id}.csv'}",
-    ]
+    command = rally_command(esrally, cluster, track, scratch, race_id, args.bulk_size)
     wait_for_no_rally()
     start = time.monotonic()
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -110,16 +111,23 @@ def start_once(root: Path, home: Path, user: str, secure: bool, tag: str) -> flo
     return elapsed
 
 
-def users_tool_seconds(root: Path, home: Path, user: str) -> float:
+def users_tool_argv(config_parent: Path, home: Path, user: str) -> list[str]:
+    """``elasticsearch-users useradd`` as ``user``, without the password: a command line is
+    readable by every local user (``/proc/PID/cmdline``), so the tool reads it from stdin
+    (it asks twice), as :func:`users_tool_seconds` gives it."""
+    argv = ["runuser", "-u", user, "--", *es_env(config_parent)]
+    return argv + [str(home / "bin" / "elasticsearch-users"), "useradd", "bench", "-r", "superuser"]
+
+
+def users_tool_seconds(root: Path, home: Path, user: str, password: str) -> float:
     config = root / "users-tool" / "config"
     shutil.copytree(home / "config", config)
     (root / "users-tool" / "tmp").mkdir()
     subprocess.run(["chown", "-R", f"{user}:", str(root / "users-tool")], check=True)
-    argv = ["runuser", "-u", user, "--", *es_env(config.parent)]
-    argv += [str(home / "bin" / "elasticsearch-users"), "useradd", "bench"]
-    argv += ["-p", "bench-password-123", "-r", "superuser"]
+    argv = users_tool_argv(config.parent, home, user)
     began = time.monotonic()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    answer = f"{password}\n{password}\n"
+    subprocess.run(argv, check=True, input=answer, text=True, stdout=subprocess.DEVNULL)
     return time.monotonic() - began
 
 
@@ -141,10 +149,11 @@ def main() -> None:
                 tag = f"r{round_}-{'on' if secure else 'off'}"
                 times[secure].append(start_once(root, args.home, args.user, secure, tag))
                 print(f"{tag}: {times[secure][-1]:.2f} s", flush=True)
+        password = secrets.token_urlsafe(32)  # as esdash makes them
         began = time.perf_counter()
-        security.pbkdf2_hash("bench-password-123")
+        security.pbkdf2_hash(password)
         python_hash = time.perf_counter() - began
-        tool = users_tool_seconds(root, args.home, args.user)
+        tool = users_tool_seconds(root, args.home, args.user, password)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"load average at the end: {os.getloadavg()[0]:.2f} (nproc {os.cpu_count()})")

@@ -24,7 +24,8 @@ Contents, by what a plugin provides:
   :func:`mapping_refusal` giving a :class:`Refusal`, :func:`adaptation_note`,
   :func:`plan_of_steps`) and what it can say of
   its corpus without writing files (:class:`CorpusStatus`); corpus helpers
-  (:func:`generated_corpus`, :func:`write_atomically`, :func:`check_corpus`,
+  (:func:`generated_corpus`, :func:`write_atomically` and :func:`keep_private` for private
+  cache files, :func:`check_corpus`,
   :func:`read_regular` that refuses a FIFO instead of blocking on it) and the
   query-file format (:func:`load_steps`, :func:`parse_steps`);
 * a **backend**: :class:`Backend`, :class:`Distribution`, :class:`NodeRequest`,
@@ -32,7 +33,9 @@ Contents, by what a plugin provides:
   (:class:`Topology`, :class:`NodePlan`), the control-client contract
   (:class:`ControlClient`, :class:`ControlError`, :class:`EngineInfo`, :func:`engine_of`);
 * an **encryption mode**: :class:`EncryptionMode`, :class:`ClientCodec`,
-  :class:`QueryNotSupported`;
+  :class:`QueryNotSupported`; and the privilege boundary for whatever it does, as root, in
+  directories the node account can write: :class:`Dir` (by descriptor, never following a
+  link), :class:`BoundaryViolation`, :func:`describe`, :func:`make_dirs`;
 * an **interconnect**: :class:`Interconnect`, :class:`Endpoint`,
   :class:`InterconnectError`, :func:`interface_addresses`;
 * a backend's **security**: :class:`NodeSecurity` (TLS files, :class:`Credentials`),
@@ -40,10 +43,11 @@ Contents, by what a plugin provides:
   :func:`make_private_dir`, :func:`owner_ids`, :class:`SecurityFilesError`);
 * a backend's **distribution**: :func:`default_distribution` (the newest one of an engine in
   esdash's cache: what a session without ``cluster.home`` runs), :func:`find_maven`,
-  :func:`maven_copy`,
-  :func:`unzip_keeping_modes`, :func:`make_world_readable`, :func:`workspace`,
+  :func:`maven_copy` and :func:`run_maven` (every download checked against its published
+  checksum), :func:`unzip_keeping_modes`, :func:`make_world_readable`, :func:`workspace`,
   :func:`install_into_cache`, :class:`FetchError`; Java: :func:`find_java`,
-  :func:`java_version`, :func:`java_check`, :class:`JavaRuntime`;
+  :func:`java_version`, :func:`java_check`, :class:`JavaRuntime`; the JVM's own files
+  (heap dumps, crash files, GC logs) put in one place: :func:`point_jvm_files`;
 * **doctor checks** (backends and encryption modes): :class:`HostCheck`, :class:`HostProbe`,
   :func:`run_as_user`, :func:`last_line`, :func:`shorten`, :func:`user_name`,
   :func:`group_name`;
@@ -54,6 +58,7 @@ Contents, by what a plugin provides:
 
 from __future__ import annotations
 
+from esdash.boundary import BoundaryViolation, Dir, describe, make_dirs
 from esdash.errors import BadInput, ClusterError, EsdashError
 from esdash.paths import default_distribution
 from esdash.plugin.api import (
@@ -98,7 +103,7 @@ from esdash.plugin.control import (
     EngineInfo,
     engine_of,
 )
-from esdash.plugin.corpus import check_corpus, generated_corpus, write_atomically
+from esdash.plugin.corpus import check_corpus, generated_corpus, keep_private, write_atomically
 from esdash.plugin.fetching import (
     FetchError,
     MavenMissing,
@@ -106,6 +111,7 @@ from esdash.plugin.fetching import (
     install_into_cache,
     make_world_readable,
     maven_copy,
+    run_maven,
     unzip_keeping_modes,
     workspace,
 )
@@ -118,7 +124,14 @@ from esdash.plugin.host import (
     shorten,
     user_name,
 )
-from esdash.plugin.java import JavaRuntime, JavaVersion, find_java, java_check, java_version
+from esdash.plugin.java import (
+    JavaRuntime,
+    JavaVersion,
+    find_java,
+    java_check,
+    java_version,
+    point_jvm_files,
+)
 from esdash.plugin.manager import PluginSet, load_plugins
 from esdash.plugin.planning import (
     Refusal,
@@ -151,6 +164,7 @@ from esdash.rundir.records import (
 __all__ = [
     "Backend",
     "BadInput",
+    "BoundaryViolation",
     "BrokenPlugin",
     "CheckContext",
     "ClientCodec",
@@ -159,6 +173,7 @@ __all__ = [
     "ControlError",
     "Corpus",
     "Credentials",
+    "Dir",
     "Distribution",
     "ELASTICSEARCH",
     "EncryptionMode",
@@ -214,6 +229,7 @@ __all__ = [
     "adaptation_note",
     "check_corpus",
     "default_distribution",
+    "describe",
     "engine_of",
     "find_java",
     "find_maven",
@@ -224,9 +240,11 @@ __all__ = [
     "interface_addresses",
     "java_check",
     "java_version",
+    "keep_private",
     "last_line",
     "load_plugins",
     "load_steps",
+    "make_dirs",
     "make_private_dir",
     "make_world_readable",
     "mapping_refusal",
@@ -234,10 +252,12 @@ __all__ = [
     "owner_ids",
     "parse_steps",
     "plan_of_steps",
+    "point_jvm_files",
     "operation_refusal",
     "query_refusal",
     "read_regular",
     "run_as_user",
+    "run_maven",
     "shorten",
     "unzip_keeping_modes",
     "user_name",

@@ -112,6 +112,22 @@ CLUSTER = (
     Option("data_dir", "path", "data root; node data lives under it keyed by rank"),
     Option("run_as", "str", "unprivileged user the nodes run as when esdash runs as root"),
     Option("security", "bool", "TLS and authentication (off only for comparison runs)", True),
+    Option(
+        "insecure_ok",
+        "bool",
+        "allow security = false on an interconnect other than loopback (a trusted network)",
+        False,
+    ),
+    Option(
+        "owner_grace",
+        "duration",
+        "seconds the ranks wait after the esdash that owns the run is gone before they stop "
+        "everything of it",
+        3.0,
+        (),
+        1.0,
+        600.0,
+    ),
     # Unset (the default): every rank chooses free ports on its own host (esdash.cluster.ports)
     Option(
         "http_port",
@@ -199,6 +215,11 @@ SLURM = (
 )
 
 
+#: The track option that lets a track run code of its input (a Rally track's ``track.py``);
+#: ``--trust-track-code`` sets it.
+TRUST_TRACK_CODE = "trust_code"
+
+
 @dataclass(frozen=True)
 class PluginChoice:
     """The plugin a section chose and its validated options."""
@@ -219,6 +240,10 @@ class ClusterSpec:
     data_dir: Path | None
     run_as: str | None
     security: bool
+    #: ``security = false`` accepted off the loopback interface (the network is trusted).
+    insecure_ok: bool = False
+    #: Seconds a run's ranks wait, once its owner (``esdash run``) is gone, before they stop.
+    owner_grace: float = 3.0
     #: Explicit base ports; None: chosen free on each host when the cluster starts ("auto").
     http_port: int | None = None
     transport_port: int | None = None
@@ -272,6 +297,12 @@ class Session:
     source: JsonMapping
     #: ``[references]``: figures per query the run is judged against (exit code 3 on a miss).
     references: tuple[Reference, ...] = ()
+
+    @property
+    def trusts_track_code(self) -> bool:
+        """Whether the track may run its own code (``[track] trust_code``, or
+        ``--trust-track-code``): a command that starts another esdash passes the flag on."""
+        return bool(self.track.options.get(TRUST_TRACK_CODE))
 
     def query_steps(self, track: Track) -> tuple[QueryStep, ...]:
         """The steps the session runs: its ``benchmark.queries`` file if set, else the track's."""
@@ -430,8 +461,18 @@ def _extra_problem(key: str, option: str) -> Problem | None:
     return Problem(key, f"{option!r} sets {flag}, which esdash writes itself; {fix}")
 
 
-def parse_session(data: JsonMapping, path: Path, plugins: PluginSet | None = None) -> Session:
-    """Validate already-parsed TOML ``data`` that came from ``path``."""
+def parse_session(
+    data: JsonMapping,
+    path: Path,
+    plugins: PluginSet | None = None,
+    *,
+    trust_track_code: bool = False,
+) -> Session:
+    """Validate already-parsed TOML ``data`` that came from ``path``.
+
+    ``trust_track_code`` (``--trust-track-code``) sets the track's :data:`TRUST_TRACK_CODE`
+    option, as ``trust_code = true`` in ``[track]`` does, for a track that declares it.
+    """
     if plugins is None:
         plugins = get_plugins()
     base_dir = path.parent.resolve()
@@ -509,6 +550,8 @@ def parse_session(data: JsonMapping, path: Path, plugins: PluginSet | None = Non
         problems,
         base_dir,
     )
+    if trust_track_code:
+        track = _trusting(track, plugins)
     bench_values, found = validate(
         BENCHMARK, _table(data, "benchmark", problems), "benchmark", base_dir
     )
@@ -544,6 +587,17 @@ def parse_session(data: JsonMapping, path: Path, plugins: PluginSet | None = Non
     )
 
 
+def _trusting(track: PluginChoice, plugins: PluginSet) -> PluginChoice:
+    """``track`` with its :data:`TRUST_TRACK_CODE` option on, when its plugin declares one
+    (a track that runs no code of its input has nothing to trust)."""
+    registered = plugins.registries["track"].get(track.name)
+    chosen = registered.obj if registered is not None else None
+    declared = chosen.options if isinstance(chosen, Track) else ()
+    if not any(option.name == TRUST_TRACK_CODE for option in declared):
+        return track
+    return PluginChoice(track.name, MappingProxyType({**track.options, TRUST_TRACK_CODE: True}))
+
+
 def load_run_session(run: RunDir) -> Session:
     """The session copied into a run directory, with paths resolved as in the original file."""
     info = run.read_info()
@@ -557,8 +611,12 @@ def load_run_session(run: RunDir) -> Session:
     return parse_session(data, source)
 
 
-def load_session(path: str | Path, plugins: PluginSet | None = None) -> Session:
-    """Read, parse and validate a session file; raise :class:`SessionError` on any problem."""
+def load_session(
+    path: str | Path, plugins: PluginSet | None = None, *, trust_track_code: bool = False
+) -> Session:
+    """Read, parse and validate a session file; raise :class:`SessionError` on any problem.
+
+    ``trust_track_code``: as :func:`parse_session`."""
     path = Path(path)
     try:
         raw = read_regular(path)
@@ -579,4 +637,4 @@ def load_session(path: str | Path, plugins: PluginSet | None = None) -> Session:
         raise SessionError(path, [Problem("", f"invalid TOML: {exc}")]) from None
     except RecursionError:
         raise SessionError(path, [Problem("", TOO_DEEP)]) from None
-    return parse_session(data, path, plugins)
+    return parse_session(data, path, plugins, trust_track_code=trust_track_code)

@@ -198,6 +198,7 @@ KEYS = {
         "data_dir",
         "run_as",
         "security",
+        "insecure_ok",
         "http_port",
         "transport_port",
         "backend_options",

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from esdash.cluster.http import Connection, RequestFailed, error_class_of
+from esdash.plugin.redaction import redact_values
 from esdash.rundir.records import JsonMapping, PlannedQuery
 
 if TYPE_CHECKING:
@@ -222,15 +223,19 @@ class WarmupFailed(Exception):
 
 
 def server_message(status: int, body: bytes) -> str:
-    """The error reason Elasticsearch gave, for error records and warm-up failures."""
+    """The error reason Elasticsearch gave, for error records and warm-up failures.
+
+    Without the values of documents or queries it quotes (:func:`redact_values`): the
+    reason is kept in ``results.json`` and the stream.
+    """
     try:
         error = json.loads(body).get("error")
     except (ValueError, AttributeError):
-        return body[:300].decode("utf-8", "replace")
+        return redact_values(body[:300].decode("utf-8", "replace"))
     if isinstance(error, dict):
         root = (error.get("root_cause") or [error])[0]
-        return f"{root.get('type', 'error')}: {root.get('reason', '')}"[:300]
-    return str(error)[:300]
+        return redact_values(f"{root.get('type', 'error')}: {root.get('reason', '')}")[:300]
+    return redact_values(str(error))[:300]
 
 
 def partial_reason(body: bytes) -> str | None:
@@ -272,7 +277,8 @@ def bulk_rejection_reasons(body: bytes) -> tuple[dict[str, int], dict[str, str]]
     """Rejected items of a bulk response by error type, and the first reason of each type.
 
     The type alone (``illegal_argument_exception``) rarely says what to fix; its reason
-    ("Limit of total fields [1000] has been exceeded") does.
+    ("Limit of total fields [1000] has been exceeded") does.  A reason that quotes the
+    document's value ("Preview of field's value: '...'") keeps its words, not the value.
     """
     if _NO_BULK_ERRORS in body[:64]:
         return {}, {}
@@ -286,7 +292,7 @@ def bulk_rejection_reasons(body: bytes) -> tuple[dict[str, int], dict[str, str]]
             counts[kind] = counts.get(kind, 0) + 1
             if kind not in reasons:
                 detail = error.get("reason") if isinstance(error, dict) else None
-                reasons[kind] = f"{kind}: {detail}" if detail else kind
+                reasons[kind] = redact_values(f"{kind}: {detail}") if detail else kind
     return counts, reasons
 
 

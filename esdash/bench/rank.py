@@ -38,6 +38,7 @@ in that interval's record; its data still counts when it arrives.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import signal
@@ -62,9 +63,12 @@ from esdash.bench.split import KIND_EXIT, run_split
 from esdash.bench.step_indexing import IndexingClient, IndexingRun, client_numbers
 from esdash.bench.track_requests import before_ingest, from_start, is_setup, line
 from esdash.bench.warmup import WarmupSchedule, run_round
+from esdash.boundary import private_files
 from esdash.cluster import pki
 from esdash.cluster.control import control_client
 from esdash.cluster.http import Connection, Target
+from esdash.errors import EsdashError
+from esdash.launch.owner import OwnerWatch
 from esdash.paths import cache_dir
 from esdash.plugin.api import ClientCodec
 from esdash.plugin.control import ControlClient
@@ -83,6 +87,12 @@ if TYPE_CHECKING:
     from esdash.bench.recorder import Recorder
     from esdash.bench.sink import StreamSink
     from esdash.bench.slices import Batch
+
+#: How often a rank looks whether the run's owner is still there (it reads a small file).
+OWNER_LOOK_SECONDS = 1.0
+#: Phases in which everything is measured: an owner dying now aborts nothing (rank 0 writes
+#: the whole results, as after a stop signal in that phase).
+MEASURED = ("results", "done")
 
 #: What a worker calls between requests (reports intervals, notices an abort).
 Tick = Callable[[], None]
@@ -141,6 +151,41 @@ def _watch_signals(state: RankState) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
+
+
+def _watch_owner(run: RunDir, state: RankState) -> OwnerWatch:
+    """Abort like SIGTERM once the run's owner (``esdash run``) is gone for its grace.
+
+    Nobody is left to signal the ranks when their owner was killed outright: each rank
+    watches it itself (:mod:`esdash.launch.owner`), from a daemon thread, and wraps up the
+    way a forwarded SIGTERM would have it -- rank 0 still writes what was measured.
+    """
+    watch = OwnerWatch(run)
+
+    def look() -> None:
+        while not state.aborted and state.phase not in MEASURED:
+            gone = watch.gone()
+            if gone and state.phase not in MEASURED:
+                state.aborted = gone
+                return
+            time.sleep(OWNER_LOOK_SECONDS)
+
+    threading.Thread(target=look, name="owner-watch", daemon=True).start()
+    return watch
+
+
+def _record_orphaned(run: RunDir, watch: OwnerWatch) -> None:
+    """Rank 0, at the end: if the run's owner died, ``run.json`` says so (nobody else will)."""
+    gone = watch.dead_now()
+    if gone is None:
+        return
+    with contextlib.suppress(EsdashError, OSError), run.edit_info() as info:
+        info.orphaned = gone
+        if info.state in ("prepared", "starting", "running", None) and gone not in (
+            info.reason or ""
+        ):
+            info.state = "failed"
+            info.reason = f"{info.reason}; {gone}" if info.reason else gone
 
 
 def _sleep_until(moment: float, state: RankState, tick: Tick | None = None) -> None:
@@ -875,6 +920,7 @@ def run_worker(
 
     worker = Worker(plan, rank - 1, size - 1, nodes, credentials, codec=codec)
     _watch_signals(worker.state)
+    _watch_owner(run, worker.state)
     schedule = Schedule(start["t0"], plan.interval)
     # several clients in one rank count into one recorder from their own threads
     several = any(rank_share(s.clients, size - 1, rank - 1) > 1 or s.indexing for s in plan.steps)
@@ -1142,6 +1188,7 @@ def run_coordinator(
 
     state = RankState()
     _watch_signals(state)
+    owner = _watch_owner(run, state)
     schedule = Schedule(start["t0"], plan.interval)
     topology = run.read_topology()
     sink = StreamSink(run, plan, size - 1, topology)
@@ -1172,6 +1219,7 @@ def run_coordinator(
                 coordinator.errors.append(traceback.format_exc()[-2000:])
         else:
             coordinator.errors.append(start["error"])
+        state.phase = "results"  # everything is measured: the owner's death aborts nothing
         sink.phase_event("results", aborted=lambda: bool(state.aborted))
         if state.aborted:
             coordinator.errors.append(state.aborted)
@@ -1198,6 +1246,7 @@ def run_coordinator(
     finally:
         conductor.close()
         watch.close()
+        _record_orphaned(run, owner)
     return 0
 
 
@@ -1298,7 +1347,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args:
         print("usage: python -m esdash.bench.rank RUN_DIR", file=sys.stderr)
         return 2
-    return run_bench_rank(Path(args[0]))
+    with private_files():  # everything this rank writes is its owner's alone
+        return run_bench_rank(Path(args[0]))
 
 
 if __name__ == "__main__":

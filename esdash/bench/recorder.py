@@ -54,6 +54,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from esdash.plugin.redaction import redact_values
 from esdash.rundir import hdr
 from esdash.rundir.records import (
     ERROR_CLASS_RE,
@@ -412,11 +413,9 @@ class Recorder:
         recent = state.last_errors.get(error_class)
         if recent is None:
             recent = state.last_errors[error_class] = deque(maxlen=LAST_ERRORS)
-        recent.append(
-            ErrorSample(
-                status=status, message=str(message)[:MESSAGE_LIMIT], node=node, wall=self._wall()
-            )
-        )
+        # Every kept message passes here: no document value an engine quotes is stored.
+        text = redact_values(str(message))[:MESSAGE_LIMIT]
+        recent.append(ErrorSample(status=status, message=text, node=node, wall=self._wall()))
 
     def drain(self) -> RankPayload:
         """The payload of the interval since the last drain; the next interval starts now.

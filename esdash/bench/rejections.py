@@ -5,10 +5,13 @@ on: the steps then measure an index without them.  A count in a table is easy to
 and an index holding none of its documents answers every query in a fraction of a
 millisecond, so a run that lost documents carries one sentence saying so, in
 ``results.json`` (``ingest.flag``), in the summary and as a warning event of the stream.
+The example reason names the error, never the rejected document's value
+(:mod:`esdash.plugin.redaction`).
 """
 
 from __future__ import annotations
 
+from esdash.plugin.redaction import redact_values
 from esdash.rundir.records import IngestResult
 
 #: Longest example reason quoted in a flag (the server's reasons can be long).
@@ -44,8 +47,8 @@ def _example(ingest: IngestResult) -> str | None:
     for reason, _count in sorted(ingest.rejected_docs.items(), key=lambda kv: -kv[1]):
         for op in ingest.ops.values():
             samples = op.last_errors.get(reason)
-            if samples:
-                message = " ".join(samples[-1].message.split())
+            if samples:  # redacted when recorded; again for results of older versions
+                message = " ".join(redact_values(samples[-1].message).split())
                 if len(message) > EXAMPLE_LIMIT:
                     message = message[: EXAMPLE_LIMIT - 3] + "..."
                 return message

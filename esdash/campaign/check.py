@@ -29,11 +29,13 @@ SHOWN_POINTS = 3
 _KEY = re.compile(r"^([a-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*): ")
 
 
-def point_findings(campaign: Campaign, points: Iterable[Point]) -> dict[str, list[str]]:
+def point_findings(
+    campaign: Campaign, points: Iterable[Point], trust_track_code: bool = False
+) -> dict[str, list[str]]:
     """Point id -> the session-stage findings of its session; an empty list passes.
 
     Findings that name a session key name the file that sets it, the campaign file or the
-    base session (:func:`_attributed`).
+    base session (:func:`_attributed`).  ``trust_track_code``: ``--trust-track-code``.
     """
     from esdash.cluster import preflight
     from esdash.plugin.manager import get_plugins
@@ -41,7 +43,9 @@ def point_findings(campaign: Campaign, points: Iterable[Point]) -> dict[str, lis
     plugins = get_plugins()
     found: dict[str, list[str]] = {}
     for point in points:
-        session = parse_session(point.session, campaign.base_path, plugins)
+        session = parse_session(
+            point.session, campaign.base_path, plugins, trust_track_code=trust_track_code
+        )
         lines = preflight.findings(session, "session", plugins=plugins)
         found[point.id] = [_attributed(line, campaign, point) for line in lines]
     return found
@@ -97,7 +101,7 @@ class CampaignCheck:
     errors: list[str]
 
 
-def check_campaign_file(path: Path) -> CampaignCheck:
+def check_campaign_file(path: Path, trust_track_code: bool = False) -> CampaignCheck:
     """Validate a campaign file as a campaign: its keys, every point's session, their checks.
 
     The points are built for the campaign's default directory (that only names their data
@@ -108,7 +112,7 @@ def check_campaign_file(path: Path) -> CampaignCheck:
         points = campaign.points(default_directory(campaign))
     except CampaignError as exc:
         return CampaignCheck(None, list(exc.lines))
-    findings = point_findings(campaign, points)
+    findings = point_findings(campaign, points, trust_track_code)
     errors = failure_lines(points, findings)
     if errors:
         bad = len(failing(points, findings))

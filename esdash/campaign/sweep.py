@@ -84,6 +84,8 @@ class SweepOptions:
     dry_run: bool = False
     #: Passed to every point's ``esdash run --reuse-index``.
     reuse_index: str = "auto"
+    #: ``--trust-track-code``: the track may run its own code (passed to every point's run).
+    trust_track_code: bool = False
 
 
 @dataclass
@@ -166,7 +168,7 @@ class Sweep:
         """
         todo = self.announce()
         to_run = [planned.point for _n, _g, pending in todo for planned in pending]
-        findings = point_findings(self.campaign, to_run)
+        findings = point_findings(self.campaign, to_run, self.options.trust_track_code)
         status = {p.id: self.directory.status(p) for p in self.points}
         bad = failing(to_run, findings)
         for line in render_plan(self.groups, status, {p.id for p in bad}):
@@ -232,6 +234,8 @@ class Sweep:
             words += ["--dir", str(self.directory.path)]
         for only in self.options.only:
             words += ["--only", only]
+        if self.options.trust_track_code:
+            words.append("--trust-track-code")
         return shlex.join(words)
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
@@ -298,7 +302,9 @@ class Sweep:
 
     def _start_cluster(self, number: int, group: ClusterGroup, point: Point) -> _Cluster:
         """Start the group's cluster (retried like a point); raise if it never comes up."""
-        session = load_session(self.directory.session_file(point.id))
+        session = load_session(
+            self.directory.session_file(point.id), trust_track_code=self.options.trust_track_code
+        )
         fresh = self.options.fresh and group.root_label not in self.wiped
         last = ""
         for attempt in range(1, self.options.retries + 2):
@@ -317,7 +323,7 @@ class Sweep:
             try:
                 quiet = Silent() if self.options.quiet else None  # --quiet: the sweep's lines
                 run, launcher, _health = start.up(
-                    session, fresh, self.options.timeout, run, progress=quiet
+                    session, fresh, self.options.timeout, run, progress=quiet, owned=True
                 )
             except EsdashError as exc:
                 last = str(exc)
@@ -409,6 +415,7 @@ class Sweep:
             str(run.path),
             *(["--reingest"] if reingest else []),
             f"--reuse-index={self.options.reuse_index}",
+            *(["--trust-track-code"] if self.options.trust_track_code else []),
         )
         code = self._child(command, self.directory.log_file(point.id))
         results = _results(run.path)

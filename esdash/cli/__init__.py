@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from esdash import __version__
+from esdash.boundary import private_files
 from esdash.errors import EXIT_ABORT, EXIT_FAILURE, EsdashError
 
 
@@ -40,7 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit code.  Output to a reader that went away ends quietly."""
     try:
         try:
-            return _run(argv)
+            with private_files():  # run files, results, corpus copies: the owner's alone
+                return _run(argv)
         finally:
             sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
     except BrokenPipeError:

@@ -13,6 +13,9 @@ import sys
 import time
 
 from esdash.cli._defaults import DEFAULT_TIMEOUT, STOP_GRACE
+from esdash.cli._foreign import add_flag as add_foreign_flag
+from esdash.cli._trust import add_flag as add_trust_flag
+from esdash.cli._trust import trusted
 from esdash.errors import EXIT_ABORT
 
 
@@ -35,11 +38,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="stay until the cluster stops (Ctrl-C, SIGTERM or `cluster down`)",
     )
     up.add_argument("--run-dir", help="use this prepared run directory (as `esdash submit` does)")
+    add_trust_flag(up)
     up.set_defaults(func=run_up)
 
     status = actions.add_parser("status", help="show a run's nodes, health and endpoints")
     status.add_argument("run", metavar="RUN", help="run directory")
     status.add_argument("--json", action="store_true", help="machine-readable output")
+    add_foreign_flag(status)
     status.set_defaults(func=run_status)
 
     down = actions.add_parser("down", help="stop every node of a run")
@@ -50,6 +55,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=STOP_GRACE,
         help="seconds before the launcher is killed (default %(default)s)",
     )
+    add_foreign_flag(down)
     down.set_defaults(func=run_down)
 
 
@@ -65,10 +71,12 @@ def run_up(args: argparse.Namespace) -> int:
     from esdash.rundir.layout import RunDir
     from esdash.session import load_session
 
-    session = load_session(args.session)
+    session = load_session(args.session, trust_track_code=trusted(args))
     run = RunDir.open(args.run_dir) if args.run_dir else None
     with stop.Interrupts() as interrupts:
-        run, launcher, health = start.up(session, args.fresh, args.timeout, run, hold=True)
+        run, launcher, health = start.up(
+            session, args.fresh, args.timeout, run, hold=True, owned=args.foreground
+        )
         ends = cluster_health.endpoints(run)
         print(
             f"cluster {health.cluster_name} is {health.status} with "
@@ -98,7 +106,9 @@ def run_status(args: argparse.Namespace) -> int:
     from esdash.rundir import files
     from esdash.rundir.layout import RunDir
 
-    info = cluster_health.status(RunDir.open(args.run))
+    info = cluster_health.status(
+        RunDir.open(args.run, foreign_ok=getattr(args, "allow_foreign", False))
+    )
     if args.json:
         print(json.dumps(files.to_builtins(info), indent=2))
         return 0
@@ -108,6 +118,11 @@ def run_status(args: argparse.Namespace) -> int:
         print(f"reason   {info.reason}")
     if info.slurm_job:
         print(f"slurm    job {info.slurm_job}  {info.slurm_state or ''}".rstrip())
+    if info.owner is not None:
+        print(f"owner    pid {info.owner.pid} on {info.owner.host or '?'}: {info.owner.state}")
+    if info.processes and info.owner is not None and info.owner.state == "gone":
+        running = ", ".join(f"{role} pid {pid}" for role, pid in info.processes.items())
+        print(f"orphans  {running} still run without their owner; `esdash cluster down` stops them")
     health = info.health
     live = info.state in ("starting", "running")
     if health and (not live or info.launcher_alive is False):  # issue 17: stale after `down`
@@ -152,7 +167,7 @@ def run_down(args: argparse.Namespace) -> int:
     from esdash.run import stop
     from esdash.rundir.layout import RunDir
 
-    run = RunDir.open(args.run)
+    run = RunDir.open(args.run, foreign_ok=getattr(args, "allow_foreign", False))
     down = stop.take_down(run, grace=args.grace)
     if down.outcome == "already":
         print(f"{run.path}: {'; '.join(down.notes)}")

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from esdash.cli._trust import add_flag as add_trust_flag
+from esdash.cli._trust import trusted
 from esdash.errors import BadInput
 
 if TYPE_CHECKING:
@@ -54,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         help="where generated corpora are kept (default: esdash's cache, as `esdash run`)",
     )
+    add_trust_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -73,10 +76,14 @@ def _is_session(source: str) -> bool:
     return source.endswith(".toml") or Path(source).is_file()
 
 
-def resolve(source: str, raw_options: list[str]) -> tuple[Track, OptionValues, Session | None]:
-    """The track, its validated options and the session (None for a bare track name)."""
+def resolve(
+    source: str, raw_options: list[str], trust_track_code: bool = False
+) -> tuple[Track, OptionValues, Session | None]:
+    """The track, its validated options and the session (None for a bare track name);
+    ``trust_track_code`` (``--trust-track-code``) sets a Rally track's ``trust_code``."""
     from esdash.plugin.manager import get_plugins
     from esdash.plugin.options import validate
+    from esdash.session import TRUST_TRACK_CODE
 
     table = dict(parse_option(text) for text in raw_options)
     session: Session | None = None
@@ -84,7 +91,7 @@ def resolve(source: str, raw_options: list[str]) -> tuple[Track, OptionValues, S
     if _is_session(source):
         from esdash.session import load_session
 
-        session = load_session(source)
+        session = load_session(source, trust_track_code=trust_track_code)
         track = get_plugins().track(session.track.name)
         options = dict(session.track.options)
     else:
@@ -98,6 +105,8 @@ def resolve(source: str, raw_options: list[str]) -> tuple[Track, OptionValues, S
     if problems:
         raise BadInput("invalid track options\n  " + "\n  ".join(f"--option {p}" for p in problems))
     options.update(values)
+    if trust_track_code and any(o.name == TRUST_TRACK_CODE for o in track.options):
+        options[TRUST_TRACK_CODE] = True
     return track, options, session
 
 
@@ -105,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from esdash.paths import cache_dir
     from esdash.report.rally_export import ExportSettings, export_track
 
-    track, options, session = resolve(args.source, args.option)
+    track, options, session = resolve(args.source, args.option, trusted(args))
     if session is not None:
         settings = ExportSettings.from_session(session, copy_corpus=args.copy)
     else:

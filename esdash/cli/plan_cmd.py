@@ -14,6 +14,8 @@ import argparse
 import json
 import sys
 
+from esdash.cli._trust import add_flag as add_trust_flag
+from esdash.cli._trust import code_line, trusted
 from esdash.errors import BadInput
 
 
@@ -25,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("session", metavar="SESSION", help="session file")
     parser.add_argument("--json", action="store_true", help="one JSON object per task")
+    add_trust_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -33,14 +36,15 @@ def run(args: argparse.Namespace) -> int:
     from esdash.session import load_session
     from esdash.view.plan import schedule_text, session_plan
 
-    session = load_session(args.session)
+    session = load_session(args.session, trust_track_code=trusted(args))
     try:
         plan = session_plan(session)
     except BadInput as exc:
         raise BadInput(str(track_finding(session, exc))) from None
+    code = code_line(session)  # the files that would run, trusted or not
     if args.json:
         print(plan.distribution_line, file=sys.stderr)
-        for line in plan.corpus_lines:
+        for line in (*plan.corpus_lines, *([code] if code else [])):
             print(line, file=sys.stderr)
         print(json.dumps([task.to_json() for task in plan.tasks], indent=2))
         return 0
@@ -51,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"  {plan.distribution_line}")
     print(f"  {plan.esdash_line}")
+    if code:
+        print(f"  {code}")
     for line in plan.corpus_lines:
         print(f"  {line}")
     for number, task in enumerate(plan.tasks, 1):

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from esdash.cli._foreign import add_flag as add_foreign_flag
+from esdash.cli._foreign import require_trusted
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -36,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--self-contained", action="store_true", help="HTML: embed the figures in the page"
     )
+    add_foreign_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -49,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     unknown = [f for f in formats if f not in REPORT_FORMATS]
     if unknown:
         raise BadInput(f"--format {', '.join(unknown)}: expected {', '.join(REPORT_FORMATS)}")
+    for given in args.inputs:
+        require_trusted(Path(given.split("#", 1)[0]), "report input", args)
     lines = for_stderr()
     with lines.phase(f"reading {len(args.inputs)} input(s)", announce_after=CHECKS_GRACE):
         inputs = load_inputs(args.inputs)

@@ -6,6 +6,9 @@ import argparse
 from pathlib import Path
 
 from esdash.cli._defaults import DEFAULT_TIMEOUT
+from esdash.cli._foreign import add_flag as add_foreign_flag
+from esdash.cli._trust import add_flag as add_trust_flag
+from esdash.cli._trust import trusted
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,6 +55,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="seconds to wait for a healthy cluster (default %(default)s)",
     )
     parser.add_argument("--run-dir", type=Path, help=argparse.SUPPRESS)  # from esdash submit
+    add_foreign_flag(parser)
+    add_trust_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -59,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from esdash.run.job import RunOptions, run_session  # numpy and more: only when running
     from esdash.session import load_session
 
-    session = load_session(args.session)
+    session = load_session(args.session, trust_track_code=trusted(args))
     options = RunOptions(
         cluster=args.cluster,
         keep=args.keep,
@@ -69,5 +74,6 @@ def run(args: argparse.Namespace) -> int:
         thresholds=tuple(args.threshold),
         timeout=args.timeout,
         run_dir=args.run_dir,
+        allow_foreign=args.allow_foreign,
     )
     return run_session(session, options)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from esdash.cli._trust import add_flag as add_trust_flag
+from esdash.cli._trust import code_line, trusted
 from esdash.errors import EXIT_BAD_INPUT, BadInput
 
 
@@ -20,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SPEC",
         help='check a threshold `esdash run --threshold` would use, e.g. "age:p99<500ms"',
     )
+    add_trust_flag(check)
     check.set_defaults(func=run_check)
 
 
@@ -37,10 +40,10 @@ def run_check(args: argparse.Namespace) -> int:
     failed = 0
     for file in args.files:
         if _is_campaign(file):
-            failed += not _check_campaign(file)
+            failed += not _check_campaign(file, trusted(args))
             continue
         try:
-            session = load_session(file)
+            session = load_session(file, trust_track_code=trusted(args))
         except BadInput as exc:  # SessionError included
             failed += 1
             print(f"esdash: error: {exc}", file=sys.stderr)
@@ -48,7 +51,12 @@ def run_check(args: argparse.Namespace) -> int:
         problems = preflight.findings(session, "session", thresholds=tuple(args.threshold))
         for problem in problems:
             print(f"esdash: error: {problem}", file=sys.stderr)
+        for warning in preflight.secret_warnings(session):
+            print(f"esdash: warning: {warning}", file=sys.stderr)
+        code = code_line(session)  # the files that would run, trusted or not
         if problems:
+            if code:
+                print(f"    {code}")
             failed += 1
             continue
         c = session.cluster
@@ -58,6 +66,8 @@ def run_check(args: argparse.Namespace) -> int:
             f"{describe(c.transport_port)}), encryption {session.encryption.name}, "
             f"track {session.track.name}, {session.benchmark.workers_per_node} worker(s)/node"
         )
+        if code:
+            print(f"    {code}")
     return EXIT_BAD_INPUT if failed else 0
 
 
@@ -67,13 +77,13 @@ def _is_campaign(file: str) -> bool:
     return is_campaign_file(file)
 
 
-def _check_campaign(file: str) -> bool:
+def _check_campaign(file: str, trust_track_code: bool = False) -> bool:
     """A campaign file is checked as a campaign: its keys, then every point's session."""
     from pathlib import Path
 
     from esdash.campaign.check import check_campaign_file
 
-    result = check_campaign_file(Path(file))
+    result = check_campaign_file(Path(file), trust_track_code=trust_track_code)
     for line in result.errors:
         print(f"esdash: error: {line}", file=sys.stderr)
     if result.ok:

@@ -6,6 +6,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from esdash.cli._trust import add_flag as add_trust_flag
+from esdash.cli._trust import trusted
+
 if TYPE_CHECKING:
     from esdash.session import Session
 
@@ -24,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run every check a submit runs and print the job script; write and submit nothing",
     )
+    add_trust_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -31,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from esdash.run import start
     from esdash.session import load_session
 
-    session = load_session(args.session)
+    session = load_session(args.session, trust_track_code=trusted(args))
     if args.dry_run:
         return _dry_run(session, args)
     submitted = start.submit(session, bench=args.bench, fresh=args.fresh)

@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from esdash.cli._defaults import DEFAULT_TIMEOUT
+from esdash.cli._trust import FLAG as TRUST_FLAG
+from esdash.cli._trust import add_flag as add_trust_flag
+from esdash.cli._trust import trusted
 from esdash.rundir.layout import CAMPAIGNS
 
 if TYPE_CHECKING:
@@ -73,6 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_TIMEOUT,
         help="seconds to wait for each cluster to become healthy (default %(default)s)",
     )
+    add_trust_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -97,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         dry_run=args.dry_run,
         reuse_index=args.reuse_index,
+        trust_track_code=trusted(args),
     )
     sweep = Sweep(campaign, directory, points, options, _stdout())
     if not args.submit:
@@ -104,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     extra = ["--retries", str(args.retries), f"--reuse-index={args.reuse_index}"] + (
         ["--fresh"] if args.fresh else []
     )
+    extra += [TRUST_FLAG] if trusted(args) else []
     return _submit(sweep, extra)
 
 

@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 
 from esdash.cli._dashboard import check_fps, require_terminal, resolve_campaign
+from esdash.cli._foreign import add_flag as add_foreign_flag
+from esdash.cli._foreign import require_trusted
 from esdash.errors import BadInput
 from esdash.rundir.layout import CAMPAIGN_SUMMARY, CAMPAIGNS
 
@@ -29,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--fps", type=float, default=4.0, help="redraws per second (default %(default)s)"
     )
+    add_foreign_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -60,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     run_path = resolve_run(args.run)
     other = resolve_run(args.compare) if args.compare else None
+    for path in (run_path, other):
+        if path is not None:
+            require_trusted(path, "run directory", args)
     require_terminal("watch")
     from esdash.tui import run_watch
 

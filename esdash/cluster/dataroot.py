@@ -15,15 +15,24 @@ are and get it recorded by the next run.
 
 from __future__ import annotations
 
-import shutil
+import os
+import stat
 import time
 from pathlib import Path
 
+from esdash.boundary import (
+    BoundaryViolation,
+    Dir,
+    account,
+    describe,
+    make_dirs,
+    require_trusted_path,
+)
 from esdash.errors import BadInput
 from esdash.paths import runs_dir
-from esdash.plugin.api import EncryptionMode
+from esdash.plugin.api import EncryptionMode, Owner
 from esdash.rundir import files
-from esdash.rundir.layout import DATA
+from esdash.rundir.layout import DATA, PASSABLE
 from esdash.rundir.records import DataRootEncryption, DataRootMarker
 from esdash.session import Session
 
@@ -106,14 +115,15 @@ def prepare_data_root(
 ) -> str:
     """Check or initialise ``root`` for a cluster of ``nodes``; say what was done."""
     verdict = check_data_root(root, cluster_name, nodes, fresh, encryption)
-    root.mkdir(parents=True, exist_ok=True)
-    root.chmod(0o755)
+    make_dirs(root, PASSABLE if os.geteuid() == 0 else 0o700)  # an existing one keeps its mode
+    require_trusted_path(root, "data root (cluster.data_dir)")
     marker = root / MARKER
     outcome = {"new": "new", "reuse": "reused"}.get(verdict, "")
     if verdict == "fresh":
         old_nodes = _recorded_nodes(marker)
-        for rank in range(old_nodes):
-            shutil.rmtree(root / str(rank), ignore_errors=True)
+        with Dir.trusted(root) as where:
+            for rank in range(old_nodes):
+                where.remove_tree(str(rank))  # through descriptors: links are not followed
         outcome = f"fresh (deleted the data of {old_nodes} node(s))"
     files.write(
         marker,
@@ -135,3 +145,39 @@ def _recorded_nodes(marker: Path) -> int:
     except files.RunFileError:
         # --fresh on a damaged marker: every numbered node directory goes
         return len([p for p in marker.parent.iterdir() if p.name.isdigit()])
+
+
+def adopt_node_data(root: Path, rank: int, owner: Owner) -> str | None:
+    """Give node ``rank``'s data, left by an earlier run's account, to this run's ``owner``.
+
+    A per-cluster account lives for one run, so the indices a later run reuses belong to an
+    account that is gone.  Only entries of that one earlier account change owner, through
+    descriptors (:meth:`esdash.boundary.Dir.hand_over`): a link, a hard link or another
+    account's file below it stops the start instead.  Where root keeps the rank's
+    directory itself (an encryption mode's layout), the entries in it are taken over one by
+    one.  Returns what was done, or None when nothing had to change.
+    """
+    if os.geteuid() != 0:
+        return None
+    ids = (owner.uid, owner.gid)
+    name = str(rank)
+    with Dir.trusted(root) as where:
+        found = where.lstat(name)
+        if found is None:
+            return None
+        if stat.S_ISLNK(found.st_mode) or not stat.S_ISDIR(found.st_mode):
+            raise BoundaryViolation(root / name, describe(found), "a node's data directory")
+        if found.st_uid not in (0, owner.uid):
+            where.hand_over(name, ids, accept=(found.st_uid,))
+            return f"node {rank}'s data taken over from {account(found.st_uid)}"
+        if found.st_uid != 0:
+            return None
+        taken = []
+        with where.sub(name, {0}) as mine:
+            for entry in mine.names():
+                st = mine.lstat(entry)
+                if st is None or not stat.S_ISDIR(st.st_mode) or st.st_uid in (0, owner.uid):
+                    continue
+                mine.hand_over(entry, ids, accept=(st.st_uid,))
+                taken.append(f"{entry} from {account(st.st_uid)}")
+        return f"node {rank}'s {', '.join(taken)} taken over" if taken else None

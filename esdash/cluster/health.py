@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from esdash.errors import ClusterError, EsdashError
@@ -109,6 +109,48 @@ class ClusterStatus:
     health: Health | None = None
     endpoints: tuple[str, ...] = ()
     credentials: Path | None = None
+    #: The process that owns the run (``esdash run``, ``cluster up --foreground``): its
+    #: pid and whether it is ``alive``, ``gone`` or ``released`` the run; None: no owner.
+    owner: OwnerState | None = None
+    #: The run's recorded processes still alive on this host, by role (``launcher``,
+    #: ``bench launcher``): what ``cluster down`` stops.
+    processes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OwnerState:
+    """The owner of a run as ``cluster status`` shows it."""
+
+    pid: int
+    host: str | None
+    state: str  # alive | gone | released | elsewhere
+
+
+def owner_state(run: RunDir) -> OwnerState | None:
+    """Who owns ``run`` and whether it is still there (:mod:`esdash.launch.owner`)."""
+    try:
+        lease = run.read_owner_lease()
+    except EsdashError:
+        return None
+    if lease is None:
+        return None
+    if lease.released:
+        state = "released"
+    elif not process.here(lease.owner):
+        state = "elsewhere"
+    else:
+        state = "alive" if process.alive(lease.owner) else "gone"
+    return OwnerState(lease.owner.pid, lease.owner.host, state)
+
+
+def live_processes(run: RunDir) -> dict[str, int]:
+    """The run's recorded launchers that still run on this host, by role."""
+    info = run.read_info()
+    found = {}
+    for role, record in (("launcher", info.launcher), ("bench launcher", info.bench_launcher)):
+        if record is not None and process.here(record) and process.alive(record):
+            found[role] = record.pid
+    return found
 
 
 def status(run: RunDir) -> ClusterStatus:
@@ -141,4 +183,6 @@ def status(run: RunDir) -> ClusterStatus:
         health=health,
         endpoints=found,
         credentials=credentials,
+        owner=owner_state(run),
+        processes=live_processes(run),
     )

@@ -18,7 +18,8 @@ import ssl
 import time
 from dataclasses import dataclass
 
-from esdash.cluster.pki import basic_auth_header
+from esdash.cluster.pki import basic_auth_header, ssl_context
+from esdash.plugin.secure_files import SecurityFilesError
 from esdash.plugin.security import Credentials
 
 
@@ -55,8 +56,12 @@ class Connection:
         self._context: ssl.SSLContext | None = None
         self._headers = {"Content-Type": "application/json", "Connection": "keep-alive"}
         if target.secure:
-            cafile = str(credentials.ca_certs) if credentials and credentials.ca_certs else None
-            self._context = ssl.create_default_context(cafile=cafile)
+            if credentials is None:
+                raise SecurityFilesError(
+                    f"{target.name} ({target.endpoint}) speaks TLS but no credentials were "
+                    f"given; read the run's credentials (esdash.cluster.pki.read_credentials)"
+                )
+            self._context = ssl_context(credentials)  # the run's CA only, never the system's
         if credentials is not None:
             self._headers.update(basic_auth_header(credentials))
         self._conn: http.client.HTTPConnection | None = None

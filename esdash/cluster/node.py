@@ -18,6 +18,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+from esdash.boundary import PRIVATE_UMASK
 from esdash.launch import process
 from esdash.plugin.api import NodeCommand, Owner
 from esdash.rundir.records import ProcessRecord
@@ -54,6 +55,7 @@ class NodeProcess:
             env=self.command.env,
             user=(self.owner.uid, self.owner.gid) if switch_user else None,
             guard=STOP_GRACE,
+            umask=PRIVATE_UMASK,  # its indices, translog, logs: its account's alone
         )
         self.node_pid = process.guarded_command(self.process)
         return self.node_pid or self.process.pid

@@ -408,10 +408,18 @@ def base_url(host: str, port: int, *, secure: bool) -> str:
 
 
 def ssl_context(credentials: Credentials) -> ssl.SSLContext:
-    """An SSL context for urllib/http.client that trusts only the cluster's CA."""
-    if credentials.ca_certs is None:
-        return ssl.create_default_context()
-    return ssl.create_default_context(cafile=str(credentials.ca_certs))
+    """An SSL context for urllib/http.client that trusts only the cluster's CA.
+
+    Credentials without a CA are refused (:func:`require_ca`): the system's trust store
+    never signed an esdash cluster, and trusting it would let any certificate a public CA
+    issued for the host name stand in for the cluster.
+    """
+    return ssl.create_default_context(cafile=str(require_ca(credentials)))
+
+
+def require_ca(credentials: Credentials) -> Path:
+    """The CA certificate clients verify the nodes against (:meth:`Credentials.required_ca`)."""
+    return credentials.required_ca()
 
 
 def basic_auth_header(credentials: Credentials) -> dict[str, str]:

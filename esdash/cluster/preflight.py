@@ -14,10 +14,11 @@ import hashlib
 import json
 import logging
 import re
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from esdash.cluster import ports
@@ -343,6 +344,102 @@ class References(PreflightCheck):
             )
 
 
+#: The interconnect whose traffic never leaves the host.
+LOOPBACK = "loopback"
+
+
+def on_loopback(session: Session) -> bool:
+    """Whether the nodes talk over this host's loopback interface only: the ``loopback``
+    interconnect on its own interface (an explicit ``cluster.interface`` other than ``lo``
+    binds an address other hosts can reach)."""
+    cluster = session.cluster
+    return cluster.interconnect == LOOPBACK and cluster.interface in (None, "lo")
+
+
+class SecurityOff(PreflightCheck):
+    """``security = false`` only where nobody else can listen: on loopback, or when the
+    session says the network is trusted (``cluster.insecure_ok = true``).
+
+    Without security the nodes speak plain HTTP without authentication, on HTTP and
+    transport: on a real interconnect every host that reaches the addresses can read and
+    change the indexed documents, and every host on the path can read the traffic.
+    """
+
+    name = "security-off"
+    description = "security = false only on loopback, or with insecure_ok = true"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        cluster = session.cluster
+        if cluster.security or cluster.insecure_ok or on_loopback(session):
+            return
+        where = f"interconnect {cluster.interconnect!r}"
+        if cluster.interface is not None:
+            where += f" (interface {cluster.interface!r})"
+        yield Finding(
+            "",
+            f"{session.path}: cluster.security: false on {where} sends documents and queries "
+            f"unencrypted and lets every host that reaches the nodes read and change them; "
+            f"set security = true, or insecure_ok = true in [cluster] if that network is "
+            f"trusted",
+        )
+
+
+#: Programs that print their own arguments: a secret ``*_command`` would print is then
+#: written in the session file itself.
+_PRINTERS = ("echo", "printf")
+_SHELLS = ("sh", "bash", "dash", "zsh", "ksh")
+
+
+def _printing_program(command: str, depth: int = 0) -> str | None:
+    """``echo`` or ``printf`` when ``command`` runs one of them first (also behind ``env`` or
+    ``sh -c``), else None.  Words are split as the encryption modes split them (no shell)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None  # the mode's own check names an unsplittable command
+    while words and Path(words[0]).name == "env":
+        words = words[1:]
+        while words and (words[0].startswith("-") or "=" in words[0]):
+            words = words[1:]
+    if not words:
+        return None
+    program = Path(words[0]).name
+    if program in _PRINTERS:
+        return program
+    if program in _SHELLS and "-c" in words[1:-1] and depth == 0:
+        script = words[words.index("-c") + 1]
+        return _printing_program(re.split(r"[;&|\n]", script, maxsplit=1)[0], depth + 1)
+    return None
+
+
+def secret_warnings(session: Session) -> list[str]:
+    """What ``esdash session check`` warns about without refusing the session.
+
+    A ``password_command`` or ``passphrase_command`` (any ``*_command`` of the encryption
+    mode) that is ``echo ...`` or ``printf ...`` holds the secret in the session file,
+    which esdash copies into every run directory and report: legal, but almost certainly
+    not meant.
+    """
+    lines = []
+    for key, value in sorted(session.encryption.options.items()):
+        if not key.endswith("_command") or not isinstance(value, str):
+            continue
+        program = _printing_program(value)
+        if program is None:
+            continue
+        file_key = f"{key.removesuffix('_command')}_file"
+        named = f" (encryption.{file_key})" if file_key in session.encryption.options else ""
+        lines.append(
+            f"{session.path}: encryption.{key}: {program!r} prints the secret from the session "
+            f"file itself, and esdash copies that file into every run directory and report; "
+            f"keep the secret in a file only you can read{named} or in a command that "
+            f"fetches it (a secret store)"
+        )
+    return lines
+
+
 class PortsValid(PreflightCheck):
     """Explicit ports whose ranges fit below 65535 and do not overlap (HTTP vs transport).
 
@@ -567,6 +664,7 @@ CORE_CHECKS: tuple[PreflightCheck, ...] = (
     References(),
     Thresholds(),
     IndexShards(),
+    SecurityOff(),
     PortsValid(),
     Home(),
     DataRootMarker(),
@@ -670,13 +768,11 @@ def _remembered(record: Path, identity: JsonIdentity) -> bool:
 
 def _remember(record: Path, identity: JsonIdentity, documents: int) -> None:
     """Record a corpus that passed (atomically; a cache that cannot be written is skipped)."""
-    try:
-        record.parent.mkdir(parents=True, exist_ok=True)
+    # 0600, in a 0700 directory when it creates one: the record names a user's corpus
+    with suppress(OSError):
         ndjson.write_atomically(
             record, [json.dumps({"identity": identity, "documents": documents}) + "\n"]
         )
-    except OSError:
-        pass
 
 
 def check_whole_corpus(corpus: Corpus) -> None:

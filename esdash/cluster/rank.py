@@ -30,22 +30,30 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypedDict
 
-from esdash.cluster import pki, ports
+from esdash.boundary import private_files
+from esdash.cluster import nodedirs, pki, ports
 from esdash.cluster.control import control_client
-from esdash.cluster.dataroot import cluster_name, data_root, prepare_data_root
+from esdash.cluster.dataroot import (
+    adopt_node_data,
+    cluster_name,
+    data_root,
+    prepare_data_root,
+)
 from esdash.cluster.monitor import ClusterMonitor
 from esdash.cluster.node import NodeProcess
 from esdash.cluster.topology import RankReport, plan_topology
-from esdash.cluster.users import chown_tree, resolve_owner
+from esdash.cluster.users import node_owner, remove_account
 from esdash.errors import EsdashError
+from esdash.launch.owner import OwnerWatch
 from esdash.plugin.api import NodeDirs, NodeRequest
 from esdash.plugin.manager import get_plugins
-from esdash.rundir.files import tail
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import NodePlan, Topology
 from esdash.session import Session, load_run_session
 
 POLL_SECONDS = 0.5
+#: ``run.json`` states of a run whose orchestrator has not recorded its end.
+LIVE_STATES = ("prepared", "starting", "running", None)
 #: A node's stop reason for a stop file without a recorded reason.
 STOP_REQUESTED = "stop requested (esdash cluster down)"
 
@@ -63,6 +71,9 @@ class Supervisor:
         self.rank = rank
         self.signalled: str | None = None
         self._requested: str | None = None
+        #: Why the run's owner is gone (:mod:`esdash.launch.owner`), once it is.
+        self.orphaned: str | None = None
+        self._owner = OwnerWatch(run)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, self._on_signal)
 
@@ -77,7 +88,23 @@ class Supervisor:
             with contextlib.suppress(EsdashError):
                 reason = self.run.read_info().reason
             self._requested = f"stop requested: {reason}" if reason else STOP_REQUESTED
-        return self._requested
+        if self._requested is None and self.orphaned is None:
+            self.orphaned = self._owner.gone()
+        return self._requested or self.orphaned
+
+    def record_orphaned(self) -> None:
+        """The run's own state once its node is down, if the run's owner is gone: nobody
+        else is left to write it.  Its death stopped the node, or it died while it was
+        stopping the run (SIGTERM, then SIGKILL before its clean-up ended), leaving its
+        reason half written.  Every rank writes the same line; the last one stays."""
+        gone = self.orphaned or self._owner.dead_now()
+        if gone is None:
+            return
+        with contextlib.suppress(EsdashError, OSError), self.run.edit_info() as info:
+            info.orphaned = gone
+            if info.state in LIVE_STATES and gone not in (info.reason or ""):
+                info.state = "failed"
+                info.reason = f"{info.reason}; {gone}" if info.reason else gone
 
 
 def _report(session: Session, rank: int) -> tuple[RankReport | None, str | None]:
@@ -215,7 +242,7 @@ def run_rank(run_path: Path, fresh: bool) -> int:
     plan = comm.bcast(plan, root=0)
     if reservation is not None:
         reservation.release()  # the node binds them next
-    run.node_dir(rank).mkdir(parents=True, exist_ok=True)
+    nodedirs.make_node_dir(run, rank)
     if "errors" in plan:
         with run.edit_node_status(rank) as status:
             status.state = "failed"
@@ -235,11 +262,14 @@ def run_rank(run_path: Path, fresh: bool) -> int:
         status.slurm_node = os.environ.get("SLURMD_NODENAME")
     try:
         code = _run_node(run, session, topology, rank, supervisor)
-    except EsdashError as exc:
+    except (EsdashError, OSError) as exc:  # OSError: a file or process the node needs
         with run.edit_node_status(rank) as status:
             status.state = "failed"
             status.message = str(exc)
         return 1
+    finally:
+        supervisor.record_orphaned()
+        _remove_account(run)
     if code:
         _record_port_clash(run, session, node, ports.local_offset(rank, addresses))
     return code
@@ -251,36 +281,34 @@ def _run_node(
     plugins = get_plugins()
     backend = plugins.backend(session.cluster.backend.name)
     encryption = plugins.encryption(session.encryption.name)
-    owner = resolve_owner(session.cluster.run_as, session_file=session.path)
     info = run.read_info()
+    owner = node_owner(info, session.cluster.run_as, session.path)
     distribution = backend.inspect(Path(str(info.home)))
-    node_dir = run.node_dir(rank)
+    here = nodedirs.prepare(run, rank, owner)
     dirs = NodeDirs(
-        config=run.node_config_dir(rank),
-        data=data_root(session) / str(rank),
-        logs=run.node_logs_dir(rank),
-        tmp=run.node_tmp_dir(rank),
+        config=here.config, data=data_root(session) / str(rank), logs=here.logs, tmp=here.tmp
     )
-    for path in (dirs.logs, dirs.tmp):
-        path.mkdir(parents=True, exist_ok=True)
     node_security = None
     if session.cluster.security:
         node_security = pki.node_security(
             pki.load_cluster_pki(run.pki_dir), rank, pki.read_credentials(run.path)
         )
+    adopted = adopt_node_data(dirs.data.parent, rank, owner)
+    if adopted:
+        print(f"esdash rank {rank}: {adopted}", file=sys.stderr, flush=True)
     with encryption.node_storage(dirs.data, owner, session.encryption.options) as data_path:
         request = NodeRequest(
             distribution=distribution,
             topology=topology,
             node=topology.nodes[rank],
-            dirs=NodeDirs(dirs.config, data_path, dirs.logs, dirs.tmp),
+            dirs=_with_storage(dirs, data_path, encryption.node_scratch(data_path)),
             heap=session.cluster.heap_option,
             owner=owner,
             options=session.cluster.backend.options,
             security=node_security,
         )
         backend.write_node_config(request, backend.node_settings(request))
-        chown_tree(node_dir, owner)
+        nodedirs.hand_over_config(run, rank, owner)
         reason = supervisor.stop_reason()
         if reason:  # stopped while this rank prepared: start no node only to stop it
             with run.edit_node_status(rank) as status:
@@ -322,9 +350,7 @@ def _run_node(
             status.exit_code = code
             status.message = reason
         return 0
-    log_tail = tail(dirs.logs / f"{topology.cluster_name}.log", 40) or tail(
-        run.node_stdout(rank), 40
-    )
+    log_tail = nodedirs.log_tail(run, rank, owner, f"{topology.cluster_name}.log")
     explanation = backend.explain_exit(code, log_tail) or _killed_by(code) or "see the node's log"
     with run.edit_node_status(rank) as status:
         status.state = "failed"
@@ -332,6 +358,29 @@ def _run_node(
         status.message = f"{topology.nodes[rank].name} exited with code {code}: {explanation}"
         status.log_tail = log_tail
     return 1
+
+
+def _remove_account(run: RunDir) -> None:
+    """A per-cluster account goes with the last node of the run on this host.
+
+    Every rank tries once its node (and storage) is gone; while another rank's node here
+    still runs as the account, it stays (:func:`esdash.cluster.users.remove_account`).
+    """
+    with contextlib.suppress(EsdashError):
+        account = run.read_info().node_account
+        if account is not None:
+            done = remove_account(account)
+            if done:
+                print(f"esdash on {socket.gethostname()}: {done}", file=sys.stderr, flush=True)
+
+
+def _with_storage(dirs: NodeDirs, data: Path, scratch: Path | None) -> NodeDirs:
+    """The node's directories once its storage is ready: the JVM's temporary files, heap
+    dumps, crash files and GC logs inside the storage when the mode says so (a gocryptfs
+    mount), else in the run directory."""
+    if scratch is None:
+        return replace(dirs, data=data)
+    return replace(dirs, data=data, tmp=scratch, jvm=scratch)
 
 
 def _killed_by(code: int | None) -> str | None:
@@ -352,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args:
         print("usage: python -m esdash.cluster.rank RUN_DIR [--fresh]", file=sys.stderr)
         return 2
-    return run_rank(Path(args[0]), "--fresh" in args[1:])
+    with private_files():  # everything this rank writes is its owner's alone
+        return run_rank(Path(args[0]), "--fresh" in args[1:])
 
 
 if __name__ == "__main__":

@@ -20,7 +20,10 @@ instead.  The guard
 * on SIGTERM/SIGINT/SIGHUP, its parent's death or the command's own end, signals SIGTERM to
   its group, waits ``--grace`` seconds for every descendant, then SIGKILLs the rest;
 * ends the way the command ended (same exit code, or the same signal), once no descendant
-  is left.
+  is left;
+* enters the command's working directory itself (``--cwd``), as the account it runs as:
+  root, which starts it, cannot enter a node account's FUSE mount (gocryptfs keeps the
+  node's scratch files there).
 
 It is run as a script (``python -I -S guard.py``) and imports the standard library only: it
 runs as the node's unprivileged owner with the node's environment, where esdash itself may
@@ -89,10 +92,13 @@ def _descendants(root: int) -> list[int]:
 class Guard:
     """Runs one command in its own group and stops the group as a whole (see the module)."""
 
-    def __init__(self, command: Sequence[str], parent: int, grace: float) -> None:
+    def __init__(
+        self, command: Sequence[str], parent: int, grace: float, cwd: str | None = None
+    ) -> None:
         self.command = list(command)
         self.parent = parent
         self.grace = grace
+        self.cwd = cwd
         self.requested: list[int] = []
         self.status: int | None = None  # the command's wait status, once it ended
 
@@ -134,7 +140,7 @@ class Guard:
         _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
         if self._parent_gone() or self.requested:
             return 128 + signal.SIGTERM  # stopped before the command started
-        child = subprocess.Popen(self.command, preexec_fn=_die_with_parent)
+        child = subprocess.Popen(self.command, preexec_fn=_die_with_parent, cwd=self.cwd)
         stopping_since: float | None = None
         killed = False
         while not self._reap(child.pid):
@@ -171,12 +177,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="guard", description=__doc__.split("\n\n")[0])
     parser.add_argument("--parent", type=int, required=True, help="pid whose death stops all")
     parser.add_argument("--grace", type=float, required=True, help="seconds from TERM to KILL")
+    parser.add_argument(
+        "--cwd", help="the command's working directory, entered as the guard's own account"
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command")
-    return Guard(command, args.parent, args.grace).run()
+    return Guard(command, args.parent, args.grace, args.cwd).run()
 
 
 if __name__ == "__main__":

@@ -44,11 +44,14 @@ from esdash.rundir.records import ProcessRecord
 CREATE_TIME_TOLERANCE = 0.05
 
 
-def guarded(argv: Sequence[str], grace: float, parent: int | None = None) -> list[str]:
+def guarded(
+    argv: Sequence[str], grace: float, parent: int | None = None, cwd: Path | None = None
+) -> list[str]:
     """``argv`` run under :mod:`esdash.launch.guard` for ``parent`` (default: this process).
 
     The guard runs as a script in isolated mode (``-I -S``): it needs the standard library
     only, whatever the environment (a node's is minimal) and the account (the node owner).
+    ``cwd`` is entered by the guard, as that account.
     """
     return [
         sys.executable,
@@ -59,6 +62,7 @@ def guarded(argv: Sequence[str], grace: float, parent: int | None = None) -> lis
         str(os.getpid() if parent is None else parent),
         "--grace",
         f"{grace:g}",
+        *(["--cwd", str(cwd)] if cwd is not None else []),
         "--",
         *(str(part) for part in argv),
     ]
@@ -90,6 +94,7 @@ def start(
     user: tuple[int, int] | None = None,
     preexec_fn: Callable[[], None] | None = None,
     guard: float | None = None,
+    umask: int = -1,
 ) -> tuple[subprocess.Popen[bytes], ProcessRecord]:
     """Start ``argv`` in its own session, stdout and stderr appended to ``output``.
 
@@ -100,10 +105,12 @@ def start(
     signals reach it); ``preexec_fn`` runs in the child just before ``exec``.  ``guard``
     (seconds of grace) runs it under the guard (see the module): the process returned and
     recorded is then the guard, and :func:`guarded_command` finds the command's own pid.
+    ``umask`` (unless -1) is the child's: 0o077 keeps everything a node writes private.
     """
     command = [str(part) for part in argv]
     if guard is not None:
-        command = guarded(command, guard)
+        command = guarded(command, guard, cwd=cwd)
+        cwd = None  # entered by the guard, as the account it runs as
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(output.open("ab")) if output is not None else None
         process = subprocess.Popen(
@@ -119,6 +126,7 @@ def start(
             group=user[1] if user else None,
             extra_groups=[] if user else None,
             preexec_fn=preexec_fn,
+            umask=umask,
         )
     _wait_for_exec(process, command)
     return process, identify(process.pid, command)

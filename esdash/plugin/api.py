@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
+from esdash.boundary import Dir
 from esdash.errors import BadInput, EsdashError
 from esdash.plugin.control import ControlClient
 from esdash.plugin.host import HostProbe
@@ -133,12 +134,18 @@ class Owner:
 
 @dataclass(frozen=True)
 class NodeDirs:
-    """A node's directories: config and logs and tmp per run, data per data root."""
+    """A node's directories: config and logs and tmp per run, data per data root.
+
+    ``jvm``: where the JVM writes heap dumps, crash (``hs_err``) files and GC logs, when the
+    encryption mode keeps them with the data (:meth:`EncryptionMode.node_scratch`); None:
+    in ``logs``.
+    """
 
     config: Path
     data: Path
     logs: Path
     tmp: Path
+    jvm: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -466,14 +473,26 @@ class EncryptionMode(Registrable):
     def node_storage(self, data_dir: Path, owner: Owner, options: OptionValues) -> Iterator[Path]:
         """Yield the directory a node keeps its data in, and undo any setup afterwards.
 
-        The default is a plain directory owned by ``owner``; a mode such as GoCryptFS mounts
-        an encrypted file system there before the node starts and unmounts it after the node
-        stopped, also when the node failed.
+        The default is a private plain directory (0700) of ``owner``, made through the
+        privilege boundary (:class:`esdash.boundary.Dir`: a link in its place is refused, an
+        existing one must be ``owner``'s); a mode such as GoCryptFS mounts an encrypted file
+        system there before the node starts and unmounts it after the node stopped, also
+        when the node failed.  ``data_dir``'s parent (the data root) exists and is root's.
         """
-        data_dir.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:
-            os.chown(data_dir, owner.uid, owner.gid)
+        with Dir.trusted(data_dir.parent) as root:
+            root.make(data_dir.name, 0o700, (owner.uid, owner.gid)).close()
         yield data_dir
+
+    def node_scratch(self, storage: Path) -> Path | None:
+        """Where the node's JVM keeps its temporary files, heap dumps, crash (``hs_err``)
+        files and GC logs, when they must be protected like the data; None (the default):
+        in the run directory (``nodes/<rank>/tmp`` and ``logs``).
+
+        ``storage`` is what :meth:`node_storage` yielded, and the directory returned must
+        exist and belong to the node account by then.  A heap dump holds every document the
+        node had in memory, so a mode that encrypts the data keeps these inside too.
+        """
+        return None
 
 
 # --------------------------------------------------------------------------- tracks
@@ -754,6 +773,15 @@ class Track(Registrable):
         default) when the track cannot tell without generating or joining files, as a
         generator cannot.  ``esdash plan`` shows its lines, the ``corpus`` pre-flight check
         refuses its problems (``cache_dir`` is where :meth:`corpus` would write copies)."""
+        return None
+
+    def own_code(self, options: OptionValues) -> str | None:
+        """One line naming the code of the track's own that esdash would run for
+        ``options`` (a Rally track's ``track.py`` and the modules beside it) and whether it
+        runs: only when the session trusts it (the track's ``trust_code`` option, which
+        ``--trust-track-code`` sets).  ``esdash plan`` and ``esdash session check`` print it
+        whether trusted or not, so nobody runs code they did not look at.  None (the
+        default): the track runs no code from its input."""
         return None
 
     def plan(

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from esdash.errors import ClusterError
+from esdash.plugin.redaction import redact_values
 from esdash.rundir.records import Health, JsonMapping, JsonObject
 
 #: What :func:`engine_of` returns for the engines esdash knows.
@@ -44,11 +45,15 @@ def engine_of(headers: Mapping[str, str]) -> str | None:
 
 
 class ControlError(ClusterError):
-    """A control operation failed; the message names the operation and the engine's reason."""
+    """A control operation failed; the message names the operation and the engine's reason.
+
+    The reason loses the document values an engine quotes (:func:`redact_values`): these
+    messages end up in ``results.json``, the stream and the run's reason.
+    """
 
     def __init__(self, operation: str, reason: str, status: int | None = None) -> None:
         where = f" (HTTP {status})" if status is not None else ""
-        super().__init__(f"{operation} failed{where}: {reason}")
+        super().__init__(f"{operation} failed{where}: {redact_values(reason)}")
         self.operation = operation
         self.status = status
 

@@ -14,8 +14,10 @@ allowed and skipped; CRLF line ends and a missing final newline are fine.  Every
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -388,25 +390,69 @@ def dangling_action(path: Path, line: int | str | None) -> BadInput:
 # ------------------------------------------------------------------------ generators
 
 
+#: Modes of what esdash writes into its cache: corpora (generated, test-mode cuts, joined
+#: copies of a user's Rally corpus), their offsets and check records hold or describe the
+#: documents a benchmark indexes, so only their owner may read them.
+PRIVATE_FILE = 0o600
+PRIVATE_DIRECTORY = 0o700
+
+
+def make_private_directories(directory: Path) -> None:
+    """Create ``directory`` and every missing parent with mode 0700; existing ones are left
+    as they are (a shared cache root keeps the modes its owner gave it)."""
+    missing: list[Path] = []
+    current = Path(directory)
+    while not os.path.lexists(current):
+        missing.append(current)
+        current = current.parent
+    for created in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # a concurrent writer made it
+            os.mkdir(created, PRIVATE_DIRECTORY)
+    if not Path(directory).is_dir():
+        raise NotADirectoryError(f"{directory} is not a directory")
+
+
 def write_atomically(path: Path, chunks: Iterable[bytes | str]) -> Path:
     """Write ``chunks`` to ``path`` via a temporary file in its directory and a rename.
 
     Readers never see a half-written file, and concurrent writers of the same content are
-    safe (the last rename wins).  The temporary file is removed when writing fails.
+    safe (the last rename wins).  The temporary file is removed when writing fails.  The
+    file is its owner's only (mode 0600, set on the open file, before any byte is written),
+    and directories created for it are 0700: what esdash writes this way holds or describes
+    a user's documents.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_directories(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb", buffering=READ_BUFFER) as out:
+            os.fchmod(out.fileno(), PRIVATE_FILE)
             for chunk in chunks:
                 out.write(chunk.encode() if isinstance(chunk, str) else chunk)
-        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def keep_private(path: Path) -> None:
+    """Take group and other bits off ``path`` when it is the caller's own regular file.
+
+    Cache files an older esdash wrote were 0644; they are reused, not rewritten.  The mode
+    is changed on the open file (never through a link), and a file of another owner is
+    left alone (it is not esdash's to change).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) & ~0o077)
+    finally:
+        os.close(fd)
 
 
 def generated_corpus(
@@ -439,4 +485,6 @@ def generated_corpus(
                 for doc in documents
             ),
         )
+    else:
+        keep_private(path)
     return Corpus(path, documents=count, origin=origin)

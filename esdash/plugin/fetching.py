@@ -2,7 +2,9 @@
 
 Search engines publish distributions as Maven artifacts (the integ-test-zips, plugin zips,
 module jars), so Maven (``mvn``) is the one download client esdash relies on: it honours the
-site's ``~/.m2/settings.xml`` (mirrors, proxies), which HPC sites already maintain.  A
+site's ``~/.m2/settings.xml`` (mirrors, proxies), which HPC sites already maintain, and it
+verifies every download against the checksum the repository publishes (``-C``, see
+:func:`run_maven`).  A
 backend's :meth:`~esdash.plugin.api.Backend.fetch` downloads with :func:`maven_copy`,
 unpacks with :func:`unzip_keeping_modes` and moves the result into the cache with
 :func:`install_into_cache`, which makes it world-readable (the engine runs as an
@@ -21,7 +23,7 @@ import tempfile
 import urllib.request
 import xml.etree.ElementTree as ElementTree
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,6 +36,13 @@ class FetchError(EsdashError):
 
 class MavenMissing(FetchError):
     """``mvn`` is not on PATH."""
+
+
+class ChecksumMismatch(FetchError):
+    """A downloaded file did not match the checksum its repository publishes (or it has none).
+
+    Maven refuses the file under ``-C`` (:func:`run_maven`), so nothing was installed.
+    """
 
 
 class ArtifactNotFound(FetchError):
@@ -73,6 +82,17 @@ _NOT_FOUND = (
 )
 
 
+#: How Maven 3 says that a download failed its checksum (``-C``): the artifact, the
+#: repository, and the two digests or that the repository has none.
+_CHECKSUM = re.compile(
+    r"Could not transfer artifact (?P<coords>\S+) from/to (?P<repo>\S+) \((?P<url>[^)\s]+)\): "
+    r"Checksum validation failed, (?:expected (?P<expected>[0-9A-Fa-f]+) but is "
+    r"(?P<actual>[0-9A-Fa-f]+)|no checksums available)"
+)
+#: Digest length in hex digits -> algorithm.
+_DIGESTS = {32: "MD5", 40: "SHA-1", 64: "SHA-256", 128: "SHA-512"}
+
+
 def find_maven(what: str, by_hand: str) -> str:
     """The ``mvn`` executable, or a :class:`MavenMissing` saying how to install it."""
     mvn = shutil.which("mvn")
@@ -84,17 +104,51 @@ def find_maven(what: str, by_hand: str) -> str:
     return mvn
 
 
+#: The options of every Maven run: batch mode (no prompts), quiet, no colours, and strict
+#: checksums (see :func:`run_maven`).
+MAVEN_OPTIONS = ("-B", "-q", "-C", "-Dstyle.color=never")
+
+
+def maven_command(mvn: str, arguments: Sequence[str]) -> list[str]:
+    """The command line of a Maven run with :data:`MAVEN_OPTIONS` and ``arguments``."""
+    return [mvn, *MAVEN_OPTIONS, *arguments]
+
+
+def run_maven(mvn: str, arguments: Sequence[str], what: str, by_hand: str) -> None:
+    """Run Maven with ``arguments`` (a goal and its properties); a failure is one line.
+
+    Every download is verified against the checksum its repository publishes: ``-C``
+    (``--strict-checksums``) sets Maven's checksum policy to *fail* for every repository,
+    so each file Maven downloads for the goal (the artifact, the POMs and plugin jars it
+    needs) is compared with the ``.sha1`` (else ``.md5``) file published beside it, and a
+    mismatch, or a file without any published checksum, fails the run
+    (:class:`ChecksumMismatch`) before the file reaches the output directory.  Without
+    ``-C`` Maven only warns and keeps the file: Maven 3.8.7 copied an artifact whose
+    ``.sha1`` did not match and exited 0.  A file already in the local repository
+    (``~/.m2/repository``) is not downloaded again and therefore not checked again: Maven
+    trusts its local repository, which it filled under the same policy.  The checksum
+    proves the file is the one the repository (Maven Central, or the site's mirror, over
+    HTTPS) serves, not who published it; signatures (``.asc``) are not checked.
+
+    ``what`` names the download in errors; ``by_hand`` is appended to every error (how to
+    obtain the distribution without Maven).
+    """
+    proc = subprocess.run(
+        maven_command(mvn, arguments), capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    if proc.returncode != 0:
+        raise maven_failure(what, proc.stdout + proc.stderr, proc.returncode, by_hand)
+
+
 def maven_copy(mvn: str, artifact: str, outdir: Path, file_name: str, by_hand: str) -> Path:
-    """Download ``artifact`` (``group:artifact:version[:type]``) into ``outdir``.
+    """Download ``artifact`` (``group:artifact:version[:type]``) into ``outdir``, verified
+    against its published checksum (:func:`run_maven`).
 
     ``file_name`` is the name Maven gives the file there; ``by_hand`` is appended to every
     error (how to obtain the distribution without Maven).
     """
-    cmd = [mvn, "-B", "-q", "-Dstyle.color=never", "dependency:copy", f"-Dartifact={artifact}"]
-    cmd.append(f"-DoutputDirectory={outdir}")
-    proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        raise maven_failure(artifact, proc.stdout + proc.stderr, proc.returncode, by_hand)
+    arguments = ["dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={outdir}"]
+    run_maven(mvn, arguments, artifact, by_hand)
     downloaded = outdir / file_name
     if not downloaded.is_file():
         raise FetchError(f"Maven reported success but {downloaded} is missing. {by_hand}")
@@ -108,6 +162,9 @@ def maven_failure(artifact: str, output: str, code: int, by_hand: str) -> FetchE
     the user needs to know that the version does not exist, and which ones do.
     """
     text = strip_ansi(output)
+    checksum = _CHECKSUM.search(text)
+    if checksum:
+        return ChecksumMismatch(checksum_message(checksum, by_hand))
     found = next((m for pattern in _NOT_FOUND if (m := pattern.search(text))), None)
     if found:
         said = found.groupdict()
@@ -124,6 +181,24 @@ def maven_failure(artifact: str, output: str, code: int, by_hand: str) -> FetchE
         )
     return FetchError(
         f"Maven could not download {artifact} (exit code {code}): {first_error(text)}. {by_hand}"
+    )
+
+
+def checksum_message(found: re.Match[str], by_hand: str) -> str:
+    """The one line for a download Maven refused because of its checksum."""
+    where = f"{found['coords']} from {found['repo']} ({found['url']})"
+    if found["expected"] is None:
+        return (
+            f"checksum missing: {where} has no published checksum (.sha1 or .md5), so the "
+            f"download cannot be verified; nothing was installed. Use a repository that "
+            f"publishes checksums (~/.m2/settings.xml). {by_hand}"
+        )
+    algorithm = _DIGESTS.get(len(found["actual"]), "checksum")
+    return (
+        f"checksum mismatch: {where} has {algorithm} {found['actual']}, the repository "
+        f"publishes {found['expected']}: the download was corrupted or altered on its way; "
+        f"nothing was installed. Retry, and if it persists check the repository or mirror "
+        f"(~/.m2/settings.xml). {by_hand}"
     )
 
 

@@ -189,3 +189,23 @@ def java_check(
     elif runtime.source not in ("bundled JDK", home_variable):
         detail += f"; passed to the nodes as {home_variable}"
     return HostCheck("java", "pass", detail, data=data)
+
+
+def point_jvm_files(jvm_options: str, target: Path) -> str:
+    """``jvm.options`` text with the JVM's own files -- GC log, crash (``hs_err``) files and
+    heap dumps -- all absolute paths in ``target``.
+
+    The Elasticsearch and OpenSearch templates name them relative to the working directory
+    (or under ``logs/``) and leave the heap dump path unset or relative, so they would land
+    wherever the JVM happens to run.  ``target`` is the node's logs directory, or, for an
+    encryption mode that keeps them with the data
+    (:meth:`esdash.plugin.api.EncryptionMode.node_scratch`), a directory inside its encrypted
+    storage: a heap dump holds every document the node had in memory.
+    """
+    text = re.sub(
+        r"(?m)^(-XX:ErrorFile=)(.*)$", lambda m: f"{m[1]}{target}/{Path(m[2]).name}", jvm_options
+    )
+    text = re.sub(r"(?<=file=)([^:]+)", lambda m: f"{target}/{Path(m[1]).name}", text)
+    text = re.sub(r"(?<=-Xloggc:)(\S+)", lambda m: f"{target}/{Path(m[1]).name}", text)
+    text = re.sub(r"(?m)^#?\s*-XX:HeapDumpPath=.*$", "", text)
+    return text.rstrip("\n") + f"\n-XX:HeapDumpPath={target}\n"

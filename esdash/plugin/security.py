@@ -14,7 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from esdash.plugin.secure_files import make_private_dir, owner_ids, read_pki_file, write_private
+from esdash.plugin.secure_files import (
+    SecurityFilesError,
+    make_private_dir,
+    owner_ids,
+    read_pki_file,
+    write_private,
+)
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,23 @@ class Credentials:
     password: str = field(repr=False)
     ca_certs: Path | None
     path: Path | None = None
+
+    def required_ca(self) -> Path:
+        """The CA certificate clients verify the nodes against, or a one-line
+        :class:`SecurityFilesError` naming the credentials file and the fix: a client never
+        falls back to the system's (or its library's) CAs.
+
+        esdash always writes ``ca_certs`` into ``credentials.json``; only a hand-made or
+        damaged file lacks it.
+        """
+        if self.ca_certs is None:
+            where = self.path or "the cluster's credentials"
+            raise SecurityFilesError(
+                f"{where}: no ca_certs, so the cluster's certificate cannot be verified "
+                f"(esdash never falls back to the system's CAs); set ca_certs to the run's CA "
+                f"certificate or start the cluster again with esdash, which writes it"
+            )
+        return self.ca_certs
 
 
 @dataclass(frozen=True)

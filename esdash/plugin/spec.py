@@ -170,14 +170,20 @@ def esdash_leakage(
 
         {"version": 1, "threat_model": str, "references": [str], "documents": int,
          "source": str, "auxiliary": str, "key_mode": str,
-         "names": {"scheme": str, "declared": int, "learns": str},
+         "names": {"scheme": str, "declared": int, "learns": str,
+                   "length_classes": int | null},
          "fields": [{"field": str, "type": str, "scheme": str, "learns": str,
                      "records": int, "distinct": int, "domain": int | null,
+                     "length_classes": int | null,
                      "attacks": [{"name": str, "applicable": bool, "exact": float | null,
                                   "within_1pct": float | null, "note": str}],
+                     "baseline": {attack-shaped} | null,
                      "verdict": str}]}
 
-    Shares (``exact``, ``within_1pct``) are fractions from 0 to 1.  The report must never
+    Shares (``exact``, ``within_1pct``) are fractions from 0 to 1.  ``length_classes``: how
+    many ciphertext lengths the stored values have (None: not measured); ``baseline``: the
+    majority guess (every record guessed as the most frequent value), shaped like an attack,
+    so no attack's share is read without it.  The report must never
     hold a plaintext value of the user's data, nor key material; esdash writes it, the
     plugin writes no file of its own.  It may take seconds (esdash says so while it runs);
     a failing implementation is a warning and never changes a run's exit status.

@@ -5,7 +5,8 @@
 * ``report.html`` — the same as one page, with the figures beside it, or embedded
   (``--self-contained``) so the file can be mailed alone;
 * ``report.csv`` — one row per run x query with the run's own numbers (``ingest.csv`` has the
-  ingests), for spreadsheets and pandas;
+  ingests, ``leakage.csv`` the leakage reports of client-side encrypted runs, one row per
+  field and attack with the field's majority-guess baseline), for spreadsheets and pandas;
 * ``report.json`` — everything, as numbers (schema ``esdash.report/1``).
 
 Figures (PNG and SVG) are drawn for Markdown and HTML; ``--no-figures`` skips them (and
@@ -14,8 +15,10 @@ matplotlib).  The tables' definitions are in :mod:`esdash.report.tables`.
 The Markdown and HTML documents are Jinja2 templates (``templates/report.md.j2``,
 ``templates/report.html.j2`` and their table macros) so their layout can be read and changed
 without Python: this module only gathers what they show (:func:`document_context`).  HTML is
-autoescaped, so nothing in a run (names, sessions, notes) can add markup; Markdown cells go
-through the ``md_cell`` filter; a variable missing from the context is an error
+autoescaped, so nothing in a run (names, sessions, notes) can add markup; in Markdown every
+text from a run (cells, headings, notes, figure titles) goes through the ``md_cell`` filter,
+which makes HTML and Markdown syntax in it inert, and each session sits in a code block
+whose fence (``md_fence``) it cannot close; a variable missing from the context is an error
 (``StrictUndefined``), never a silently empty string.
 """
 
@@ -27,6 +30,7 @@ import functools
 import html
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -201,15 +205,54 @@ def write_csv(report: Report, out: Path) -> list[Path]:
             for row in report.ingest_runs:
                 writer.writerow(row)
         written.append(path)
+    if report.leakage:
+        path = out / "leakage.csv"
+        with path.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=leakage.CSV_FIELDS)
+            writer.writeheader()
+            for run, reading in report.leakage:
+                writer.writerows(leakage.csv_rows(run, reading))
+        written.append(path)
     return written
 
 
 # Markdown and HTML: templates/*.j2 (see the module docstring); here only their context.
 
 
+#: Where Markdown would read HTML: ``<`` before a tag name, ``/``, ``!`` or ``?`` opens a tag,
+#: comment, declaration or autolink (CommonMark's raw HTML and autolinks); ``&`` before a
+#: name or number and ``;`` is a character reference.  Elsewhere (``<0.1%``, ``a & b``) both
+#: are plain text and stay as they are, readable in the raw file too.
+_MD_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+_MD_REFERENCE = re.compile(r"&(?=#?[A-Za-z0-9]+;)")
+#: Markdown punctuation a value could use to end a cell, open a code span or make a link or
+#: an image; CommonMark shows a backslash-escaped punctuation character as itself.
+_MD_PUNCTUATION = re.compile(r"([\\|`\[\]])")
+_MD_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def md_cell(text: object) -> str:
-    """A Markdown table cell: ``|`` escaped and newlines made spaces, so no value breaks a row."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text from a run (a query, task or session name, a server's message) as inert Markdown.
+
+    Tracks and sessions are written by others, and a Markdown viewer renders raw HTML:
+    every ``<`` that would open a tag becomes ``&lt;`` (and ``&`` that would start a
+    character reference ``&amp;``), so ``<script>`` or ``<img onerror=...>`` is shown as
+    text, never as markup.  ``\\``, ``|``, backticks and brackets are backslash-escaped: no
+    value ends a table cell, opens a code span or makes a link or an image.  Line breaks
+    become spaces, so no value ends a row or a paragraph.  Used for cells, headings, notes
+    and figure titles.
+    """
+    result = _MD_REFERENCE.sub("&amp;", str(text))
+    result = _MD_TAG.sub("&lt;", result)
+    result = _MD_PUNCTUATION.sub(r"\\\1", result)
+    return _MD_LINE_BREAK.sub(" ", result)
+
+
+def md_fence(text: object) -> str:
+    """A code fence for ``text``: more backticks than its longest run of them (at least
+    three), so no line of it (a session file) can close the block and be read as Markdown."""
+    longest = max((len(run) for run in re.findall(r"`+", str(text))), default=0)
+    return "`" * max(3, longest + 1)
 
 
 @pass_eval_context
@@ -238,6 +281,7 @@ def templates() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["md_cell"] = md_cell
+    env.filters["md_fence"] = md_fence
     return env
 
 

@@ -741,6 +741,9 @@ def notes(entries: Sequence[Entry], missing: Sequence[tuple]) -> list[str]:
         status = entry.results.status
         if status not in (None, "ok"):
             found.append(f"{entry.id}: status {status}: {entry.results.reason}")
+        orphaned = entry.env.get("orphaned")
+        if orphaned:
+            found.append(f"{entry.id}: ended without its owner ({orphaned}); its ranks stopped")
         for step in entry.results.steps:
             for query, reason in sorted(step.unsupported.items()):
                 found.append(f"{entry.id}: {step.name}/{query} not run: {reason}")

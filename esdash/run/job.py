@@ -32,7 +32,7 @@ from esdash.errors import (
     ClusterError,
     EsdashError,
 )
-from esdash.launch import mpi, process
+from esdash.launch import mpi, owner, process
 from esdash.paths import cache_dir
 from esdash.plugin.api import ClientCodec, Corpus, QueryStep, Track
 from esdash.plugin.manager import get_plugins
@@ -68,6 +68,8 @@ class RunOptions:
     timeout: float = start.DEFAULT_TIMEOUT
     #: a run directory prepared in advance (``esdash submit --bench`` creates it)
     run_dir: Path | None = None
+    #: as root, accept a ``cluster`` run directory another user controls (``--allow-foreign``)
+    allow_foreign: bool = False
 
 
 def prepare_workload(session: Session) -> tuple[Track, Corpus, tuple[QueryStep, ...]]:
@@ -113,7 +115,7 @@ def _bench_run_dir(session: Session, cluster_run: RunDir, run: RunDir | None = N
 
     cluster = cluster_run.read_info()
     run = run or RunDir.create(runs_dir(), session.name)
-    run.session_file.write_bytes(session.path.read_bytes())
+    run.write_session(session.path.read_bytes())
     run.write_topology(cluster_run.read_topology())
     with run.edit_info() as info:
         info.session_name = session.name
@@ -323,7 +325,7 @@ def _run_session(
     thresholds = parse_thresholds(options.thresholds)
     lines = for_stderr()
     if options.cluster is not None:
-        require_running(RunDir.open(options.cluster), session)
+        require_running(RunDir.open(options.cluster, options.allow_foreign), session)
     what = f"preparing track {session.track.name} (corpus, offsets, query steps, encryption)"
     with lines.phase(what, announce_after=CHECKS_GRACE):  # a refusal here is one line
         track, corpus, steps = prepare_workload(session)
@@ -332,13 +334,17 @@ def _run_session(
     cluster_process = None
     prepared = RunDir.open(options.run_dir) if options.run_dir else None
     if options.cluster is not None:
-        run = _bench_run_dir(session, RunDir.open(options.cluster), prepared)
+        cluster_run = RunDir.open(options.cluster, options.allow_foreign)
+        run = _bench_run_dir(session, cluster_run, prepared)
     else:
         what = "checking the session and preparing its run directory"
         with lines.phase(what, announce_after=CHECKS_GRACE):
             run = start.prepare(session, prepared, options.fresh)
     with run.edit_info() as info:
         info.driver = process.identify(os.getpid())  # what a stop request signals
+    # Before anything is launched: should this process die without stopping what it
+    # started (SIGKILL, the OOM killer), the ranks stop it themselves (issue 36).
+    owner.hold(run, session.cluster.owner_grace)
     plugins.session_started(session, run.path)
     if options.cluster is None:
         try:
@@ -437,6 +443,7 @@ def _run_session(
         plugins.session_finished(session, run.path, results)
         if cluster_process is not None:
             if options.keep and not why:  # a signal stops everything, --keep or not
+                owner.release(run)  # the cluster lives on without this process
                 print(f"cluster kept running: esdash cluster down {run.path}", file=out)
             else:
                 stop.stop_cluster(

@@ -26,14 +26,20 @@ from typing import TYPE_CHECKING
 
 from esdash.cluster.distribution import resolve_home
 from esdash.cluster.health import wait_ready
-from esdash.cluster.users import resolve_owner
+from esdash.cluster.users import (
+    create_account,
+    owner_of,
+    per_cluster,
+    reachable_problem,
+    resolve_owner,
+)
 from esdash.errors import BadInput, ClusterError
-from esdash.launch import mpi, process, slurm
+from esdash.launch import mpi, owner, process, slurm
 from esdash.paths import runs_dir
 from esdash.plugin.manager import get_plugins
 from esdash.progress import CHECKS_GRACE, Phase, Progress, for_stderr
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import Health, LaunchRecord, NodeStatus
+from esdash.rundir.records import Health, LaunchRecord, NodeAccount, NodeStatus
 from esdash.session import Session, load_session
 
 if TYPE_CHECKING:
@@ -55,13 +61,32 @@ def check(session: Session, fresh: bool = False) -> tuple[Backend, Owner, Distri
     return backend, owner, backend.inspect(resolve_home(session))
 
 
-def prepare(session: Session, run: RunDir | None = None, fresh: bool = False) -> RunDir:
-    """Check everything that can be checked before launch, and create the run directory."""
+def prepare(
+    session: Session, run: RunDir | None = None, fresh: bool = False, account: bool = True
+) -> RunDir:
+    """Check everything that can be checked before launch, and create the run directory.
+
+    ``account``: make the node account now when the session asks for a per-cluster one
+    (the default as root).  A run directory prepared for later -- a batch job, the
+    dashboard's detached run -- gets it when the run itself prepares it again, on the host
+    it runs on.
+    """
     backend, owner, distribution = check(session, fresh)
     if run is None:
         run = RunDir.create(runs_dir(), session.name)
-    shutil.copyfile(session.path, run.session_file)
-    _check_reachable(run.path, owner.name, owner.uid)
+    run.write_session(session.path.read_bytes())
+    from esdash.cluster.dataroot import data_root
+
+    for where in (run.path, data_root(session)):
+        problem = reachable_problem(where, owner)  # a per-cluster account: as "others"
+        if problem:
+            raise BadInput(problem)
+    node_account = None
+    if per_cluster(session.cluster.run_as) and account:
+        node_account = create_account(data_root(session))
+        owner = owner_of(node_account)
+    elif not per_cluster(session.cluster.run_as):
+        node_account = NodeAccount(name=owner.name, uid=owner.uid, gid=owner.gid)
     with run.edit_info() as info:
         info.session_name = session.name
         info.session_path = str(session.path.resolve())
@@ -71,22 +96,10 @@ def prepare(session: Session, run: RunDir | None = None, fresh: bool = False) ->
         info.nodes = session.cluster.nodes
         info.security = session.cluster.security
         info.owner = owner.name
+        info.node_account = node_account
         info.state = "prepared"
         info.created = time.time()
     return run
-
-
-def _check_reachable(path: Path, user: str, uid: int) -> None:
-    """The node user must be able to traverse to the run directory (root's tmp dirs are 0700)."""
-    if os.geteuid() != 0 or uid == 0:
-        return
-    for parent in [path, *path.parents]:
-        mode = parent.stat().st_mode
-        if not mode & 0o001 and parent.stat().st_uid != uid:
-            raise BadInput(
-                f"the node user {user!r} cannot enter {parent} (mode {oct(mode & 0o777)}); "
-                f"put runs somewhere it can reach (ESDASH_RUNS) or `chmod o+x {parent}`"
-            )
 
 
 def launch_cluster(run: RunDir, session: Session, fresh: bool) -> subprocess.Popen[bytes]:
@@ -251,15 +264,21 @@ def up(
     run: RunDir | None = None,
     hold: bool = False,
     progress: Progress | None = None,
+    owned: bool = False,
 ) -> tuple[RunDir, subprocess.Popen[bytes], Health]:
     """Prepare and start a cluster; return once it is healthy (or leave nothing running).
 
-    ``hold``, ``progress``: see :func:`start_cluster`.
+    ``hold``, ``progress``: see :func:`start_cluster`.  ``owned``: this process owns the
+    cluster (``cluster up --foreground``, a sweep): should it die without stopping it, the
+    ranks stop it themselves (:mod:`esdash.launch.owner`).  Unowned, it lives on after the
+    command returns, until ``esdash cluster down``.
     """
     progress = progress or for_stderr()
     what = f"checking session {session.name} and preparing its run directory"
     with progress.phase(what, announce_after=CHECKS_GRACE):
         run = prepare(session, run, fresh)
+    if owned:
+        owner.hold(run, session.cluster.owner_grace)
     progress.line(f"run directory: {run.path}")
     launcher, health = start_cluster(run, session, fresh, timeout, hold, progress)
     return run, launcher, health
@@ -280,6 +299,8 @@ class Submitted:
 def _job_command(session: Session, run: RunDir, bench: bool, fresh: bool) -> list[str]:
     """What the job runs: ``esdash run`` (``bench``) or ``esdash cluster up --foreground``."""
     flags = ["--fresh"] if fresh else []
+    if session.trusts_track_code:  # a --trust-track-code given to submit reaches the job
+        flags.append("--trust-track-code")
     session_path = str(session.path.resolve())
     if bench:
         return slurm.python_command("run", session_path, "--run-dir", str(run.path), *flags)
@@ -359,7 +380,7 @@ def _prepare_fresh_dir(session: Session, root: Path) -> RunDir:
     """A new run directory, checked and prepared; removed again if preparing fails."""
     run = RunDir.create(root, session.name)
     try:
-        prepare(session, run)
+        prepare(session, run, account=False)
     except BaseException:
         shutil.rmtree(run.path, ignore_errors=True)  # nothing was launched in it
         raise

@@ -43,7 +43,7 @@ from pathlib import Path
 from types import FrameType
 
 from esdash.cluster.health import failure_report, running_nodes
-from esdash.cluster.users import resolve_owner
+from esdash.cluster.users import recorded_owner, remove_account
 from esdash.errors import ClusterError, EsdashError
 from esdash.launch import process, slurm
 from esdash.plugin.manager import get_plugins
@@ -208,6 +208,7 @@ def stop_cluster(
             slurm.cancel(job)
         for message in release_storage(run):
             print(f"esdash: {message}", file=sys.stderr)
+        release_account(run)
         if result == "refused" and running_nodes(run):
             return "refused"  # the run may still be up: its state stays what it was
         with run.edit_info() as changed:
@@ -251,6 +252,7 @@ def take_down(run: RunDir, grace: float = STOP_GRACE) -> Down:
     info = run.read_info()
     state = ended(info)
     if state is not None:
+        release_account(run)  # left by ranks killed outright, if any
         note = f"already {state} ({RUN_INFO}); nothing signalled"
         still = running_nodes(run)
         if still:
@@ -258,10 +260,35 @@ def take_down(run: RunDir, grace: float = STOP_GRACE) -> Down:
             note += f"; {len(still)} node(s) still marked running were asked to stop (stop file)"
         return Down("already", [note])
     notes = []
+    bench = stop_bench(run)
+    if bench:
+        notes.append(bench)
+    if info.launcher is None and info.bench_launcher is not None:
+        return Down("stopped", notes)  # a benchmark against another run's cluster
     refusal = _refusal("the launcher", info.launcher)
     if refusal:
         notes.append(refusal)
     return Down(stop_cluster(run, grace=grace), notes)
+
+
+#: Seconds the bench ranks get after SIGTERM to write what they measured (rank 0 writes the
+#: results) before their launcher's whole tree is killed.
+BENCH_GRACE = 8.0
+
+
+def stop_bench(run: RunDir, grace: float = BENCH_GRACE) -> str | None:
+    """Stop a run's bench step from outside (``esdash cluster down``): SIGTERM to its launcher's
+    group -- the ranks abort and rank 0 still writes the results -- then, after ``grace``,
+    SIGKILL to the launcher and every rank below it.  Only a launcher whose identity is
+    confirmed is signalled; a line says what was done or refused (None: no bench runs)."""
+    record = run.read_info().bench_launcher
+    if record is None or not process.here(record):
+        return None
+    refusal = _refusal("the benchmark launcher", record)
+    if refusal:
+        return refusal
+    outcome = process.stop(record, grace=grace, group=True, kill_after=2.0, tree=True)
+    return None if outcome == "gone" else f"benchmark ranks {outcome}"
 
 
 def _refusal(what: str, record: ProcessRecord | None) -> str | None:
@@ -310,7 +337,7 @@ def release_storage(run: RunDir) -> list[str]:
         release = getattr(encryption, "release_storage", None)
         if release is None:
             return done
-        owner = resolve_owner(session.cluster.run_as, session_file=session.path)
+        owner = recorded_owner(info, session.cluster.run_as, session.path)
     except EsdashError as exc:
         print(f"esdash: warning: cannot check the run's data directories: {exc}", file=sys.stderr)
         return done
@@ -326,6 +353,17 @@ def release_storage(run: RunDir) -> list[str]:
         if message:
             done.append(f"node {rank}: {message}")
     return done
+
+
+def release_account(run: RunDir) -> None:
+    """Remove the run's per-cluster node account from this host once its nodes are gone
+    (the ranks remove it themselves; this catches ranks that were killed outright)."""
+    try:
+        account = run.read_info().node_account
+        if account is not None:
+            remove_account(account)
+    except EsdashError as exc:
+        print(f"esdash: warning: {exc}", file=sys.stderr)
 
 
 def stay(run: RunDir, launcher: subprocess.Popen[bytes], interrupts: Interrupts) -> int:
@@ -345,6 +383,7 @@ def stay(run: RunDir, launcher: subprocess.Popen[bytes], interrupts: Interrupts)
             return 0
     for message in release_storage(run):
         print(f"esdash: {message}", file=sys.stderr)
+    release_account(run)
     failures = failure_report(run)
     if failures:
         with run.edit_info() as info:

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import msgspec
 
+from esdash.boundary import Dir
 from esdash.errors import BadInput
 from esdash.rundir.records import JsonObject
 
@@ -151,22 +152,21 @@ def encode(record: object, indent: int = 2) -> bytes:
     return msgspec.json.format(data, indent=indent) if indent else data
 
 
-def write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Replace ``path`` atomically with ``data`` (readers see the old or the new file)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if not data.endswith(b"\n"):
-                handle.write(b"\n")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+def write_bytes(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Replace ``path`` atomically with ``data`` (readers see the old or the new file).
+
+    Private to the writer by default (0600): run files hold results and node details of
+    sensitive studies.  The temporary file is created exclusively under an unpredictable
+    name and renamed over ``path`` (:meth:`esdash.boundary.Dir.write`), so a link planted
+    where either name is never makes the writer write elsewhere.
+    """
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    with Dir.trusted(path.parent) as parent:
+        parent.write(path.name, data, mode)
 
 
-def write(path: Path, record: object, mode: int = 0o644) -> None:
+def write(path: Path, record: object, mode: int = 0o600) -> None:
     """Replace ``path`` atomically with ``record`` as indented JSON."""
     write_bytes(path, encode(record), mode)
 

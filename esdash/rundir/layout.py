@@ -28,6 +28,8 @@ Run directory (``<runs>/<session>-<UTC time>/``)::
     esdash-run.log, tui-launch.json   an ``esdash run`` the dashboard started, and its pid
     job.sbatch, slurm-<job>.out       ``esdash submit``
     stop                        created by ``esdash cluster down``: every rank stops its node
+    owner.json                  the lease of the process that owns the run (``esdash run``,
+                                ``cluster up --foreground``, a sweep): its ranks stop without it
 
 Campaign directory (``<runs>/campaigns/<name>/``)::
 
@@ -40,6 +42,7 @@ Campaign directory (``<runs>/campaigns/<name>/``)::
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Iterator
@@ -47,6 +50,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from esdash import boundary
+from esdash.boundary import make_dirs, require_trusted_path
 from esdash.errors import BadInput
 from esdash.rundir import files
 from esdash.rundir.records import (
@@ -57,6 +62,7 @@ from esdash.rundir.records import (
     Leakage,
     NodeStatus,
     OpResult,
+    OwnerLease,
     PointState,
     Results,
     RunInfo,
@@ -93,6 +99,7 @@ LAUNCH_RECORD = "tui-launch.json"
 JOB_SCRIPT = "job.sbatch"
 SLURM_OUTPUT = "slurm-%j.out"
 STOP = "stop"
+OWNER_LEASE = "owner.json"
 
 # -------------------------------------------------------------- campaign directory
 CAMPAIGNS = "campaigns"
@@ -106,6 +113,8 @@ JOBS = "jobs"
 JOB_RECORD = "job.json"
 DATA = "data"
 
+#: Mode of a directory root makes that a node account must pass through (list nothing).
+PASSABLE = 0o711
 #: Every name above, for the test that no other module spells one.
 NAMES: tuple[str, ...] = tuple(
     value for key, value in dict(globals()).items() if key.isupper() and isinstance(value, str)
@@ -120,30 +129,46 @@ class RunDir:
 
     @classmethod
     def create(cls, root: Path, session_name: str) -> RunDir:
-        """A new run directory ``<root>/<session>-<UTC timestamp>`` (made unique)."""
-        root.mkdir(parents=True, exist_ok=True)
+        """A new run directory ``<root>/<session>-<UTC timestamp>`` (made unique).
+
+        Private to its owner: as root 0711 (the node account passes through to its own
+        directories below ``nodes/``, nobody lists or reads anything), otherwise 0700.  The
+        runs directory is made the same way when missing, and as root it must be root's
+        alone (:func:`esdash.boundary.require_trusted_path`).
+        """
+        mode = PASSABLE if os.geteuid() == 0 else 0o700
+        make_dirs(root, mode)
+        require_trusted_path(root, "runs directory")
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         for attempt in range(100):
             suffix = f"-{attempt}" if attempt else ""
             path = root / f"{session_name}-{stamp}{suffix}"
             try:
-                path.mkdir()
+                path.mkdir(mode=0o700)
             except FileExistsError:
                 continue
-            path.chmod(0o755)
-            (path / NODES).mkdir(mode=0o755)
+            path.chmod(mode)
+            (path / NODES).mkdir(mode=0o700)
+            (path / NODES).chmod(mode)
             return cls(path)
         raise BadInput(f"cannot create a new run directory under {root}")
 
     @classmethod
-    def open(cls, path: str | Path) -> RunDir:
-        """An existing run directory, or a :class:`BadInput` naming what is missing."""
+    def open(cls, path: str | Path, foreign_ok: bool = False) -> RunDir:
+        """An existing run directory, or a :class:`BadInput` naming what is missing.
+
+        As root, a run directory that another user owns or could rewrite (it, or a directory
+        above it) is refused unless ``foreign_ok`` (the commands' ``--allow-foreign``): its
+        ``run.json`` names the processes root would signal and the job it would cancel.
+        """
         run = cls(Path(path).resolve())
         if not run.info_file.is_file():
             raise BadInput(
                 f"{run.path} is not an esdash run directory (no {RUN_INFO}); pass the "
                 f"directory that `esdash cluster up` or `esdash run` printed"
             )
+        if not foreign_ok:
+            require_trusted_path(run.path, "run directory", boundary.FOREIGN_FLAG)
         return run
 
     # ------------------------------------------------------------------- its files
@@ -272,6 +297,17 @@ class RunDir:
     def stop_file(self) -> Path:
         return self.path / STOP
 
+    @property
+    def owner_lease_file(self) -> Path:
+        return self.path / OWNER_LEASE
+
+    def read_owner_lease(self) -> OwnerLease | None:
+        """The owner's lease, None when the run has no owner (a ``cluster up`` cluster)."""
+        return files.read_optional(self.owner_lease_file, OwnerLease)
+
+    def write_owner_lease(self, lease: OwnerLease) -> None:
+        files.write(self.owner_lease_file, lease)
+
     def request_stop(self) -> None:
         """Ask every rank of the run to stop its node (``esdash cluster down``)."""
         self.stop_file.touch()
@@ -289,6 +325,10 @@ class RunDir:
         with files.edit(self.info_file, RunInfo, RunInfo()) as info:
             yield info
             info.updated = time.time()
+
+    def write_session(self, text: bytes) -> None:
+        """Keep the session file as it was when the run started (private: 0600)."""
+        files.write_bytes(self.session_file, text)
 
     def read_topology(self) -> Topology:
         return files.read(self.topology_file, Topology)

@@ -111,6 +111,35 @@ class ProcessRecord(Record, kw_only=True):
     create_time: Epoch | None = None
 
 
+class OwnerLease(Record, kw_only=True):
+    """``owner.json``: the process that owns a run, renewing its lease every second.
+
+    The ranks of a run-owned cluster and bench step watch it (:mod:`esdash.launch.owner`):
+    on the owner's host by its identity, elsewhere by ``beat`` advancing.  ``released``: the
+    owner let the run live on without it (``esdash run --keep``).
+    """
+
+    owner: ProcessRecord
+    #: Seconds the ranks wait after the owner is gone before they stop everything.
+    grace: float
+    beat: Int = 0
+    renewed: Epoch | None = None
+    released: bool = False
+
+
+class NodeAccount(Record, kw_only=True):
+    """The account a run's nodes run as (``run.json``'s ``node_account``).
+
+    ``per_cluster``: esdash created it for this run (``cluster.run_as = "per-cluster"``) and
+    removes it on every host once the run's nodes are gone.
+    """
+
+    name: str
+    uid: Int
+    gid: Int
+    per_cluster: bool = False
+
+
 class RunInfo(Record, kw_only=True):
     """``run.json``: what was started, by whom, where, and how it stands.
 
@@ -128,12 +157,16 @@ class RunInfo(Record, kw_only=True):
     nodes: Int | None = None
     security: bool | None = None
     owner: str | None = None
+    #: The node account with its ids (``owner`` is its name); None in runs of older esdash.
+    node_account: NodeAccount | None = None
     #: prepared, queued, starting, running, stopped, killed, failed, interrupted, ...
     state: str | None = None
     #: Why the run stopped, when something stopped it: "esdash run received SIGTERM while
     #: the cluster was starting", "stop requested (esdash cluster down)".  Also what each
     #: rank records as its node's stop reason.
     reason: str | None = None
+    #: Set by its ranks when the run's owner died without stopping it (issue 36): why.
+    orphaned: str | None = None
     created: Epoch | None = None
     updated: Epoch | None = None
     ready: Epoch | None = None
@@ -895,7 +928,9 @@ class Results(Record, kw_only=True):
 
 # ------------------------------------------------------------------------- leakage
 
-#: ``leakage.json`` format; a change of a field's meaning or unit needs a new one.
+#: ``leakage.json`` format; a change of a field's meaning or unit needs a new one.  Added
+#: fields keep it (``length_classes`` and ``baseline`` came later): readers ignore fields they
+#: do not know, and files without the new ones read with their defaults.
 LEAKAGE_VERSION = 1
 #: A share of records, from 0 to 1.
 Share = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
@@ -908,14 +943,19 @@ class LeakageNames(Record, kw_only=True):
     #: Field names the track's schema declares (each stored as one token per path segment).
     declared: Count
     learns: str
+    #: Distinct lengths of the stored name tokens (1: names reveal no length); None in
+    #: files written before lengths were measured.
+    length_classes: Count | None = None
 
 
 class LeakageAttack(Record, kw_only=True):
-    """One inference attack run on one field's stored ciphertexts.
+    """One inference attack run on one field's stored ciphertexts (or the field's baseline).
 
     ``exact`` and ``within_1pct`` are the shares of the field's records whose value the
     attack recovered exactly and within 1 % of the domain; None where the attack does not
-    apply (``applicable`` false, ``note`` says why) or has no numeric domain.
+    apply (``applicable`` false, ``note`` says why) or has no numeric domain.  The attacks
+    of ABE are ``frequency``, ``sorting``, ``cumulative``, ``window``, ``length`` and
+    ``length+frequency``; a reader shows any name it is given.
     """
 
     name: str
@@ -936,7 +976,13 @@ class LeakageField(Record, kw_only=True):
     distinct: Count
     #: Number of values the field's declared range and step allow; None when unbounded.
     domain: Count | None = None
+    #: Distinct lengths of the stored values (measured on the ciphertexts); None in files
+    #: written before lengths were measured.
+    length_classes: Count | None = None
     attacks: list[LeakageAttack] = []
+    #: The yardstick beside the attacks: every record guessed as the field's most frequent
+    #: value (``name`` "majority guess"), which needs no ciphertext; None in older files.
+    baseline: LeakageAttack | None = None
     #: One plain-language sentence ("PatientAge: dense domain of 101 values, ...").
     verdict: str = ""
 

@@ -248,6 +248,7 @@ def load_run(path: Path, extra: JsonMapping | None = None) -> Entry:
         or (info.slurm_job if info is not None else None),
         "track": view.track.name,
         "cluster_run": info.cluster_run if info is not None else None,
+        "orphaned": info.orphaned if info is not None else None,
     }
     return Entry(
         id=str(results.run_id or path.name),

@@ -6,8 +6,11 @@ documents.  This module sets that file system up around each node and tears it d
 
 Layout (per node, keyed by rank like plain data, so a later job reuses it from any host)::
 
+    <data_root>/<rank>/          root's (0711): the node account cannot swap what is in it
     <data_root>/<rank>/cipher/   the gocryptfs cipher directory: all that is ever on disk
     <data_root>/<rank>/plain/    the mount point; the node's ``path.data`` while it runs
+    .../plain/.esdash-jvm/       inside the mount: the JVM's temporary files, heap dumps,
+                                 crash files and GC logs (a heap dump holds documents)
 
 Everything lives below ``<data_root>/<rank>``, so ``--fresh`` (which deletes that directory)
 also deletes the ciphertext, and nothing else in esdash needs to know about the mode.
@@ -67,14 +70,17 @@ import psutil
 from esdash.plugin_api import (
     BadInput,
     ClusterError,
+    Dir,
     EncryptionMode,
     HostCheck,
     HostProbe,
     Option,
     OptionValues,
     Owner,
+    describe,
     group_name,
     hookimpl,
+    make_dirs,
     run_as_user,
     user_name,
 )
@@ -95,6 +101,8 @@ COMMAND_TIMEOUT = 60.0
 MAX_PASSWORD = 2048
 CIPHER = "cipher"
 PLAIN = "plain"
+#: Inside the mount: the JVM's temporary files, heap dumps, crash files and GC logs.
+SCRATCH = ".esdash-jvm"
 _SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _INSTALL = "install gocryptfs and fuse3 on every compute node (Debian/Ubuntu: apt-get install "
 _INSTALL += "gocryptfs fuse3)"
@@ -409,6 +417,20 @@ def serving_pids(where: Layout) -> list[int]:
     return found
 
 
+def _mounted_by(entry: MountEntry) -> Owner | None:
+    """The account that mounted a FUSE file system (its ``user_id``/``group_id`` options):
+    only it may unmount it with ``fusermount3``."""
+    found = dict(
+        item.split("=", 1)
+        for item in entry.options.split(",")
+        if item.startswith(("user_id=", "group_id="))
+    )
+    if "user_id" not in found or "group_id" not in found:
+        return None
+    uid, gid = int(found["user_id"]), int(found["group_id"])
+    return Owner(_user(uid), uid, gid)
+
+
 def _as_owner(owner: Owner) -> dict[str, Any]:
     """Popen arguments that run a child as the node user (uid *and* gid: FUSE checks both)."""
     if os.geteuid() == 0 and owner.uid != 0:
@@ -423,8 +445,14 @@ def _env() -> dict[str, str]:
 
 def _unmount(where: Layout, owner: Owner, fusermount: str) -> tuple[bool, str]:
     """One ``fusermount3 -u`` as the node user (never lazy); (unmounted, its message)."""
-    done = subprocess.run(
-        [fusermount, "-u", str(where.plain)],
+    done = _as_node(owner, fusermount, "-u", str(where.plain))
+    return done.returncode == 0 or mount_at(where.plain) is None, done.stderr.strip()
+
+
+def _as_node(owner: Owner, *argv: str) -> subprocess.CompletedProcess[str]:
+    """A short tool run as the node user (no input, 60 s at most), its output captured."""
+    return subprocess.run(
+        list(argv),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -434,7 +462,6 @@ def _unmount(where: Layout, owner: Owner, fusermount: str) -> tuple[bool, str]:
         check=False,
         **_as_owner(owner),
     )
-    return done.returncode == 0 or mount_at(where.plain) is None, done.stderr.strip()
 
 
 def _unmount_retrying(where: Layout, owner: Owner, fusermount: str, timeout: float) -> str:
@@ -466,6 +493,7 @@ def release_leftover(where: Layout, owner: Owner, fusermount: str, wait: float) 
         )
     pids = serving_pids(where)
     what = f"live gocryptfs mount (pid {', '.join(map(str, pids))})" if pids else "dead mount"
+    owner = _mounted_by(entry) or owner  # an earlier run's (per-cluster) account mounted it
     message = _unmount_retrying(where, owner, fusermount, wait)
     if message:
         raise ClusterError(
@@ -584,8 +612,7 @@ class GocryptfsMode(EncryptionMode):
         released = release_leftover(where, owner, fusermount, wait=5.0)
         if released:
             _log(released)
-        _prepare_dirs(where, owner)
-        if not where.config.exists():
+        if not _prepare_dirs(where, owner):
             started = time.monotonic()
             _initialise(gocryptfs, where, owner, password, int(options.get("scrypt_n") or 16))
             _log(f"initialised {where.cipher} in {time.monotonic() - started:.2f} s")
@@ -595,10 +622,16 @@ class GocryptfsMode(EncryptionMode):
         del password
         failed = True
         try:
+            _make_scratch(where, owner)
             yield where.plain
             failed = False
         finally:
             _teardown(mount, where, owner, fusermount, raise_errors=not failed)
+
+    def node_scratch(self, storage: Path) -> Path | None:
+        """The JVM's temporary files, heap dumps, crash files and GC logs stay encrypted:
+        in ``.esdash-jvm`` inside the mount (made by :meth:`node_storage`)."""
+        return storage / SCRATCH
 
     def release_storage(self, data_dir: Path, owner: Owner, options: OptionValues) -> str | None:
         """Unmount what a rank that died without cleaning up (SIGKILL) left at ``data_dir``.
@@ -616,37 +649,68 @@ class GocryptfsMode(EncryptionMode):
         return released
 
 
-def _prepare_dirs(where: Layout, owner: Owner) -> None:
-    """Create ``<rank>/``, ``cipher/`` and ``plain/`` (nothing is mounted), refusing plaintext.
+#: Mode of ``<data_root>/<rank>`` in this layout: root's, the node account passes through.
+RANK_DIR_MODE = 0o711
+
+
+def _prepare_dirs(where: Layout, owner: Owner) -> bool:
+    """Make ``<rank>/`` (root's), ``cipher/`` and ``plain/`` (the node account's), refusing
+    plaintext; return whether ``cipher/`` holds an initialised gocryptfs directory.
 
     Plaintext here would be data gocryptfs does not protect: a plain node's files in
     ``<rank>/`` (the data root was used with encryption.mode = "none"), or files written into
-    the mount point while nothing was mounted.
+    the mount point while nothing was mounted.  Everything goes through descriptors
+    (:class:`~esdash.plugin_api.Dir`): ``<rank>/`` belongs to root, so the node account cannot
+    swap ``cipher/`` or ``plain/`` for links, and a link found in their place is refused
+    before any owner or mode changes (finding C1 of the security audit: a planted ``plain``
+    link made root give the node account any directory).
     """
-    where.root.mkdir(parents=True, exist_ok=True)
-    others = sorted(p.name for p in where.root.iterdir() if p.name not in (CIPHER, PLAIN))
-    if others:
+    ids = (owner.uid, owner.gid)
+    me = (os.geteuid(), os.getegid())
+    mode = RANK_DIR_MODE if os.geteuid() == 0 else 0o700
+    make_dirs(where.root.parent, mode)
+    with (
+        Dir.trusted(where.root.parent) as data_root,
+        data_root.make(where.root.name, mode, me, accept=(owner.uid,)) as rank_dir,
+    ):
+        others = [name for name in rank_dir.names() if name not in (CIPHER, PLAIN)]
+        if others:
+            raise BadInput(
+                f"{where.root} holds unencrypted node data ({', '.join(others[:5])}), probably "
+                f'from a run with encryption.mode = "none"; gocryptfs would not protect it. '
+                f"Start with --fresh to delete it, or choose another cluster.data_dir"
+            )
+        with rank_dir.make(PLAIN, 0o700, ids) as plain:
+            entries = plain.names()
+        if entries:
+            raise BadInput(
+                f"{where.plain} holds files ({', '.join(entries[:5])}) although nothing is "
+                f"mounted there: they were written without encryption. Move them away and "
+                f"start again"
+            )
+        with rank_dir.make(CIPHER, 0o700, ids) as cipher:
+            cipher_entries = cipher.names()
+            config = cipher.lstat(where.config.name)
+    if config is not None and not stat.S_ISREG(config.st_mode):
         raise BadInput(
-            f"{where.root} holds unencrypted node data ({', '.join(others[:5])}), probably from a "
-            f'run with encryption.mode = "none"; gocryptfs would not protect it. Start with '
-            f"--fresh to delete it, or choose another cluster.data_dir"
+            f"{where.config} is {describe(config)}, not gocryptfs' configuration file; restore "
+            f"it, or start with --fresh to delete the encrypted data"
         )
-    for path, mode in ((where.root, 0o755), (where.cipher, 0o700), (where.plain, 0o700)):
-        path.mkdir(exist_ok=True)
-        if os.geteuid() == 0:
-            os.chown(path, owner.uid, owner.gid)
-        path.chmod(mode)
-    entries = sorted(p.name for p in where.plain.iterdir())
-    if entries:
-        raise BadInput(
-            f"{where.plain} holds files ({', '.join(entries[:5])}) although nothing is mounted "
-            f"there: they were written without encryption. Move them away and start again"
-        )
-    cipher_entries = [p.name for p in where.cipher.iterdir()]
-    if cipher_entries and not where.config.exists():
+    if cipher_entries and config is None:
         raise BadInput(
             f"{where.cipher} is not a gocryptfs directory (no gocryptfs.conf) but not empty "
             f"either; restore its gocryptfs.conf, or start with --fresh to delete it"
+        )
+    return config is not None
+
+
+def _make_scratch(where: Layout, owner: Owner) -> None:
+    """``.esdash-jvm`` inside the mount, made by the node account (root cannot enter it)."""
+    done = _as_node(owner, "mkdir", "-p", "-m", "700", str(where.plain / SCRATCH))
+    if done.returncode != 0:
+        raise ClusterError(
+            f"cannot make {where.plain / SCRATCH} inside the gocryptfs mount as {owner.name}: "
+            f"{done.stderr.strip()}"
         )
 
 

@@ -38,7 +38,10 @@ plugin hook, and re-exports the names tests and other modules use as ``rally.<na
   test-mode rules and the constants naming Rally's tasks and keys;
 * :mod:`esdash_plugins.tracks.rally_loader`: :func:`load` and its helpers (indices, corpora,
   operations, challenge, parameter check, confinement to the track directory);
-* :mod:`esdash_plugins.tracks.rally_corpus`: locating, preparing and checking the corpus files.
+* :mod:`esdash_plugins.tracks.rally_corpus`: locating, preparing and checking the corpus files;
+* :mod:`esdash_plugins.tracks.rally_trackcode`: the track's own ``track.py``, run only when
+  the session trusts it (``trust_code``), in a child process
+  (:mod:`esdash_plugins.tracks.rally_child`), as ``nobody`` when esdash runs as root.
 
 The modules import one way only: model <- reader <- schedule <- loader <- this module, and
 model <- corpus <- this module.
@@ -53,6 +56,7 @@ from pathlib import Path
 
 from esdash_plugins.tracks import rally_cascade as cascade
 from esdash_plugins.tracks import rally_requests as rr
+from esdash_plugins.tracks import rally_trackcode as trackcode
 from esdash_plugins.tracks.rally_corpus import (
     _Where,
     check_corpus,
@@ -60,6 +64,8 @@ from esdash_plugins.tracks.rally_corpus import (
     join_documents,
     take_documents,
 )
+from esdash_plugins.tracks.rally_dialect import track_python_file
+from esdash_plugins.tracks.rally_loader import _track_file
 from esdash_plugins.tracks.rally_loader import load as load
 from esdash_plugins.tracks.rally_model import DocumentSet, LoadedTrack
 from esdash_plugins.tracks.rally_schedule import BY_ESDASH as BY_ESDASH
@@ -158,6 +164,15 @@ class RallyTrack(Track):
             "at most 10 s, iterations cut to the task's clients, target throughput lifted",
             default=False,
         ),
+        Option(
+            "trust_code",
+            "bool",
+            "run the track's own Python (track.py, OSB's workload.py, and the modules beside "
+            "it) to sample its parameter sources and record its runners: in a child process, "
+            "as nobody when esdash runs as root; without it the tasks that need the code are "
+            "refused (the command-line flag --trust-track-code sets it too)",
+            default=False,
+        ),
     )
 
     def __init__(self) -> None:
@@ -188,6 +203,24 @@ class RallyTrack(Track):
 
     def index_name(self, options: OptionValues) -> str:
         return self.load(options).index
+
+    def own_code(self, options: OptionValues) -> str | None:
+        """The track's ``track.py`` (``workload.py``) and the modules beside it, and whether
+        esdash runs them (``trust_code``), read without running anything."""
+        track_file = _track_file(Path(options["path"]).expanduser())
+        python_file = track_python_file(track_file.parent)
+        if not python_file.is_file():
+            return None
+        files = ", ".join(str(p) for p in trackcode.code_files(python_file))
+        if trackcode.trusted(options):
+            return (
+                f"track code: {files}: the session trusts it; esdash runs it in a child "
+                f"process as {trackcode.runs_as()} for the tasks that need it"
+            )
+        return (
+            f"track code: {files}: not run, the session does not trust it (the tasks that "
+            f"need it are refused); to run it, set {trackcode.TRUST_HOW}"
+        )
 
     def index_body(self, options: OptionValues) -> JsonObject:
         return self.load(options).index_body

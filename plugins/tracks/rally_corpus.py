@@ -11,7 +11,7 @@ import errno
 import hashlib
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -26,6 +26,8 @@ from esdash.plugin_api import (
     BadInput,
     CorpusStatus,
     OptionValues,
+    keep_private,
+    write_atomically,
 )
 
 
@@ -126,21 +128,25 @@ def take_documents(path: Path, lines: int, cache_dir: Path, label: str) -> Path:
 
     Test mode reads a ``-1k`` file; when only the full file is at hand, esdash takes its
     first documents instead of asking for a download (Rally's ``-1k`` files are exactly that).
+    The copy holds a user's documents: it is its owner's only (``write_atomically``).
     """
     target = _cache_name([path], cache_dir, f"{label}-1k")
     if target.is_file():
+        keep_private(target)
         return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(f".{os.getpid()}.partial")
     try:
-        with path.open("rb") as source, partial.open("wb") as out:
-            for _, line in zip(range(lines), source, strict=False):
-                out.write(line if line.endswith(b"\n") else line + b"\n")
-        os.replace(partial, target)
+        write_atomically(target, _first_lines(path, lines))
     except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise BadInput(f"{cache_dir}: cannot write the test-mode corpus: {exc.strerror}") from None
+        raise BadInput(
+            f"{cache_dir}: cannot write the test-mode corpus: {exc.strerror or exc}"
+        ) from None
     return target
+
+
+def _first_lines(path: Path, lines: int) -> Iterator[bytes]:
+    with path.open("rb") as source:
+        for _, line in zip(range(lines), source, strict=False):
+            yield line if line.endswith(b"\n") else line + b"\n"
 
 
 def count_lines(path: Path) -> int:
@@ -151,24 +157,29 @@ def count_lines(path: Path) -> int:
 
 
 def join_documents(paths: Sequence[Path], cache_dir: Path, label: str) -> Path:
-    """One NDJSON file from several, written once under ``cache_dir`` and reused after."""
+    """One NDJSON file from several, written once under ``cache_dir`` and reused after;
+    its owner's only, as every copy of a user's documents (``write_atomically``)."""
     target = _cache_name(paths, cache_dir, label)
     if target.is_file():
+        keep_private(target)
         return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(f".{os.getpid()}.partial")
     try:
-        with partial.open("wb") as out:
-            for path in paths:
-                with path.open("rb") as part:
-                    shutil.copyfileobj(part, out, 1024 * 1024)
-                    if part.tell() and _last_byte(path) != b"\n":
-                        out.write(b"\n")
-        os.replace(partial, target)
+        write_atomically(target, _joined(paths))
     except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise BadInput(f"{cache_dir}: cannot write the joined corpus: {exc.strerror}") from None
+        raise BadInput(
+            f"{cache_dir}: cannot write the joined corpus: {exc.strerror or exc}"
+        ) from None
     return target
+
+
+def _joined(paths: Sequence[Path]) -> Iterator[bytes]:
+    """The files' bytes in order, a line end added after a file that lacks its last one."""
+    for path in paths:
+        with path.open("rb") as part:
+            while chunk := part.read(1024 * 1024):
+                yield chunk
+            if part.tell() and _last_byte(path) != b"\n":
+                yield b"\n"
 
 
 def _last_byte(path: Path) -> bytes:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from esdash_plugins.tracks import rally_requests as rr
 from esdash_plugins.tracks import rally_template as tpl
+from esdash_plugins.tracks import rally_trackcode as trackcode
 from esdash_plugins.tracks.rally_dialect import OSB, RALLY, Dialect, dialect_of_file
 from esdash_plugins.tracks.rally_model import (
     DocumentSet,
@@ -162,7 +163,11 @@ def load(options: OptionValues, plan: bool = False) -> LoadedTrack:
     mapper.templates = rr.read_templates(reader, spec, directory, env)
     mapper.data_streams = rr.data_stream_names(reader, spec)
     context = f"{dialect.procedure} {challenge['name']!r}"
-    mapper.walk(reader.get(challenge, "schedule", list, context, challenge["name"], required=True))
+    trusted = trackcode.trusted(options) and track_py.exists
+    with trackcode.TrackCode(track_py.path) as track_code:  # a child process, started if needed
+        mapper.code = track_code if trusted else None
+        at = challenge["name"]
+        mapper.walk(reader.get(challenge, "schedule", list, context, at, required=True))
     mapper.finish()
     sent = mapper.sent if mapper.ingest is not None else documents
     if not options.get("index"):  # the first index the ingest sends documents to
@@ -209,12 +214,7 @@ def load(options: OptionValues, plan: bool = False) -> LoadedTrack:
             "target throughput lifted"
         )
     if track_py.exists:
-        doc_notes.append(
-            f"{track_py.path.name}: esdash samples the parameter sources searches name (once, "
-            "up front); "
-            "its custom runners are not run, and operations that need them are listed as "
-            "not supported"
-        )
+        doc_notes.append(track_code_note(track_py.path, trusted))
     return LoadedTrack(
         name=name,
         directory=directory,
@@ -239,6 +239,24 @@ def load(options: OptionValues, plan: bool = False) -> LoadedTrack:
         one_offs=tuple(mapper.one_offs),
         data_streams=tuple(streams),
         step_documents=dict(mapper.step_documents),
+    )
+
+
+def track_code_note(python_file: Path, trusted: bool) -> str:
+    """What esdash does with the track's own code (``track.py`` and the modules beside it)."""
+    files = ", ".join(p.name for p in trackcode.code_files(python_file))
+    if not trusted:
+        return (
+            f"{python_file.name}: the track's own code ({files}) is not run, as the session "
+            f"does not trust it; the tasks that need it are refused (to run it, set "
+            f"{trackcode.TRUST_HOW})"
+        )
+    return (
+        f"{python_file.name}: the track's own code ({files}) runs in a child process as "
+        f"{trackcode.runs_as()}, as the session trusts it: esdash samples the parameter sources "
+        f"searches name (once, up front) and calls the runner of each of the track's own "
+        f"operation types once with a client that records its requests; a runner that sends "
+        f"more than one search or GET/POST request is not supported"
     )
 
 

@@ -90,8 +90,8 @@ class RallyTask:
 
 @dataclass(frozen=True)
 class TrackPy:
-    """What a track's ``track.py`` registers, read without running it (its runners are never
-    run; its parameter sources are, by :mod:`esdash_plugins.tracks.rally_trackpy`)."""
+    """What a track's ``track.py`` registers, read without running it (a static scan; the
+    file runs only when the session trusts it: :mod:`esdash_plugins.tracks.rally_trackcode`)."""
 
     path: Path
     exists: bool
@@ -106,11 +106,8 @@ class TrackPy:
                 f"{self.path} would register it, but the track directory holds no {self.path.name}"
             )
         if name in registered:
-            return f"registered in {self.path}; esdash runs its parameter sources, not its runners"
-        return (
-            f"{self.path} does not register it by name; esdash runs its parameter sources, "
-            f"not its runners"
-        )
+            return f"registered in {self.path}"
+        return f"{self.path} does not register it by name"
 
 
 def scan_track_py(directory: Path) -> TrackPy:

@@ -22,6 +22,7 @@ from urllib.parse import quote, urlencode
 from esdash_plugins.tracks import rally_requests as rr
 from esdash_plugins.tracks import rally_runners as runners
 from esdash_plugins.tracks import rally_template as tpl
+from esdash_plugins.tracks import rally_trackcode as trackcode
 from esdash_plugins.tracks import rally_trackpy as trackpy
 from esdash_plugins.tracks.rally_model import (
     DocumentSet,
@@ -230,6 +231,9 @@ class _ScheduleMapper:
         self.one_offs: list[rr.OneOff] = []
         #: The document sets each bulk task indexing during a query step sends, by task.
         self.step_documents: dict[str, tuple[DocumentSet, ...]] = {}
+        #: The track's own code when the session trusts it (set by the loader; None: the
+        #: tasks that need it are refused).
+        self.code: trackcode.TrackCode | None = None
 
     def _timing(self, task: RallyTask) -> Timing:
         """The task's timing, remembering its clients for :meth:`finish`."""
@@ -1048,6 +1052,8 @@ class _ScheduleMapper:
             self.challenge,
             self.documents,
             self.track_py.exists,
+            self.track_py.path,
+            self.code,
         )
         if self._own(task):
             return runners.runner_query(task, context)

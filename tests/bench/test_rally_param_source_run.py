@@ -149,9 +149,8 @@ def test_source_bodies_and_scroll_pages_reach_the_cluster(
 ) -> None:
     cluster_run, runs = shared_cluster
     track = write_track(shared_tmp / "sourced-track")
-    session = write_session(
-        shared_tmp, "sourced", 2, track=f'name = "rally"\npath = "{track}"', tables=BENCH
-    )
+    options = f'name = "rally"\npath = "{track}"\ntrust_code = true'  # runs its track.py
+    session = write_session(shared_tmp, "sourced", 2, track=options, tables=BENCH)
     result = esdash("run", str(session), "--cluster", str(cluster_run), env_runs=runs)
     run = next(
         Path(line.split(": ", 1)[1]).parent

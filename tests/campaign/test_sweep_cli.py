@@ -57,16 +57,16 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_dry_run_runs_the_preflight_checks_of_every_point(tmp_path: Path) -> None:
-    """The checks ``esdash session check`` runs: here, nodes without an account to run as."""
+    """The checks ``esdash session check`` runs: here, nodes with no account to run as."""
     campaign = setup(tmp_path)
     base = tmp_path / "base.toml"
-    base.write_text(base.read_text().replace('run_as = "esdash"\n', ""))
+    base.write_text(base.read_text().replace('run_as = "esdash"\n', 'run_as = "no-such-user-x"\n'))
     result = esdash("sweep", str(campaign), "--dry-run", env_runs=tmp_path / "runs", check=False)
     assert result.returncode == 2, result.stdout + result.stderr
     errors = result.stderr.splitlines()
     assert len(errors) == 1, errors  # one line per finding, not one per point
     assert errors[0].startswith(f"esdash: error: {base}: "), errors  # the base lacks the key
-    assert "set cluster.run_as in the session to an unprivileged user" in errors[0]
+    assert "cluster.run_as = 'no-such-user-x': no such user on this host" in errors[0]
     assert errors[0].endswith(
         "(8 points: nodes=1 workers_per_node=1 #1, nodes=1 workers_per_node=2 #1, "
         "nodes=1 workers_per_node=1 #2, +5 more)"

@@ -1,4 +1,4 @@
-"""Elasticsearch never runs as root: the session must name an unprivileged user."""
+"""Elasticsearch never runs as root: nodes run as a per-cluster account or a named user."""
 
 from __future__ import annotations
 
@@ -6,23 +6,27 @@ import os
 
 import pytest
 
-from esdash.cluster.users import resolve_owner
+from esdash.cluster.users import per_cluster, resolve_owner
 from esdash.errors import BadInput
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the rule only applies to root")
 
 
 @needs_root
-def test_root_without_run_as_is_refused() -> None:
-    with pytest.raises(BadInput, match="set cluster.run_as"):
-        resolve_owner(None)
+def test_root_without_run_as_gets_a_per_cluster_account() -> None:
+    """Unset (or "per-cluster"): an account made for the run; before it exists, pre-flight
+    checks assume what "others" may do (the rights of nobody), never root's."""
+    for run_as in (None, "per-cluster"):
+        stand_in = resolve_owner(run_as)
+        assert per_cluster(run_as)
+        assert stand_in.uid != 0 and stand_in.name == "a per-cluster account"
 
 
 @needs_root
 def test_the_refusal_names_the_session_file(tmp_path) -> None:
     session = tmp_path / "s.toml"
-    with pytest.raises(BadInput, match=f"^{session}: esdash runs as root.*set cluster.run_as"):
-        resolve_owner(None, session_file=session)
+    with pytest.raises(BadInput, match=f"^{session}: cluster.run_as = 'no-such-user-esdash'"):
+        resolve_owner("no-such-user-esdash", session_file=session)
 
 
 @needs_root

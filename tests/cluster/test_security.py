@@ -12,7 +12,9 @@ the shared CPUs: node-0 serves every HTTP check, node-1 joins it over TLS transp
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
+import http.server
 import json
 import os
 import pwd
@@ -23,6 +25,7 @@ import ssl
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -46,8 +49,10 @@ from support.prereqs import unavailable
 
 from esdash import paths
 from esdash.cluster import pki as cluster_pki
+from esdash.cluster.http import Connection, RequestFailed, Target
 from esdash.cluster.pki import (
     ClusterPki,
+    NodeTls,
     base_url,
     basic_auth_header,
     create_cluster_pki,
@@ -284,6 +289,79 @@ def test_malformed_credentials_are_a_clear_error(tmp_path: Path) -> None:
     os.chmod(path, 0o600)
     with pytest.raises(SecurityFilesError, match="not a valid credentials file"):
         read_credentials(tmp_path)
+
+
+def test_credentials_without_a_ca_are_refused_not_trusted_to_the_system_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28, L7: a hand-made credentials.json without ``ca_certs`` is refused in one line
+    by ``ssl_context`` and by the hot path, never verified against the system's CAs (here
+    ``SSL_CERT_FILE`` names a foreign CA that a fallback would have trusted)."""
+    foreign = create_cluster_pki(tmp_path / "foreign", "foreign", [["127.0.0.1"]])
+    monkeypatch.setenv("SSL_CERT_FILE", str(foreign.ca_cert))
+    path = tmp_path / cluster_pki.CREDENTIALS_FILE
+    document = {"schema": "esdash.credentials/1", "username": "u", "password": "p" * 43}
+    path.write_text(json.dumps(document))
+    os.chmod(path, 0o600)
+    creds = read_credentials(tmp_path)
+    assert creds.ca_certs is None and creds.path == path
+    expected = (
+        f"{path}: no ca_certs, so the cluster's certificate cannot be verified (esdash never "
+        f"falls back to the system's CAs); set ca_certs to the run's CA certificate or start the "
+        f"cluster again with esdash, which writes it"
+    )
+    with pytest.raises(SecurityFilesError) as refused:
+        ssl_context(creds)
+    assert str(refused.value) == expected
+    with pytest.raises(SecurityFilesError) as refused:
+        Connection(Target("node-0", "127.0.0.1:9200", True), creds)
+    assert str(refused.value) == expected
+    with pytest.raises(SecurityFilesError, match=r"^node-0 \(127.0.0.1:9200\) speaks TLS but no"):
+        Connection(Target("node-0", "127.0.0.1:9200", True), None)
+    # plain HTTP (security off) needs no CA; with one, only that CA is trusted
+    assert Connection(Target("node-0", "127.0.0.1:9200", False), None).target.secure is False
+    own = create_cluster_pki(tmp_path / "own", "own", [["127.0.0.1"]])
+    trusted = ssl_context(Credentials("u", "p", own.ca_cert, path))
+    subjects = [dict(x[0] for x in c["subject"]) for c in trusted.get_ca_certs()]
+    assert subjects == [{"organizationName": "esdash", "commonName": "esdash CA for own"}]
+    # the hot path against a real TLS server: the run's node certificate passes, a
+    # certificate of another CA (the one SSL_CERT_FILE names) does not
+    creds = Credentials("u", "p", own.ca_cert, path)
+    with _tls_server(own.node(0)) as port:
+        connection = Connection(Target("node-0", f"127.0.0.1:{port}", True), creds)
+        assert connection.request("GET", "/")[0] == 200
+        connection.close()
+    with _tls_server(foreign.node(0)) as port:
+        connection = Connection(Target("node-0", f"127.0.0.1:{port}", True), creds)
+        with pytest.raises(RequestFailed, match="CERTIFICATE_VERIFY_FAILED"):
+            connection.request("GET", "/")
+
+
+@contextlib.contextmanager
+def _tls_server(node: NodeTls) -> Iterator[int]:
+    """An HTTPS server on loopback answering 200 with ``node``'s certificate; its port."""
+
+    class Ok(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the name http.server calls)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Ok)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(node.cert), str(node.key))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=30)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the file to another user")

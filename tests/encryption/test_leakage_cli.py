@@ -18,6 +18,7 @@ from support.cli import esdash, write_session
 
 from esdash.errors import EXIT_BAD_INPUT
 from esdash.rundir.records import Leakage
+from esdash.view.leakage import share
 
 DOCUMENTS = 300
 
@@ -64,10 +65,18 @@ def test_an_abe_session_gets_its_report_as_json_a_file_and_a_table(tmp_path, env
     header = next(line for line in table.splitlines() if "best attack" in line)
     assert header.split() == [
         "field", "scheme", "learns", "distinct", "domain", "best", "attack", "exact",
-        "within", "1", "%",
+        "within", "1", "%", "majority", "guess",
     ]  # fmt: skip
     row = next(line for line in table.splitlines() if line.split()[:1] == ["PatientAge"])
     assert row.split()[-1].endswith("%")
+    # SequenceType: three values of three lengths, recovered by length alone, beside the
+    # majority guess (the share of its most frequent value)
+    sequence = fields["SequenceType"]
+    assert sequence.learns == "equality, length" and sequence.length_classes == 3
+    assert sequence.best_attack().name == "length" and sequence.best_attack().exact == 1.0
+    assert sequence.baseline is not None and 0.25 < sequence.baseline.exact < 0.5
+    row = next(line for line in table.splitlines() if line.split()[:1] == ["SequenceType"])
+    assert row.split()[-4:] == ["length", "100%", "-", share(sequence.baseline.exact)]
     assert "Verdicts\n- " in table and fields["PatientAge"].verdict in table
     assert "Threat model\n" in table and "References\n- " in table
 
@@ -96,3 +105,31 @@ def test_modes_that_store_plaintext_on_the_nodes_are_refused(tmp_path, env, mode
         f"them\n"
     )
     assert not (tmp_path / "cache").exists()  # refused before any corpus was generated
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_shipped_abe_session_shows_length_leakage_and_the_baseline(tmp_path, env) -> None:
+    """``esdash leakage sessions/quickstart-abe.toml`` as the README shows it (a smaller
+    sample), with its key where the session's comments put it; a weak key is refused."""
+    home = tmp_path / "home"
+    key = home / ".config" / "esdash" / "abe.key"
+    key.parent.mkdir(parents=True)
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    session = REPO / "sessions" / "quickstart-abe.toml"
+    args = ("leakage", str(session), "--documents", str(DOCUMENTS))
+    table = esdash(*args, env_runs=tmp_path / "runs", env={**env, "HOME": str(home)}).stdout
+    header = next(line for line in table.splitlines() if "best attack" in line)
+    assert header.split()[-2:] == ["majority", "guess"]
+    row = next(line for line in table.splitlines() if line.split()[:1] == ["SequenceType"])
+    assert row.split()[-4:-1] == ["length", "100%", "-"] and row.split()[-1].endswith("%")
+    assert "- SequenceType: 3 distinct values in 3 length classes, 100 % of records " in table
+    assert "the length of every AES-SIV value" in table  # the threat model says it
+
+    key.write_bytes(b"\x00" * 32)
+    refused = esdash(*args, env_runs=tmp_path / "runs", env={**env, "HOME": str(home)}, check=False)
+    assert refused.returncode == EXIT_BAD_INPUT and refused.stdout == ""
+    (line,) = [x for x in refused.stderr.splitlines() if x.startswith("esdash: error: ")]
+    assert f"key file {key} is refused as a weak key: its 32 bytes take only 1" in line

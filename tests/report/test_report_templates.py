@@ -13,12 +13,14 @@ from pathlib import Path
 
 import jinja2
 import pytest
+from markdown_it import MarkdownIt
 from support import synthetic
 
 from esdash.report.document import (
     Report,
     build_report,
     document_context,
+    md_cell,
     templates,
     write_report,
 )
@@ -73,13 +75,15 @@ def test_every_table_with_its_headers_and_a_known_value(tmp_path: Path) -> None:
     ids = [t.id for t in report.tables]
     assert {"queries", "ingest", "overhead", "environment"} <= set(ids)
     for table in report.tables:
-        assert f"\n## {table.title}\n\n{table.note}\n\n" in markdown, table.id
+        assert f"\n## {md_cell(table.title)}\n\n{md_cell(table.note)}\n\n" in markdown, table.id
         assert f"<h2>{html.escape(table.title)}</h2>" in page, table.id
         assert f'<p class="note">{html.escape(table.note)}</p>' in page, table.id
         if not table.rows:
-            assert f"## {table.title}\n\n{table.note}\n\n(no data)\n" in markdown, table.id
+            assert f"## {md_cell(table.title)}\n\n{md_cell(table.note)}\n\n(no data)\n" in (
+                markdown
+            ), table.id
             continue
-        cells = [h.replace("|", "\\|").replace("\n", " ") for h in table.headers]
+        cells = [md_cell(h) for h in table.headers]
         separator = "|" + "---|" * len(table.headers)
         assert f"| {' | '.join(cells)} |\n{separator}\n" in markdown, table.id
         headers = "\n".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
@@ -102,11 +106,10 @@ def test_every_table_with_its_headers_and_a_known_value(tmp_path: Path) -> None:
     cells = ["none", "loopback", "1", "1", "age", "1", f"{age['requests']:,}", rate]
     assert "<tr>" + "".join(f"<td>{c}</td>" for c in cells) in page
     # figures: the PNG shown, the other formats linked
-    assert "![Figure <script>alert(1)</script>](figures/f.png)\n\n[SVG](figures/f.svg)\n" in (
-        markdown
-    )
+    inert = "&lt;script>alert(1)&lt;/script>"
+    assert f"![Figure {inert}](figures/f.png)\n\n[SVG](figures/f.svg)\n" in markdown
     assert '<a href="figures/f.png">PNG</a> <a href="figures/f.svg">SVG</a></figcaption>' in page
-    assert "### x<script>alert(1)</script>\n\n```toml\n" in markdown
+    assert f"### x{inert}\n\n```toml\n" in markdown
 
 
 def test_html_escapes_everything_from_runs(tmp_path: Path) -> None:
@@ -157,3 +160,51 @@ def test_a_missing_variable_is_an_error(tmp_path: Path, name: str) -> None:
     del inputs["imported"]
     with pytest.raises(jinja2.UndefinedError, match="imported"):
         template.render({**context, "inputs": inputs})
+
+
+#: What a track or session could put into a name (issue 28, L3).
+HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
+
+def test_markdown_from_hostile_tracks_and_sessions_renders_as_inert_text(tmp_path: Path) -> None:
+    """report.md rendered by a real CommonMark renderer with raw HTML allowed (markdown-it-py,
+    which rich depends on, with GitHub's tables): names, messages and titles from a run show
+    as text; no tag, link or image comes from them, no row gains a cell and no session
+    escapes its code block."""
+    query = f"q{HOSTILE}|[x](javascript:alert(3))\n`code`"
+    run = synthetic.write_run(tmp_path, "evil", {f"s{HOSTILE}": {query: synthetic.op([1.0, 2.0])}})
+    results = json.loads((run / "results.json").read_text())
+    results["steps"][0]["unsupported"] = {f"u{HOSTILE}": f"the server said {HOSTILE}"}
+    (run / "results.json").write_text(json.dumps(results))
+    session = (run / "session.toml").read_text()
+    (run / "session.toml").write_text(session + "# ````\n# <script>alert(4)</script>\n")
+    report = build_report(load_inputs([str(run)]))
+    out = tmp_path / "out"
+    (out / "figures").mkdir(parents=True)
+    (out / "figures" / "f.png").write_bytes(PNG)
+    report.figures = [
+        Figure("f", f"Latency of {HOSTILE}", f"caption {HOSTILE}", {"png": "figures/f.png"})
+    ]
+    write(report, out, ["md"])
+    markdown = (out / "report.md").read_text()
+    renderer = MarkdownIt("commonmark", {"html": True}).enable("table")
+    page = renderer.render(markdown)
+    assert "<script" not in page and "<img src=x" not in page
+    assert 'href="javascript' not in page and "<code>code</code>" not in page
+    assert page.count("<img ") == 1  # the figure itself
+    assert html.escape(f"s{HOSTILE}/u{HOSTILE} not run: the server said {HOSTILE}", False) in page
+    # every row of every table has exactly as many cells as its header
+    tokens = renderer.parse(markdown)
+    widths: list[int] = []
+    for token in tokens:
+        if token.type == "tr_open":
+            widths.append(0)
+        elif token.type in ("th_open", "td_open"):
+            widths[-1] += 1
+        elif token.type == "table_close":
+            assert len(set(widths)) == 1, widths
+            widths = []
+    # the session, fence and HTML included, is one code block, shown as it is
+    blocks = [t for t in tokens if t.type == "fence"]
+    assert [b.content for b in blocks] == [(run / "session.toml").read_text().rstrip() + "\n"]
+    assert page.count("alert(4)") == 1

@@ -1,8 +1,11 @@
 """A leakage report as the ABE plugin returns it, for the record, report and dashboard tests.
 
 The numbers are made up but shaped like the MRI track's: a dense OPE field recovered by
-sorting, a two-value deterministic field recovered by frequency analysis, a high-entropy
-AES-SIV text field nothing recovers.
+sorting, a two-value deterministic field that frequency analysis misses while the majority
+guess gets half of it, a three-value field recovered by length alone, a high-entropy AES-SIV
+text field nothing recovers.  Each field has its length classes and its majority guess
+(:data:`REPORT`); :func:`before_lengths` is the same report as files written before those
+were measured hold it.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ REPORT: dict[str, Any] = {
     "names": {
         "scheme": "keyed PRF (HMAC-SHA256, 64 bits)",
         "declared": 23,
-        "learns": "equality of names",
+        "learns": "equality of names; not their length",
+        "length_classes": 1,
     },
     "fields": [
         {
@@ -41,6 +45,7 @@ REPORT: dict[str, Any] = {
             "learns": "order",
             "records": 2000,
             "distinct": 101,
+            "length_classes": 2,
             "domain": 101,
             "attacks": [
                 {
@@ -57,7 +62,21 @@ REPORT: dict[str, Any] = {
                     "within_1pct": 0.97,
                     "note": "",
                 },
+                {
+                    "name": "length",
+                    "applicable": False,
+                    "exact": None,
+                    "within_1pct": None,
+                    "note": "not an attack of its own: the stored number is visible",
+                },
             ],
+            "baseline": {
+                "name": "majority guess",
+                "applicable": True,
+                "exact": 0.018,
+                "within_1pct": 0.036,
+                "note": "",
+            },
             "verdict": "PatientAge: dense domain of 101 values, 100 % of records recovered "
             "by sorting",
         },
@@ -65,28 +84,78 @@ REPORT: dict[str, Any] = {
             "field": "PatientSex",
             "type": "keyword",
             "scheme": "AES-SIV",
-            "learns": "equality",
+            "learns": "equality, length",
             "records": 2000,
             "distinct": 2,
+            "length_classes": 1,
             "domain": None,
             "attacks": [
                 {
                     "name": "frequency",
                     "applicable": True,
+                    "exact": 0.0,
+                    "within_1pct": None,
+                    "note": "",
+                },
+                {
+                    "name": "length",
+                    "applicable": True,
+                    "exact": 0.495,
+                    "within_1pct": None,
+                    "note": "",
+                },
+            ],
+            "baseline": {
+                "name": "majority guess",
+                "applicable": True,
+                "exact": 0.505,
+                "within_1pct": None,
+                "note": "",
+            },
+            "verdict": "PatientSex: 2 values of about equal frequency, half recovered by guessing",
+        },
+        {
+            "field": "SequenceType",
+            "type": "keyword",
+            "scheme": "AES-SIV",
+            "learns": "equality, length",
+            "records": 2000,
+            "distinct": 3,
+            "length_classes": 3,
+            "domain": None,
+            "attacks": [
+                {
+                    "name": "frequency",
+                    "applicable": True,
+                    "exact": 0.0,
+                    "within_1pct": None,
+                    "note": "",
+                },
+                {
+                    "name": "length",
+                    "applicable": True,
                     "exact": 1.0,
                     "within_1pct": None,
                     "note": "",
-                }
+                },
             ],
-            "verdict": "PatientSex: 2 values of unequal frequency, all recovered",
+            "baseline": {
+                "name": "majority guess",
+                "applicable": True,
+                "exact": 0.365,
+                "within_1pct": None,
+                "note": "",
+            },
+            "verdict": "SequenceType: 3 values of 3 lengths, all recovered by length",
         },
         {
             "field": "ismrmrdHeader",
             "type": "text",
             "scheme": "AES-SIV",
-            "learns": "equality",
+            "learns": "equality, length",
             "records": 2000,
             "distinct": 2000,
+            "length_classes": 93,
             "domain": None,
             "attacks": [
                 {
@@ -104,6 +173,13 @@ REPORT: dict[str, Any] = {
                     "note": "not order-preserving",
                 },
             ],
+            "baseline": {
+                "name": "majority guess",
+                "applicable": True,
+                "exact": 0.0005,
+                "within_1pct": None,
+                "note": "",
+            },
             "verdict": "ismrmrdHeader: every value distinct, nearly nothing recovered",
         },
     ],
@@ -113,3 +189,13 @@ REPORT: dict[str, Any] = {
 def report() -> dict[str, Any]:
     """A fresh copy of :data:`REPORT` (tests may change it)."""
     return copy.deepcopy(REPORT)
+
+
+def before_lengths() -> dict[str, Any]:
+    """:func:`report` as a file written before lengths and the baseline were measured."""
+    data = report()
+    del data["names"]["length_classes"]
+    for item in data["fields"]:
+        del item["length_classes"], item["baseline"]
+        item["attacks"] = [a for a in item["attacks"] if not a["name"].startswith("length")]
+    return data

@@ -1,10 +1,13 @@
 """A Rally track's own ``track.py``: its parameter sources sampled into query bodies.
 
 Each test writes a small track with its ``track.py`` (the way Rally's tracks register
-sources: a function, a class with ``partition``), plans it with the ``rally`` track and
-checks the queries esdash would send: the bodies the source gave (in order, the index and
-``cache`` it asked for), the same bodies on every load (seeded), and every failure of the
-user's code as one line naming ``track.py``, never a traceback.  Scroll searches
+sources: a function, a class with ``partition``), plans it with the ``rally`` track, trusting
+its code (``trust_code``: the code runs in a child process, as ``nobody`` when the tests run
+as root, so the tracks lie in a directory every account can read), and checks the queries
+esdash would send: the bodies the source gave (in order, the index and ``cache`` it asked
+for), the same bodies on every load (seeded), and every failure of the user's code as one
+line naming ``track.py``, never a traceback.  Without trust nothing of it runs
+(``tests/security/test_track_code.py`` checks that through the command line).  Scroll searches
 (``scroll-search``, ``pages``) are planned here too; ``bench.json`` written before these
 fields existed still decodes.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import random
 import subprocess
 import sys
@@ -20,7 +24,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from esdash_plugins.tracks import rally, rally_trackpy
+from esdash_plugins.tracks import rally, rally_trackcode, rally_trackpy
 
 from esdash.bench import loadgen
 from esdash.errors import BadInput
@@ -111,21 +115,26 @@ def source_track(directory: Path, track_py: str, source: str, **op: object) -> P
     return write_track(directory, track_py, [operation], [task])
 
 
+def trusting(path: Path) -> dict:
+    """The track's options, trusting its code."""
+    return {"path": path, "trust_code": True}
+
+
 def queries(path: Path) -> dict:
-    return {q.name: q for s in rally.RallyTrack().query_steps({"path": path}) for q in s.queries}
+    steps = rally.RallyTrack().query_steps(trusting(path))
+    return {q.name: q for s in steps for q in s.queries}
 
 
 def forget() -> None:
     """Drop what this process remembers of loaded track.py files and their samples."""
-    rally_trackpy._LOADED.clear()
-    rally_trackpy._SAMPLES.clear()
+    rally_trackcode.forget()
 
 
 # ----------------------------------------------------------------- sources become bodies
 
 
-def test_a_function_source_gives_the_bodies_in_the_order_it_returned_them(tmp_path):
-    path = source_track(tmp_path / "t", FUNCTION_SOURCE, "colors", cache=True)
+def test_a_function_source_gives_the_bodies_in_the_order_it_returned_them(readable_tmp):
+    path = source_track(readable_tmp / "t", FUNCTION_SOURCE, "colors", cache=True)
     query = queries(path)["from-source"]
     assert len(query.variants) == rally_trackpy.MAX_SAMPLES
     assert query.body == query.variants[0]
@@ -137,12 +146,12 @@ def test_a_function_source_gives_the_bodies_in_the_order_it_returned_them(tmp_pa
     assert colors == [rng.choice(palette) for _ in colors]
     # "index": None searches the index esdash creates; "cache" is honoured as Rally does
     assert (query.index, query.request_cache, query.pages) == ("items", True, None)
-    notes = "\n".join(rally.RallyTrack().notes({"path": path}))
+    notes = "\n".join(rally.RallyTrack().notes(trusting(path)))
     assert "sampled from parameter source 'colors' of track.py (random seed 2013)" in notes
 
 
-def test_a_class_source_is_partitioned_once_and_may_end(tmp_path):
-    path = source_track(tmp_path / "t", CLASS_SOURCE, "sizes", count=3)
+def test_a_class_source_is_partitioned_once_and_may_end(readable_tmp):
+    path = source_track(readable_tmp / "t", CLASS_SOURCE, "sizes", count=3)
     query = queries(path)["from-source"]
     # the source ended after 3 parameter sets (StopIteration): 3 bodies, cycled
     assert len(query.variants) == 3
@@ -150,18 +159,18 @@ def test_a_class_source_is_partitioned_once_and_may_end(tmp_path):
     assert {v["tag"] for v in query.variants} == {"default:from-source:0/1"}
     assert {v["size"] for v in query.variants} == {5}  # results-per-page is the size
     assert query.index == "items"
-    notes = "\n".join(rally.RallyTrack().notes({"path": path}))
+    notes = "\n".join(rally.RallyTrack().notes(trusting(path)))
     assert "the source ended after 3 parameter set(s)" in notes
     assert "track processor(s) registered; esdash does not run them" in notes
     assert "does not: knn_vector_store" in notes
 
 
-def test_samples_are_the_same_on_every_load_and_leave_the_global_generator_alone(tmp_path):
+def test_samples_are_the_same_on_every_load_and_leave_the_global_generator_alone(readable_tmp):
     # a palette drawn when track.py is imported is reproducible too
     drawn_at_import = FUNCTION_SOURCE.replace(
         'COLORS = ["red"', 'COLORS = random.sample(range(1000), 3) + ["red"'
     )
-    path = source_track(tmp_path / "t", drawn_at_import, "colors")
+    path = source_track(readable_tmp / "t", drawn_at_import, "colors")
     random.seed(7)
     expected_next = random.Random(7).random()
     first = queries(path)["from-source"].variants
@@ -171,10 +180,10 @@ def test_samples_are_the_same_on_every_load_and_leave_the_global_generator_alone
     assert first == again
 
 
-def test_a_source_searching_another_index_is_refused_with_its_name(tmp_path):
+def test_a_source_searching_another_index_is_refused_with_its_name(readable_tmp):
     source = FUNCTION_SOURCE.replace('"index": None', '"index": "elsewhere"')
-    path = source_track(tmp_path / "t", source, "colors")
-    plan = {t.name: t for t in rally.RallyTrack().plan({"path": path}, None)}
+    path = source_track(readable_tmp / "t", source, "colors")
+    plan = {t.name: t for t in rally.RallyTrack().plan(trusting(path), None)}
     task = plan["from-source"]
     assert (task.status, task.reason_kind) == ("refused", "track_py")
     assert "parameter source 'colors': it searches 'elsewhere'" in (task.reason or "")
@@ -215,26 +224,26 @@ def test_a_source_searching_another_index_is_refused_with_its_name(tmp_path):
     ],
     ids=["import", "register", "raising", "not-params", "unknown", "no-register", "syntax"],
 )
-def test_failures_of_the_track_code_are_one_line_naming_track_py(tmp_path, track_py, expected):
-    path = source_track(tmp_path / "t", track_py, "colors")
+def test_failures_of_the_track_code_are_one_line_naming_track_py(readable_tmp, track_py, expected):
+    path = source_track(readable_tmp / "t", track_py, "colors")
     with pytest.raises(BadInput, match=expected) as caught:
         queries(path)
     assert "\n" not in str(caught.value)
     assert str(caught.value).startswith(str(path / "track.py"))
 
 
-def test_the_cli_reports_a_raising_source_as_the_tracks_error(tmp_path):
+def test_the_cli_reports_a_raising_source_as_the_tracks_error(readable_tmp):
     track_py = (
         "def colors(track, params, **kwargs):\n    return params['missing']\n\n"
         "def register(registry):\n    registry.register_param_source('colors', colors)\n"
     )
-    path = source_track(tmp_path / "t", track_py, "colors")
-    session = tmp_path / "plan.toml"
+    path = source_track(readable_tmp / "t", track_py, "colors")
+    session = readable_tmp / "plan.toml"
     session.write_text(
         'name = "plan"\n[cluster]\nnodes = 1\nheap = "256m"\nrun_as = "esdash"\n'
-        f'[track]\nname = "rally"\npath = "{path}"\n'
+        f'[track]\nname = "rally"\npath = "{path}"\ntrust_code = true\n'
     )
-    env = {**os.environ, "ESDASH_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, "ESDASH_CACHE": str(readable_tmp / "cache")}
     result = subprocess.run(
         [sys.executable, "-m", "esdash", "plan", str(session)],
         capture_output=True,
@@ -249,10 +258,10 @@ def test_the_cli_reports_a_raising_source_as_the_tracks_error(tmp_path):
     )
 
 
-def test_a_track_py_outside_the_track_directory_is_not_run(tmp_path):
-    outside = tmp_path / "elsewhere.py"
+def test_a_track_py_outside_the_track_directory_is_not_run(readable_tmp):
+    outside = readable_tmp / "elsewhere.py"
     outside.write_text(FUNCTION_SOURCE)
-    path = source_track(tmp_path / "t", FUNCTION_SOURCE, "colors")
+    path = source_track(readable_tmp / "t", FUNCTION_SOURCE, "colors")
     (path / "track.py").unlink()
     (path / "track.py").symlink_to(outside)
     with pytest.raises(BadInput, match="outside the track directory") as caught:
@@ -288,7 +297,7 @@ def test_scroll_searches_carry_their_pages_and_page_size(tmp_path):
     # not over a point in time
     assert (found["after"].pages, found["after"].paging) == (2, "search_after")
     assert found["every"].paging == "scroll"
-    plan = {t.name: t for t in rally.RallyTrack().plan({"path": path}, None)}
+    plan = {t.name: t for t in rally.RallyTrack().plan(trusting(path), None)}
     assert plan["after"].status == "run" and "search_after pages" in plan["after"].esdash
     assert "point in time (with-point-in-time-from)" in (plan["over-pit"].reason or "")
     assert "'pages' must be a number of pages" in (plan["no-pages"].reason or "")
@@ -349,17 +358,17 @@ def register(registry):
 """
 
 
-def test_a_runner_sending_one_request_runs_others_are_refused_by_name(tmp_path):
+def test_a_runner_sending_one_request_runs_others_are_refused_by_name(readable_tmp):
     kinds = ("count-red", "stats-by-shard", "two-searches", "refresh-items", "unregistered")
     operations = [{"name": f"op-{k}", "operation-type": k, "target": "items"} for k in kinds]
     schedule = [{"operation": op["name"], "time-period": 5} for op in operations]
-    path = write_track(tmp_path / "t", RUNNERS, operations, schedule)
+    path = write_track(readable_tmp / "t", RUNNERS, operations, schedule)
     found = queries(path)
     red = found["op-count-red"]
     assert (red.index, red.body, red.path) == ("items", {"query": {"term": {"color": "red"}}}, None)
     stats = found["op-stats-by-shard"]
     assert (stats.method, stats.path, stats.body) == ("GET", "/items/_stats?level=shards", {})
-    plan = {t.name: t for t in rally.RallyTrack().plan({"path": path}, None)}
+    plan = {t.name: t for t in rally.RallyTrack().plan(trusting(path), None)}
     for name, why in (
         ("op-two-searches", "it sends 2 requests"),
         ("op-refresh-items", "it calls es.indices.refresh"),
@@ -370,8 +379,8 @@ def test_a_runner_sending_one_request_runs_others_are_refused_by_name(tmp_path):
         assert str(path / "track.py") in (plan[name].reason or "")
 
 
-def test_running_track_py_writes_nothing_into_the_track_directory(tmp_path):
-    path = source_track(tmp_path / "t", FUNCTION_SOURCE, "colors")
+def test_running_track_py_writes_nothing_into_the_track_directory(readable_tmp):
+    path = source_track(readable_tmp / "t", FUNCTION_SOURCE, "colors")
     (path / "helper.py").write_text("PALETTE = ['red', 'blue']\n")
     (path / "track.py").write_text(
         FUNCTION_SOURCE.replace("COLORS = [", "from helper import PALETTE\nCOLORS = PALETTE + [")
@@ -379,4 +388,178 @@ def test_running_track_py_writes_nothing_into_the_track_directory(tmp_path):
     before = sorted(p.name for p in path.iterdir())
     assert queries(path)["from-source"].variants  # it imported its helper module beside it
     assert sorted(p.name for p in path.iterdir()) == before  # no __pycache__
-    assert str(path) not in sys.path
+    # it ran in a child process: nothing of it was imported into this one
+    assert not any(name.startswith("esdash_rally_track_") for name in sys.modules)
+    assert "helper" not in sys.modules and str(path) not in sys.path
+
+
+# ------------------------------------------------------- trust, and the child process
+
+MARKED = """
+import os
+import pwd
+import re
+
+MARKS = {marks!r}
+with open(os.path.join(MARKS, "imported-%d" % os.getpid()), "w") as mark:
+    mark.write("track.py ran")
+
+
+def colors(track, params, **kwargs):
+    return {{"body": {{"query": {{"term": {{"color": "red"}}}}}}}}
+
+
+async def one_search(es, params):
+    await es.search(index="items", body={{"query": {{"match_all": {{}}}}}})
+
+
+def register(registry):
+    registry.register_param_source("colors", colors)
+    registry.register_runner("one-search", one_search, async_runner=True)
+"""
+
+
+def marked_track(directory: Path) -> tuple[Path, Path]:
+    """A track whose track.py leaves a file in ``marks`` when it is imported, with a
+    search from its source and a task of its own runner."""
+    marks = directory / "marks"
+    marks.mkdir(parents=True)
+    marks.chmod(0o777)  # nobody writes its marks here when the tests run as root
+    operations = [
+        {"name": "from-source", "operation-type": "search", "param-source": "colors"},
+        {"name": "own", "operation-type": "one-search"},
+    ]
+    schedule = [{"operation": op["name"], "time-period": 5} for op in operations]
+    path = write_track(directory / "t", MARKED.format(marks=str(marks)), operations, schedule)
+    return path, marks
+
+
+def test_without_trust_nothing_runs_and_its_tasks_are_refused_naming_the_file(readable_tmp):
+    path, marks = marked_track(readable_tmp)
+    track = rally.RallyTrack()
+    tasks = {t.name: t for t in track.plan({"path": path}, None)}
+    assert [q.name for s in track.query_steps({"path": path}) for q in s.queries] == []
+    assert track.notes({"path": path})
+    assert list(marks.iterdir()) == []  # not imported, not run
+    for name in ("from-source", "own"):
+        task = tasks[name]
+        assert (task.status, task.reason_kind) == ("refused", "track_py"), task
+        reason = task.reason or ""
+        assert f"{path / 'track.py'} is the track's own code" in reason, reason
+        assert "trust_code = true in the session's [track] table, or --trust-track-code" in reason
+    assert tasks["ingest"].status == "run"
+    # the plan names the files that would run, trusted or not
+    (path / "helper.py").write_text("X = 1\n")
+    (path / "lib").mkdir()
+    (path / "lib" / "__init__.py").write_text("")
+    line = track.own_code({"path": path}) or ""
+    assert line.startswith(
+        f"track code: {path / 'track.py'}, {path / 'helper.py'}, {path / 'lib'}: not run"
+    ), line
+    assert "the session trusts it; esdash runs it in a child process as " in (
+        track.own_code(trusting(path)) or ""
+    )
+    assert list(marks.iterdir()) == []
+
+
+def test_with_trust_it_runs_once_in_a_child_process(readable_tmp):
+    path, marks = marked_track(readable_tmp)
+    tasks = {t.name: t for t in rally.RallyTrack().plan(trusting(path), None)}
+    assert tasks["from-source"].status == tasks["own"].status == "run"
+    assert [q.name for s in rally.RallyTrack().query_steps(trusting(path)) for q in s.queries] == [
+        "from-source",
+        "own",
+    ]
+    (mark,) = marks.iterdir()  # imported once: later loads use what it answered
+    assert mark.name != f"imported-{os.getpid()}"  # not this process
+
+
+REPORTS = """
+import json, os, resource
+
+
+def facts(track, params, **kwargs):
+    limits = {name: resource.getrlimit(getattr(resource, name))[1]
+              for name in ("RLIMIT_AS", "RLIMIT_NOFILE", "RLIMIT_CORE")}
+    mask = os.umask(0)
+    return {"body": {"facts": {
+        "pid": os.getpid(), "uid": os.getuid(), "groups": os.getgroups(),
+        "cwd": os.getcwd(), "umask": mask, "env": sorted(os.environ), "limits": limits,
+        "stdin": os.read(0, 10).decode(),
+    }}}
+
+
+def register(registry):
+    registry.register_param_source("facts", facts)
+"""
+
+
+def test_the_child_has_a_fresh_environment_its_track_directory_and_limits(readable_tmp):
+    path = source_track(readable_tmp / "t", REPORTS, "facts")
+    facts = queries(path)["from-source"].body["facts"]
+    assert facts["pid"] != os.getpid()
+    assert facts["env"] == ["HOME", "LANG", "LOGNAME", "PATH", "USER"]
+    assert facts["cwd"] == str(path.resolve())
+    assert facts["umask"] == 0o077
+    assert facts["stdin"] == ""  # /dev/null: nothing to read from esdash's terminal
+    assert facts["limits"]["RLIMIT_CORE"] == 0
+    assert facts["limits"]["RLIMIT_NOFILE"] <= 256
+    assert 0 < facts["limits"]["RLIMIT_AS"] <= 8 * 1024**3
+    if os.geteuid() == 0:  # as root: nobody, without supplementary groups
+        assert facts["uid"] == pwd.getpwnam("nobody").pw_uid
+        assert facts["groups"] == []
+    else:
+        assert facts["uid"] == os.geteuid()
+
+
+@pytest.mark.parametrize(
+    ("track_py", "expected"),
+    [
+        ("import os\nos._exit(7)\n", ": the process running it ended with exit status 7"),
+        (
+            "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+            ": the process running it was killed by SIGKILL",
+        ),
+        ("import sys\nsys.exit(3)\n", " line 2: SystemExit: 3"),
+    ],
+    ids=["os-exit", "killed", "sys-exit"],
+)
+def test_a_track_py_ending_its_process_is_one_line(readable_tmp, track_py, expected):
+    path = source_track(readable_tmp / "t", track_py, "colors")
+    with pytest.raises(BadInput) as caught:
+        queries(path)
+    assert str(caught.value) == f"{path / 'track.py'}{expected} (importing track.py)"
+
+
+def test_a_track_py_that_never_answers_is_stopped_at_the_time_limit(readable_tmp, monkeypatch):
+    """The limit is lowered for the test; the child is really started and really killed."""
+    monkeypatch.setattr(rally_trackcode, "TIME_LIMIT", 1.0)
+    path = source_track(readable_tmp / "t", "import time\nwhile True:\n    time.sleep(1)\n", "c")
+    with pytest.raises(BadInput) as caught:
+        queries(path)
+    assert str(caught.value) == (
+        f"{path / 'track.py'}: still running after 1 s (importing track.py); esdash stopped "
+        f"it (a track's own code has 1 s for each step)"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root only: nobody runs the code")
+def test_a_track_directory_nobody_can_read_is_named_and_left_as_it_is(readable_tmp):
+    path = source_track(readable_tmp / "private" / "t", FUNCTION_SOURCE, "colors")
+    (readable_tmp / "private").chmod(0o700)
+    modes = [p.stat().st_mode for p in (readable_tmp / "private", path, path / "track.py")]
+    with pytest.raises(BadInput) as caught:
+        queries(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: the account nobody that runs the track's code cannot ")
+    assert "chmod o+rX" in message and "\n" not in message
+    assert [p.stat().st_mode for p in (readable_tmp / "private", path, path / "track.py")] == modes
+
+
+def test_an_osb_workload_runs_its_workload_py(readable_tmp):
+    path = source_track(readable_tmp / "w", FUNCTION_SOURCE, "colors")
+    (path / "track.json").rename(path / "workload.json")
+    (path / "track.py").rename(path / "workload.py")
+    assert len(queries(path)["from-source"].variants) == rally_trackpy.MAX_SAMPLES
+    tasks = {t.name: t for t in rally.RallyTrack().plan({"path": path}, None)}
+    assert f"{path / 'workload.py'} is the track's own code" in (tasks["from-source"].reason or "")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -110,14 +111,17 @@ def esdash(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_plan_json_lists_every_task_in_order_with_its_fate(tmp_path):
-    path = session(tmp_path, f'name = "rally"\npath = "{PLANNED}"')
+    path = session(tmp_path, f'name = "rally"\npath = "{PLANNED}"\ntrust_code = true')
     result = esdash("plan", str(path), "--json", cache=tmp_path / "empty-cache")
     assert result.returncode == 0, result.stderr
     # no distribution in the cache: planned without one, said in one line on stderr, with
-    # one line for the corpus
-    assert result.stderr.count("\n") == 2
+    # one line for the corpus and one for the track's own code, which the session trusts
+    assert result.stderr.count("\n") == 3
     assert "no elasticsearch distribution to plan against" in result.stderr
     assert f"corpus 'items': {PLANNED / 'documents.json'} is present (85 bytes)" in result.stderr
+    assert f"track code: {PLANNED / 'track.py'}: the session trusts it; esdash runs it" in (
+        result.stderr
+    )
     tasks = json.loads(result.stdout)
     assert all(list(task) == KEYS for task in tasks)
     assert [t["name"] for t in tasks] == [
@@ -182,18 +186,20 @@ def test_plan_json_lists_every_task_in_order_with_its_fate(tmp_path):
     assert plan["item-stats"]["status"] == "run"
     assert plan["item-stats"]["esdash"].startswith("GET /_all/_stats as step 'item-stats'")
 
-    # the track's own Python: its parameter source is sampled and runs, its runner is named
+    # the track's own Python: its parameter source is sampled and runs; its runner, called
+    # with a recording client, does more than send one request, and is named
     source = plan["random-colors"]
     assert source["status"] == "run" and source["reason_kind"] is None
     assert source["esdash"].startswith("query step 'random-colors'")
     runner = plan["warm-cache"]
     assert (runner["operation"], runner["reason_kind"]) == ("warm-the-cache", "track_py")
     assert "not one of Rally's operation types" in runner["reason"]
-    assert str(PLANNED / "track.py") in runner["reason"]
+    recorded = f"registered in {PLANNED / 'track.py'}; it calls es.indices.refresh"
+    assert recorded in runner["reason"]
 
 
 def test_plan_text_names_the_distribution_and_every_task(tmp_path):
-    path = session(tmp_path, f'name = "rally"\npath = "{PLANNED}"')
+    path = session(tmp_path, f'name = "rally"\npath = "{PLANNED}"\ntrust_code = true')
     result = esdash("plan", str(path), cache=tmp_path / "empty-cache")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -204,6 +210,11 @@ def test_plan_text_names_the_distribution_and_every_task(tmp_path):
     assert "[parallel block 5] p-by-color (search, 3 clients;" in result.stdout
     assert "REFUSED [track_py]: 'warm-the-cache' is not one of Rally's operation types" in (
         result.stdout
+    )
+    assert lines[3] == (
+        f"  track code: {PLANNED / 'track.py'}: the session trusts it; esdash runs it in a "
+        f"child process as {'nobody' if os.geteuid() == 0 else pwd.getpwuid(os.getuid())[0]} "
+        f"for the tasks that need it"
     )
 
 

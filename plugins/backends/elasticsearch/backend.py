@@ -22,6 +22,7 @@ from esdash.plugin_api import (
     NodeRequest,
     Option,
     find_java,
+    point_jvm_files,
 )
 
 from . import distribution, doctor, security
@@ -93,12 +94,13 @@ class ElasticsearchBackend(Backend):
         if config.exists():
             shutil.rmtree(config)
         # The zip ships config/ as 0660 root; a copy per node that its user may write is
-        # needed anyway: Elasticsearch creates its keystore there on first start.
+        # needed anyway: Elasticsearch creates its keystore there on first start.  Its
+        # account's alone: it will hold the node's TLS key and the file realm.
         shutil.copytree(template, config)
         for root, _dirs, files in os.walk(config):
-            os.chmod(root, 0o750)
+            os.chmod(root, 0o700)
             for name in files:
-                os.chmod(os.path.join(root, name), 0o640)
+                os.chmod(os.path.join(root, name), 0o600)
         # JSON is valid YAML, and one line per setting keeps the file readable.
         lines = [f"{key}: {json.dumps(value)}" for key, value in settings.items()]
         (config / "elasticsearch.yml").write_text(
@@ -106,7 +108,7 @@ class ElasticsearchBackend(Backend):
             + "\n".join(lines)
             + "\n"
         )
-        _absolute_jvm_paths(config / "jvm.options", request.dirs.logs)
+        _absolute_jvm_paths(config / "jvm.options", request.dirs.jvm or request.dirs.logs)
         options_d = config / "jvm.options.d"
         options_d.mkdir(exist_ok=True)
         (options_d / "heap.options").write_text(f"-Xms{request.heap}\n-Xmx{request.heap}\n")
@@ -176,15 +178,7 @@ class ElasticsearchBackend(Backend):
         return None
 
 
-def _absolute_jvm_paths(jvm_options: Path, logs: Path) -> None:
-    """Point the GC log, error file and heap dumps of ``jvm.options`` at the node's logs.
-
-    The templates use paths relative to the working directory, which 7.17 sets to the
-    (read-only, shared) distribution directory.
-    """
-    if not jvm_options.exists():
-        return
-    text = jvm_options.read_text()
-    text = re.sub(r"(?<=[=:])logs/", f"{logs}/", text)
-    text = re.sub(r"(?m)^(-XX:HeapDumpPath=)data$", rf"\g<1>{logs}", text)
-    jvm_options.write_text(text)
+def _absolute_jvm_paths(jvm_options: Path, target: Path) -> None:
+    """The JVM's own files in ``target`` (:func:`~esdash.plugin_api.point_jvm_files`)."""
+    if jvm_options.exists():
+        jvm_options.write_text(point_jvm_files(jvm_options.read_text(), target))

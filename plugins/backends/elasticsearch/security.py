@@ -21,7 +21,12 @@ import hashlib
 import secrets
 from pathlib import Path
 
-from esdash.plugin_api import Credentials, NodeSecurity, owner_ids, write_private
+from esdash.plugin_api import (
+    Credentials,
+    NodeSecurity,
+    owner_ids,
+    write_private,
+)
 
 #: Inside a node's config dir.  The names are the same on every node, so
 #: :func:`security_settings` is too; Elasticsearch resolves relative paths in SSL settings
@@ -175,6 +180,5 @@ def client_kwargs(credentials: Credentials | None) -> dict[str, object]:
         "basic_auth": (credentials.username, credentials.password),
         "verify_certs": True,
     }
-    if credentials.ca_certs is not None:
-        kwargs["ca_certs"] = str(credentials.ca_certs)
+    kwargs["ca_certs"] = str(credentials.required_ca())  # never the library's default CAs
     return kwargs

@@ -28,6 +28,7 @@ from esdash.plugin_api import (
     JsonObject,
     NodeCommand,
     NodeRequest,
+    point_jvm_files,
 )
 
 from . import distribution, doctor, security
@@ -109,7 +110,9 @@ class OpenSearchBackend(Backend):
             + "\n".join(lines)
             + "\n"
         )
-        _absolute_jvm_paths(config / "jvm.options", request.dirs.logs, request.distribution.home)
+        _absolute_jvm_paths(
+            config / "jvm.options", request.dirs.jvm or request.dirs.logs, request.distribution.home
+        )
         options_d = config / "jvm.options.d"
         options_d.mkdir(exist_ok=True)
         heap = options_d / "heap.options"
@@ -164,16 +167,11 @@ class OpenSearchBackend(Backend):
         return None
 
 
-def _absolute_jvm_paths(jvm_options: Path, logs: Path, home: Path) -> None:
-    """Point ``jvm.options`` paths that are relative to the working directory at absolute ones.
-
-    The GC log, hs_err files and heap dumps go to the node's own logs directory (several
-    nodes share a distribution), and the ``-javaagent`` jar of 3.x to the distribution.
-    """
+def _absolute_jvm_paths(jvm_options: Path, target: Path, home: Path) -> None:
+    """The JVM's own files in ``target`` (:func:`~esdash.plugin_api.point_jvm_files`), and
+    the ``-javaagent`` jar of 3.x, relative to the working directory, in the distribution."""
     if not jvm_options.exists():
         return
-    text = jvm_options.read_text()
-    text = re.sub(r"(?<=[=:])logs/", f"{logs}/", text)
-    text = re.sub(r"(?m)^(-XX:HeapDumpPath=)data$", rf"\g<1>{logs}", text)
+    text = point_jvm_files(jvm_options.read_text(), target)
     text = re.sub(r"(?<=-javaagent:)agent/", f"{home}/agent/", text)
     jvm_options.write_text(text)

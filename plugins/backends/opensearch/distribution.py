@@ -37,6 +37,7 @@ from esdash.plugin_api import (
     find_maven,
     install_into_cache,
     maven_copy,
+    run_maven,
     unzip_keeping_modes,
     workspace,
 )
@@ -414,17 +415,13 @@ def _assemble_module(
     pom.parent.mkdir(parents=True, exist_ok=True)
     pom.write_text(_module_pom(module, version))
     target = modules_dir / module.name
-    cmd = [
-        mvn, "-B", "-q", "-f", str(pom), "dependency:copy-dependencies",
+    arguments = [
+        "-f", str(pom), "dependency:copy-dependencies",
         f"-DoutputDirectory={target}", "-DincludeScope=runtime",
     ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise FetchError(
-            f"Maven could not resolve {PLUGIN_GROUP}:{module.artifact}:{version} with its "
-            f"dependencies (exit {proc.returncode}):\n{tail}\n{hand}"
-        )
+    # strict checksums, and a failure in one line (a mismatch named as such)
+    what = f"{PLUGIN_GROUP}:{module.artifact}:{version} with its dependencies"
+    run_maven(mvn, arguments, what, hand)
     jars = list(target.glob("*.jar"))
     if not any(_artifact_name(jar.name) == module.artifact for jar in jars):
         raise FetchError(f"Maven copied no {module.artifact} jar into {target}. {hand}")

@@ -34,7 +34,13 @@ from typing import Any
 
 import bcrypt
 
-from esdash.plugin_api import Credentials, JsonObject, NodeSecurity, owner_ids, write_private
+from esdash.plugin_api import (
+    Credentials,
+    JsonObject,
+    NodeSecurity,
+    owner_ids,
+    write_private,
+)
 
 #: Inside a node's config dir; the plugin resolves relative PEM paths against it.
 NODE_CERTS_DIR = "certs"
@@ -207,6 +213,5 @@ def client_kwargs(credentials: Credentials | None) -> dict[str, Any]:
         "verify_certs": True,
         "ssl_show_warn": False,
     }
-    if credentials.ca_certs is not None:
-        kwargs["ca_certs"] = str(credentials.ca_certs)
+    kwargs["ca_certs"] = str(credentials.required_ca())  # never the library's default CAs
     return kwargs

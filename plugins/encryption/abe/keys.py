@@ -5,7 +5,10 @@ Three sources, chosen in the ``[encryption]`` table (exactly one):
 - ``key_file``: at least 32 random bytes, or the base64 text ``pyope.OPE.generate_key()``
   prints (kept verbatim, as pyope uses that text itself as its key).  Like OpenSSH with a
   private key, esdash refuses a file that the group or others may read or write, or that
-  another user owns: a key anybody can read protects nothing.
+  another user owns: a key anybody can read protects nothing.  A key file is not stretched,
+  so weak content is refused too (:data:`KEY_RULE`, :func:`weak_key_problem`): 32 zero
+  bytes, repeated bytes or a typed phrase would be a key anybody can guess, where a
+  passphrase belongs in ``passphrase_file`` and goes through Argon2id.
 - ``passphrase_file``: the first line of a file (the same permission rules), stretched
   with Argon2id into a 32-byte master key.
 - ``passphrase_command``: a program (split like a shell would, never run through one) that
@@ -52,6 +55,16 @@ from esdash.plugin_api import (
 
 #: Fewest bytes of key material a key file must hold (AES-256 and HMAC-SHA256 strength).
 MIN_KEY_BYTES = 32
+#: Fewest different byte values a key's bytes must take.  32 random bytes take 30 on
+#: average and fewer than 16 with a probability of 3.2e-17 (exact count over all 256^32
+#: keys); 32 zero bytes take 1, repeated or patterned bytes and 44 ``a`` (base64) a few.
+MIN_DISTINCT_BYTES = 16
+#: The weak-key rule in one sentence (README and every refusal say it so).
+KEY_RULE = (
+    "a key file must not be text (printable UTF-8, unless it is base64 of at least 32 bytes) "
+    f"and its key bytes (raw, or decoded from base64) must take at least {MIN_DISTINCT_BYTES} "
+    "different values"
+)
 #: Name of the salt file in the data root.
 KDF_FILE = "abe-kdf.json"
 #: Argon2id cost (RFC 9106's second recommendation, scaled: t=3, 64 MiB, 4 lanes: ~0.6 s).
@@ -170,31 +183,74 @@ def check_private_file(path: Path, what: str) -> os.stat_result:
     return info
 
 
-def parse_key(data: bytes, origin: str = "key file") -> bytes:
-    """The key material in a key file's content.
+def is_text(data: bytes) -> bool:
+    """Whether ``data`` reads as typed text: UTF-8 (a BOM allowed) of printable characters,
+    spaces, tabs and line ends only.  32 random bytes are text with a probability below
+    1.9e-11 (the share of 32-byte strings that are valid UTF-8 at all, ASCII limited to its
+    98 printable and white-space characters)."""
+    try:
+        chars = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(c.isprintable() or c in "\t\n\r" for c in chars)
+
+
+def weak_key_problem(data: bytes, decoded: bytes | None = None) -> str | None:
+    """What makes a key file's content weak under :data:`KEY_RULE`, or None.
+
+    ``data`` is the file's content; ``decoded`` the bytes its base64 text stands for, when
+    it is base64 of at least :data:`MIN_KEY_BYTES` bytes (then text is allowed: pyope's
+    keys are base64 text).  Says only sizes and counts, never a byte of the key.
+    """
+    if decoded is None and is_text(data):
+        return (
+            f"it is text ({len(data)} bytes of printable characters), a passphrase or a typed "
+            "key where random bytes are expected"
+        )
+    key = data if decoded is None else decoded
+    distinct = len(set(key))
+    if distinct < MIN_DISTINCT_BYTES:
+        what = f"its {len(key)} bytes" + (" (decoded from base64)" if decoded is not None else "")
+        kind = "all equal" if distinct == 1 else "repeated or patterned"
+        return f"{what} take only {distinct} different value{'' if distinct == 1 else 's'} ({kind})"
+    return None
+
+
+def parse_key(data: bytes, origin: str = "key file", path: Path | None = None) -> bytes:
+    """The key material in a key file's content; weak content is refused (:data:`KEY_RULE`).
 
     Base64 text of at least 32 bytes (pyope's ``generate_key()``) is used verbatim, without
     its line end, exactly as pyope uses it; anything else is raw bytes, at least 32 of them.
+    ``path`` (the key file) goes into the way out the refusals name.
     """
     text = data.strip()
+    decoded: bytes | None = None
     if _BASE64_TEXT.match(text):
         try:
             decoded = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError):
-            decoded = b""
-        if len(decoded) >= MIN_KEY_BYTES:
-            return text
-    if len(data) < MIN_KEY_BYTES:
+            decoded = None
+        if decoded is not None and len(decoded) < MIN_KEY_BYTES:
+            decoded = None
+    if decoded is None and len(data) < MIN_KEY_BYTES:
         raise BadInput(
             f"{origin} holds {len(data)} bytes; a key needs at least {MIN_KEY_BYTES} random "
             "bytes (head -c 32 /dev/urandom) or pyope's base64 text (OPE.generate_key())"
         )
-    return data
+    problem = weak_key_problem(data, decoded)
+    if problem is not None:
+        target = shlex.quote(str(path)) if path is not None else "FILE"
+        raise BadInput(
+            f"{origin} is refused as a weak key: {problem}; {KEY_RULE}; create a random key "
+            f"with (umask 077; head -c 32 /dev/urandom > {target}), or put a passphrase into "
+            "encryption.passphrase_file instead (stretched with Argon2id)"
+        )
+    return text if decoded is not None else data
 
 
 def read_key_file(path: Path) -> bytes:
     check_private_file(path, "key file")
-    return parse_key(path.read_bytes(), f"key file {path}")
+    return parse_key(path.read_bytes(), f"key file {path}", path)
 
 
 def read_passphrase_file(path: Path) -> bytes:

@@ -8,6 +8,13 @@ exactly and within 1 % of the field's domain.  The attacker's auxiliary data is 
 sample of the track's own generator (another seed) where the track has one, else uniform:
 the worst case for the defender and the best one, which the label says.
 
+Length is measured as a leak of its own: AES-SIV is not padded, so a stored token is as
+long as its plaintext plus a constant, and the operator sees that length.  The lengths are
+taken from the stored JSON text of the real ciphertexts (never from a formula), the length
+attacks run beside the others, and every field gets the majority guess as its baseline
+(every record guessed as the most frequent value): an attack's "0 %" on a field whose
+majority guess already gets half the records is no safety.
+
 The report holds counts, shares, field names and sizes, never a value of the sample: the
 verdicts are written from numbers only (a test plants marker strings and looks for them).
 :func:`analyse` works on any documents; :func:`report_for` samples a run's corpus and is
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +45,8 @@ from esdash.plugin_api import (
 
 from . import attacks
 from .codec import AbeCodec, EncodeError, FieldPlan
+from .names import segments
+from .values import StringCipher
 
 VERSION = 1
 #: Documents sampled by :func:`report_for` unless told otherwise.
@@ -49,12 +59,25 @@ THREAT_MODEL = (
     "never leaves the client. It is passive (it answers queries correctly and injects no "
     "documents or queries) and has an auxiliary sample of similar data, here the one named "
     "under 'auxiliary'. From the ciphertexts alone it learns equality of values "
-    "(deterministic AES-SIV, field names included) and, for numbers and dates, their order "
-    "(order-preserving encryption); the attacks below measure how much of the plaintext "
-    "that gives away on this sample. Out of scope: active attacks (chosen documents or "
-    "queries), the access pattern and result sizes of queries over time, document lengths "
-    "and counts, side channels of the client and nodes, compromise of the client or the "
-    "key, and attacks that combine several fields of a document."
+    "(deterministic AES-SIV, field names included); the length of every AES-SIV value, "
+    "because nothing is padded: a token is the plaintext's UTF-8 bytes plus 16, in base64, "
+    "so plaintexts of different lengths have tokens of different lengths (the schema's "
+    "field names are keyed-PRF tokens of one length and reveal none); and, for numbers and "
+    "dates, their order (order-preserving encryption; the stored number is visible, its "
+    "length with it). The attacks below measure how much of the plaintext that gives away "
+    "on this sample, each beside the majority guess (every record guessed as the field's "
+    "most frequent value), which needs no ciphertext at all. Out of scope: active attacks "
+    "(chosen documents or queries), the access pattern and result sizes of queries over "
+    "time, the number of documents and of values in an array, side channels of the client "
+    "and nodes, compromise of the client or the key, and attacks that combine several "
+    "fields of a document."
+)
+#: Added to the threat model under ``key_mode = "single"`` (the audit's cross-primitive note).
+SINGLE_KEY = (
+    " Key mode single: the key itself is every numeric field's OPE key (and the input of the "
+    "string and name keys), so in two fields whose domains have one size, values at the same "
+    "place of the domain (equal numbers, where the domains are equal) have equal ciphertexts: "
+    "a cross-field equality these attacks do not measure, which per-field keys close."
 )
 REFERENCES = [
     "Naveed, Kamara, Wright: Inference Attacks on Property-Preserving Encrypted Databases. "
@@ -63,13 +86,20 @@ REFERENCES = [
     "Analysis and Alternative Solutions. CRYPTO 2011.",
 ]
 SIV = "deterministic (AES-SIV)"
+#: What the cluster learns of a field, by scheme (length: AES-SIV tokens are not padded).
+LEARNS_SIV = "equality, length"
+LEARNS_OPE = "equality, order, approximate value"
 #: Names of the attacks in verdicts.
 SPOKEN = {
     "frequency": "frequency analysis",
     "sorting": "sorting",
     "cumulative": "the cumulative attack",
     "window": "the window bound (no auxiliary data)",
+    "length": "length classes",
+    "length+frequency": "frequency analysis within length classes",
 }
+#: The name of the baseline (``baseline`` of a field, shaped like an attack).
+MAJORITY = "majority guess"
 
 
 # ---------------------------------------------------------------------------- sampling
@@ -227,7 +257,10 @@ class Column:
 
     ``ciphertexts`` are what the cluster stores (OPE integers; AES-SIV tokens numbered in
     their sort order, which keeps equality and order); ``truth`` and ``auxiliary`` are
-    plaintexts as grid indices (OPE) or codes (deterministic).
+    plaintexts as grid indices (OPE) or codes (deterministic).  ``lengths`` is each
+    record's stored value measured as the cluster holds it (:func:`stored_length`);
+    ``aux_lengths`` the length each auxiliary value's ciphertext has (deterministic fields;
+    empty for OPE, whose lengths need the key).
     """
 
     plan: FieldPlan
@@ -235,10 +268,21 @@ class Column:
     truth: np.ndarray
     auxiliary: np.ndarray
     skipped: int
+    lengths: np.ndarray
+    aux_lengths: np.ndarray
 
     @property
     def domain(self) -> int | None:
         return self.plan.ope_grid.top + 1 if self.plan.kind == "ope" else None
+
+
+def stored_length(stored: int | str) -> int:
+    """Characters of a stored value as the cluster holds it: its JSON text in ``_source``.
+
+    Measured on the real ciphertext, never computed from the plaintext: a token with its
+    quotes (URL-safe base64 needs no escaping), a number with its digits.
+    """
+    return len(json.dumps(stored))
 
 
 def _ope_column(plan: FieldPlan, values: list[Any], aux: list[Any] | None) -> Column:
@@ -246,27 +290,40 @@ def _ope_column(plan: FieldPlan, values: list[Any], aux: list[Any] | None) -> Co
     distinct = np.unique(truth)
     table = dict(zip(distinct.tolist(), plan.ope.encrypt_many(distinct.tolist()), strict=True))
     ciphertexts = np.array([table[i] for i in truth.tolist()], dtype=np.int64)
+    sizes = {index: stored_length(stored) for index, stored in table.items()}
+    lengths = np.array([sizes[i] for i in truth.tolist()], dtype=np.int64)
     if aux is None:
         rng = np.random.default_rng(UNIFORM_SEED)
         auxiliary = rng.integers(0, plan.ope_grid.top + 1, size=max(len(truth), 1))
     else:
         auxiliary = _indices(plan, aux)[0]
-    return Column(plan, ciphertexts, truth, auxiliary.astype(np.int64), skipped)
+    none = np.empty(0, dtype=np.int64)
+    return Column(plan, ciphertexts, truth, auxiliary.astype(np.int64), skipped, lengths, none)
 
 
 def _siv_column(plan: FieldPlan, values: list[Any], aux: list[Any] | None) -> Column:
     texts, skipped = _texts(plan, values)
     aux_texts = _texts(plan, aux)[0] if aux is not None else []
-    codes = {text: code for code, text in enumerate(sorted({*texts, *aux_texts}))}
+    ordered = sorted({*texts, *aux_texts})
+    codes = {text: code for code, text in enumerate(ordered)}
     truth = np.array([codes[t] for t in texts], dtype=np.int64)
     tokens = {text: plan.siv.encrypt(text) for text in set(texts)}
     order = {token: rank for rank, token in enumerate(sorted(tokens.values()))}
     ciphertexts = np.array([order[tokens[t]] for t in texts], dtype=np.int64)
+    sizes = {text: stored_length(token) for text, token in tokens.items()}
+    lengths = np.array([sizes[t] for t in texts], dtype=np.int64)
     if aux is None:  # uniform over the values seen: one of each
         auxiliary = np.unique(truth)
     else:
         auxiliary = np.array([codes[t] for t in aux_texts], dtype=np.int64)
-    return Column(plan, ciphertexts, truth, auxiliary, skipped)
+    # The attacker's view of its auxiliary values: their ciphertexts' lengths under a key
+    # of its own (AES-SIV lengths do not depend on the key; the field's key is not used).
+    own = StringCipher(os.urandom(64), plan.path)
+    aux_sizes = {
+        code: stored_length(own.encrypt(ordered[code])) for code in set(auxiliary.tolist())
+    }
+    aux_lengths = np.array([aux_sizes[c] for c in auxiliary.tolist()], dtype=np.int64)
+    return Column(plan, ciphertexts, truth, auxiliary, skipped, lengths, aux_lengths)
 
 
 def build_column(plan: FieldPlan, values: list[Any], aux: list[Any] | None) -> Column:
@@ -366,21 +423,75 @@ def _window(col: Column, tolerance: float) -> JsonObject:
     return _measured("window", col, guesses, tolerance, note)
 
 
+def _length(col: Column) -> JsonObject:
+    """Length classes: each record guessed from its stored token's length alone."""
+    guesses = attacks.length_attack(col.lengths, col.auxiliary, col.aux_lengths)
+    classes = len(np.unique(col.lengths))
+    note = (
+        f"groups the records by the length of their stored token ({_values(classes, 'length')}"
+        f" among {_values(len(np.unique(col.truth)), 'distinct value')}) and guesses the most "
+        "frequent auxiliary value of each length; the auxiliary values' lengths come from a "
+        "key of the attacker's own (AES-SIV lengths do not depend on the key)"
+    )
+    return _measured("length", col, guesses, None, note)
+
+
+def _length_frequency(col: Column) -> JsonObject:
+    """Frequency analysis inside each length class (equality and length together)."""
+    guesses = attacks.length_frequency_attack(
+        col.ciphertexts, col.lengths, col.auxiliary, col.aux_lengths
+    )
+    note = (
+        "ranks the ciphertexts of each length by frequency against the auxiliary values of "
+        "that length"
+    )
+    return _measured("length+frequency", col, guesses, None, note)
+
+
+def _ope_length(col: Column) -> JsonObject:
+    """Not an attack of its own on OPE: the number, and so its length, is visible anyway."""
+    classes = len(np.unique(col.lengths))
+    note = (
+        f"not an attack of its own: the stored number is visible ({_values(classes, 'length')}"
+        " of its JSON text in the sample), and its length is a function of it that the "
+        "attacks on the number already have"
+    )
+    return _attack("length", False, None, note)
+
+
 def run_attacks(col: Column, uniform: bool) -> list[JsonObject]:
-    """The attacks of the field's scheme, measured (OPE: all four; AES-SIV: frequency)."""
-    names = ("frequency", "sorting", "cumulative", "window")
+    """The attacks of the field's scheme, measured (OPE: frequency, sorting, cumulative,
+    window, and length as not applicable; AES-SIV: frequency and the two length attacks)."""
+    ope = ("frequency", "sorting", "cumulative", "window", "length")
+    siv = ("frequency", "length", "length+frequency")
     if len(col.truth) == 0:
-        wanted = names if col.plan.kind == "ope" else names[:1]
+        wanted = ope if col.plan.kind == "ope" else siv
         return [_attack(n, False, None, "no values in the sample") for n in wanted]
     if col.plan.kind != "ope":
-        return [_frequency(col, None)]
+        return [_frequency(col, None), _length(col), _length_frequency(col)]
     tolerance = 0.01 * (col.plan.ope_grid.top + 1)
     return [
         _frequency(col, tolerance),
         _sorting(col, tolerance, uniform),
         _cumulative(col, tolerance),
         _window(col, tolerance),
+        _ope_length(col),
     ]
+
+
+def baseline(col: Column) -> JsonObject:
+    """The majority guess, shaped like an attack: every record guessed as the field's most
+    frequent value (exactly, and for OPE fields within 1 % of the domain)."""
+    if len(col.truth) == 0:
+        return _attack(MAJORITY, False, None, "no values in the sample")
+    tolerance = 0.01 * (col.plan.ope_grid.top + 1) if col.plan.kind == "ope" else None
+    distinct = len(np.unique(col.truth))
+    note = (
+        f"every record guessed as the most frequent of the field's "
+        f"{_values(distinct, 'distinct value')}: what knowing the distribution alone gives, "
+        "no ciphertext needed"
+    )
+    return _measured(MAJORITY, col, attacks.majority_guess(col.truth), tolerance, note)
 
 
 # ----------------------------------------------------------------------------- verdicts
@@ -414,24 +525,41 @@ def _best(found: list[JsonObject], key: str) -> JsonObject | None:
     )
 
 
-def verdict(path: str, col: Column, found: list[JsonObject]) -> str:
-    """One sentence from counts and shares only (never a value of the sample)."""
+def _guess_clause(guess: JsonObject, ope: bool) -> str:
+    """``; the majority guess alone gets 36.5 %`` (OPE: exactly, and within 1 %)."""
+    if not guess["applicable"]:
+        return ""
+    if not ope:
+        return f"; the majority guess alone gets {_pct(guess['exact'])}"
+    return (
+        f"; the majority guess alone gets {_pct(guess['exact'])} exactly, "
+        f"{_pct(guess['within_1pct'])} within 1 %"
+    )
+
+
+def verdict(path: str, col: Column, found: list[JsonObject], guess: JsonObject) -> str:
+    """One sentence from counts and shares only (never a value of the sample), ending with
+    the majority guess (``guess``, :func:`baseline`) to read the attacks' shares against."""
     distinct = len(np.unique(col.truth))
     skipped = f" ({_values(col.skipped)} off the field's grid left out)" if col.skipped else ""
     if len(col.truth) == 0:
         return f"{path}: no values in the sample, nothing measured{skipped}"
     exact = _best(found, "exact")
     assert exact is not None  # every field with values runs frequency analysis
+    baseline_text = _guess_clause(guess, col.domain is not None)
     sorting = next((a for a in found if a["name"] == "sorting" and a["applicable"]), None)
     if sorting is not None and sorting["exact"] >= exact["exact"]:
         return (
             f"{path}: dense domain of {_values(distinct)}, {_pct(sorting['exact'])} of "
-            f"records recovered by sorting{skipped}"
+            f"records recovered by sorting{baseline_text}{skipped}"
         )
     if col.domain is None:
+        classes = len(np.unique(col.lengths))
         return (
-            f"{path}: {distinct:,} distinct values, {_pct(exact['exact'])} of records "
-            f"recovered by {SPOKEN[exact['name']]}{skipped}"
+            f"{path}: {distinct:,} distinct value{'' if distinct == 1 else 's'} in {classes:,} "
+            f"length class{'' if classes == 1 else 'es'}, "
+            f"{_pct(exact['exact'])} of records recovered by {SPOKEN[exact['name']]}"
+            f"{baseline_text}{skipped}"
         )
     within = _best(found, "within_1pct")
     assert within is not None  # OPE fields with values measure both shares
@@ -450,6 +578,7 @@ def verdict(path: str, col: Column, found: list[JsonObject]) -> str:
             f"{_pct(exact['exact'])} of records recovered exactly by {SPOKEN[exact['name']]}, "
             f"{close} by {SPOKEN[within['name']]}"
         )
+    text += baseline_text
     numbered = {"day": "YYYYMMDD", "second": "YYYYMMDDhhmmss"}.get(col.plan.ope_grid.kind)
     if numbered is not None:
         text += f"; dates are numbered as {numbered}, so 1 % of the domain is 30 years"
@@ -464,16 +593,45 @@ def field_report(col: Column, uniform: bool) -> JsonObject:
     plan = col.plan
     ope = plan.kind == "ope"
     found = run_attacks(col, uniform)
+    guess = baseline(col)
     return {
         "field": plan.path,
         "type": plan.type,
         "scheme": "OPE" if ope else SIV,
-        "learns": "equality, order, approximate value" if ope else "equality",
+        "learns": LEARNS_OPE if ope else LEARNS_SIV,
         "records": len(col.truth),
         "distinct": len(np.unique(col.ciphertexts)),
+        "length_classes": len(np.unique(col.lengths)),
         "domain": col.domain,
         "attacks": found,
-        "verdict": verdict(plan.path, col, found),
+        "baseline": guess,
+        "verdict": verdict(plan.path, col, found, guess),
+    }
+
+
+def names_report(codec: AbeCodec) -> JsonObject:
+    """How the stored field names are protected, with their token lengths measured.
+
+    The lengths are those of the real name tokens of every segment the schema declares
+    (what the mapping and every document hold).
+    """
+    names = getattr(codec, "names", None)
+    segment = getattr(names, "segment", None)
+    lengths = (
+        {len(segment(part, parent)) for path in codec.plans for parent, part in segments(path)}
+        if segment is not None
+        else set()
+    )
+    learns = "equality of field names (which documents share a field)"
+    if len(lengths) == 1:
+        learns += f"; not their length: every name is stored as a {min(lengths)}-character token"
+    elif lengths:
+        learns += f" and their length ({_values(len(lengths), 'token length')})"
+    return {
+        "scheme": str(getattr(names, "scheme", SIV)),
+        "declared": len(codec.plans),
+        "learns": learns,
+        "length_classes": len(lengths) if lengths else None,
     }
 
 
@@ -499,20 +657,15 @@ def analyse(
         values = column(sample, path, points)
         aux_values = column(aux, path, points) if aux is not None else None
         fields.append(field_report(build_column(plan, values, aux_values), aux is None))
-    names = getattr(codec, "names", None)
     return {
         "version": VERSION,
-        "threat_model": THREAT_MODEL,
+        "threat_model": THREAT_MODEL + (SINGLE_KEY if codec.key_mode == "single" else ""),
         "references": list(REFERENCES),
         "documents": len(sample),
         "source": source,
         "auxiliary": auxiliary_label,
         "key_mode": codec.key_mode,
-        "names": {
-            "scheme": str(getattr(names, "scheme", SIV)),
-            "declared": len(codec.plans),
-            "learns": "equality of field names (which documents share a field)",
-        },
+        "names": names_report(codec),
         "fields": fields,
     }
 

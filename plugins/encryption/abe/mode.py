@@ -7,7 +7,8 @@ at ingest and every query are rewritten on the client, and responses decoded.  D
 
 :meth:`AbeMode.check_options` refuses what ``esdash run`` would refuse about the key source
 (exactly one source; a key or passphrase file that is missing, others may read, or too short;
-a passphrase command that is not there), for ``esdash session check`` and before launch.
+a key file that is weak, :data:`~.keys.KEY_RULE`; a passphrase command that is not there),
+for ``esdash session check`` and before launch.
 ``esdash run`` then loads the key before any node starts.
 """
 
@@ -83,7 +84,7 @@ class AbeMode(EncryptionMode):
 
         The key and passphrase files go through the checks that load them at run time
         (:func:`esdash_plugins.encryption.abe.keys.read_key_file`: mode 0600, owned by you or
-        root, long enough); a passphrase command is checked to exist, not run (it may ask
+        root, long enough, not weak); a passphrase command is checked to exist, not run (it may ask
         someone); an existing ``salt_file`` must be an esdash salt file (a missing one is
         created by the run).
         """
