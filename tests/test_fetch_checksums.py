@@ -24,6 +24,7 @@ from esdash.plugin.fetching import (
     maven_command,
     maven_copy,
     maven_failure,
+    missing_checksums_allowed,
 )
 
 GROUP = "org.example.esdash"
@@ -128,9 +129,31 @@ def test_real_maven_refuses_a_mismatch_and_a_missing_checksum_and_copies_a_good_
     assert str(missing.value) == (
         f"checksum missing: {GROUP}:bare:zip:1.0 from test-repo ({url}) has no published "
         f"checksum (.sha1 or .md5), so the download cannot be verified; nothing was "
-        f"installed. Use a repository that publishes checksums (~/.m2/settings.xml). {BY_HAND}"
+        f"installed. Use a repository that publishes checksums (~/.m2/settings.xml), or accept "
+        f"it unverified with `esdash fetch --allow-missing-checksums`. {BY_HAND}"
     )
     assert os.listdir(out) == []
     copied = maven_copy(mvn, f"{GROUP}:good:1.0:zip", out, "good-1.0.zip", BY_HAND)
     assert copied == out / "good-1.0.zip" and copied.read_bytes().startswith(b"PK")
     assert os.listdir(out) == ["good-1.0.zip"]
+
+
+def test_allowing_missing_checksums_installs_a_bare_file_but_never_a_mismatch(
+    tmp_path: Path, maven_repository: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``esdash fetch --allow-missing-checksums``: for a repository (or mirror) that serves an
+    artifact without its checksum file -- this machine's registry serves Elasticsearch 9.x
+    integ-test-zips so -- the file is installed with a warning naming it; a file whose
+    checksum does not match is refused all the same."""
+    mvn = find_tool("mvn")
+    assert mvn is not None
+    out = tmp_path / "out"
+    out.mkdir()
+    with missing_checksums_allowed():
+        with pytest.raises(ChecksumMismatch, match="^checksum mismatch: "):
+            maven_copy(mvn, f"{GROUP}:bad:1.0:zip", out, "bad-1.0.zip", BY_HAND)
+        assert os.listdir(out) == []
+        copied = maven_copy(mvn, f"{GROUP}:bare:1.0:zip", out, "bare-1.0.zip", BY_HAND)
+    assert copied.read_bytes() == b"unsigned"
+    warning = capsys.readouterr().err
+    assert "installed without checksum verification" in warning and "bare-1.0.zip" in warning

@@ -153,12 +153,16 @@ def test_summary_of_an_aborted_run_without_ingest():
     assert render_summary(results(aborted)) == (
         "esdash run nyc-20261121-031000: aborted (received SIGTERM), 3 bench ranks\n"
         "\n"
-        "step         query      requests  req/s (+- std)  docs/s  gmean ms  gstd"
+        "step         query      requests  req/s (+- std)  hits/s  gmean ms  gstd"
         "  p50 ms  p99 ms  max ms  errors\n"
         "------------ ---------- --------- --------------- ------- --------- -----"
         " ------- ------- ------- ------\n"
         "1 match_all  match_all   221,051   736.8 +- 12.1   7,368      3.80  1.16"
         "    3.80    4.70   551.0       0\n"
+        "  req/s = successful requests / the planned step duration (results format 1, written "
+        "before esdash measured the seconds)\n"
+        "  +- = the standard deviation of the step's per-interval req/s (full intervals only)\n"
+        "  hits/s = documents the searches returned (their hits) / the seconds of req/s\n"
         "  closed loop (no target throughput): latency percentiles are service times\n"
     )
 
@@ -219,13 +223,14 @@ HEADER = header_record(
 
 
 def test_live_table():
-    """p99 of 'range' is hidden: 20 samples in the interval cannot support it."""
+    """Every figure is the interval's (``now``); a search's documents are hits/s; p99 of
+    'range' is hidden: 20 samples in the interval cannot support it."""
     assert render_live(_interval(), HEADER) == (
-        "t=12.0s  measure step 2/3 sizes  missing ranks: 1\n"
-        "op     req/s  docs/s  p50 ms  p99 ms     errors\n"
-        "------ ------ ------- ------- ------- ---------\n"
-        "age    100.0   1,000    5.00    10.0          0\n"
-        "range   10.0  10,000    50.0       -  1 (4.76%)\n"
+        "t=12.0s  measure step 2/3 sizes  missing ranks: 1  (now: this 2.0 s interval)\n"
+        "op     req/s now  hits/s now  p50 ms  p99 ms     errors\n"
+        "------ ---------- ----------- ------- ------- ---------\n"
+        "age        100.0       1,000    5.00    10.0          0\n"
+        "range       10.0      10,000    50.0       -  1 (4.76%)\n"
     )
 
 
@@ -255,8 +260,9 @@ def test_one_line_per_record():
     assert lines == [
         "[     0.0s] run demo: 2 bench ranks, 2 nodes, 3 steps, interval 2 s, slurm job 77",
         "[     4.0s] ingest: 46.2% (1,200,000/2,600,000 docs)",
-        "[    12.0s] measure step 2/3 sizes: age 100.0 req/s p50 5.00 p99 10.0 ms err 0; "
-        "range 10.0 req/s p50 50.0 p99 - ms err 1 (4.76%); missing ranks 1",
+        "[    12.0s] measure step 2/3 sizes: age now 100.0 req/s 1,000 hits/s p50 5.00 p99 10.0"
+        " ms err 0; range now 10.0 req/s 10,000 hits/s p50 50.0 p99 - ms err 1 (4.76%);"
+        " missing ranks 1",
         "[    20.0s] WARNING node_lost: n1 gone",
         "[    30.0s] run ended: failed (boom)",
     ]

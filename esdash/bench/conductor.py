@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from esdash.bench import track_requests
 from esdash.bench.facts import read_facts
 from esdash.bench.settle import settle
-from esdash.bench.warmup import WarmupJudge, WarmupSchedule
+from esdash.bench.warmup import DECISION_MARGIN, JUDGED_ROUNDS, WarmupJudge, WarmupSchedule
 from esdash.plugin.control import ControlClient, ControlError
 from esdash.rundir.records import (
     BenchPlan,
@@ -150,6 +150,7 @@ class Conductor:
         self.settling: Future[SettleResult] | None = None
         self.settled: SettleResult | None = None
         self.judge: WarmupJudge | None = None
+        self._warmup_said = False
         self.steps_start: float | None = None
         self.snapshots: dict[tuple[int, str], Future[JsonObject]] = {}
         self.windows: list[StepWindow] = []
@@ -232,7 +233,17 @@ class Conductor:
         plan = self.plan
         queries = tuple(dict.fromkeys(q.name for step in plan.steps for q in step.runnable))
         if plan.warmup_max > 0 and queries:
-            schedule = WarmupSchedule(now + LEAD, queries, plan.warmup_round, plan.warmup_max)
+            schedule = WarmupSchedule.fitting(
+                now + LEAD, queries, plan.warmup_round, plan.warmup_max
+            )
+            if schedule.max_rounds == 0:  # the pre-flight refuses such a bound; be safe
+                self.sink.event(
+                    "warmup",
+                    f"no global warm-up: {plan.warmup_max:g} s is shorter than one round",
+                    level="warning",
+                )
+                self._start_steps(now + LEAD)
+                return
             self.judge = WarmupJudge(schedule)
             self.phase = "warmup"
             self._send_all({"warmup": schedule.to_message()}, KIND_START)
@@ -286,16 +297,50 @@ class Conductor:
                         f"warm-up does not wait for it: {error}",
                         level="warning",
                     )
+                why = (
+                    "every query is steady"
+                    if warm.converged
+                    else f"the bound of {self.judge.schedule.bound:g} s allows no more rounds"
+                )
                 self.sink.event(
-                    "warmup",
-                    f"global warm-up ends after round {last_round + 1}"
-                    + ("" if warm.converged else " without converging (bound reached)"),
-                    level="info" if warm.converged else "warning",
+                    "warmup", f"global warm-up: round {last_round + 1} is the last ({why})"
                 )
                 self._start_steps(steps_start, {"last_round": last_round})
         elif self.phase == "steps":
+            self._warmup_verdict(now, expected)
             self._end_counted_step(now, expected)
             self._snapshot_due(now)
+
+    def _warmup_verdict(self, now: float, expected: set[int]) -> None:
+        """Once the last warm-up round is in (or its reports are overdue): the verdict, with
+        the figures it rests on -- said after the rounds it is about, never before."""
+        judge = self.judge
+        if judge is None or judge.last_round is None or self._warmup_said:
+            return
+        last = judge.last_round
+        reported = set(judge.rounds.get(last, {}))
+        ended = judge.schedule.round_start(last + 1)
+        if now < ended or (not expected <= reported and now < ended + 2 * DECISION_MARGIN):
+            return
+        self._warmup_said = True
+        warm = judge.result()
+        ran = f"{warm.rounds} round(s) of {warm.round_seconds:g} s = {warm.seconds:g} s"
+        if warm.converged:
+            self.sink.event("warmup", f"global warm-up converged: {ran}")
+            return
+        unsteady = [
+            f"{name} (rounds {', '.join(f'{r:g}' for r in q.rounds[-JUDGED_ROUNDS:])} req/s, "
+            + (f"cv {100 * q.cv:.1f} %" if q.cv is not None else "too few rounds to judge")
+            + ")"
+            for name, q in warm.queries.items()
+            if not q.converged and name not in judge.failing
+        ]
+        self.sink.event(
+            "warmup",
+            f"global warm-up ended at its bound without converging: {ran} (bound "
+            f"{warm.bound_seconds:g} s); not steady: {'; '.join(unsteady) or 'none'}",
+            level="warning",
+        )
 
     def _end_counted_step(self, now: float, expected: set[int]) -> None:
         """Announce the end of the running counted step once every expected worker is done.

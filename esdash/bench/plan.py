@@ -117,6 +117,21 @@ def planned_query(
 STEP_PAUSE = 1.0
 
 
+def step_pause(step: QueryStep, warmup: float) -> float:
+    """Seconds a step waits before its warm-up (:data:`STEP_PAUSE` less its warm-up); none
+    for a counted step, which starts when every client of the step before is done."""
+    return 0.0 if step.iterations is not None else max(0.0, STEP_PAUSE - warmup)
+
+
+def global_warmup_bound(session: Session) -> float:
+    """The longest the global warm-up may take before the steps, in seconds: the session's
+    ``benchmark.warmup_max``, none in Rally's test mode (a smoke test).  The warm-up never
+    runs past it (:meth:`esdash.bench.warmup.WarmupSchedule.fitting`)."""
+    if session.track.options.get("test_mode"):
+        return 0.0
+    return session.benchmark.warmup_max
+
+
 def plan_steps(
     steps: tuple[QueryStep, ...],
     session: Session,
@@ -135,8 +150,7 @@ def plan_steps(
         planned.append(
             PlannedStep(
                 name=step.name,
-                # a counted step starts after every client of the step before is done
-                pause=0.0 if step.iterations is not None else max(0.0, STEP_PAUSE - warmup),
+                pause=step_pause(step, warmup),
                 queries=tuple(planned_query(q, index, distribution, codec) for q in step.queries),
                 warmup=warmup,
                 duration=duration,
@@ -359,7 +373,7 @@ def make_plan(
         after_ingest=session.benchmark.after_ingest,
         max_num_segments=session.benchmark.max_num_segments,
         settle_timeout=session.benchmark.settle_timeout,
-        warmup_max=session.benchmark.warmup_max,
+        warmup_max=global_warmup_bound(session),
         warmup_round=session.benchmark.warmup_round,
         order=session.benchmark.order,
         repetitions=session.benchmark.repetitions,

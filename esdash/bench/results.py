@@ -82,6 +82,7 @@ from esdash.stats import (
     summarize,
     throughput,
 )
+from esdash.stats.metrics import REQUESTS_PER_S
 from esdash.stats.trend import steadiness
 
 SCHEMA = RESULTS_SCHEMA
@@ -452,11 +453,8 @@ def _step_result(
     )
 
 
-#: How every req/s in results.json (format >= 3) is defined; the README says the same.
-THROUGHPUT_DEFINITION = (
-    "successful requests / seconds actually measured (the longest any rank measured the "
-    "step; idle time between steps excluded)"
-)
+#: How every req/s in results.json (format >= 3) is defined: the one definition.
+THROUGHPUT_DEFINITION = REQUESTS_PER_S
 
 UNITS = {
     "time": "ms",

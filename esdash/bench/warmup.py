@@ -34,13 +34,9 @@ from dataclasses import dataclass, field
 from esdash.bench import loadgen
 from esdash.cluster.http import Connection, RequestFailed
 from esdash.rundir.records import GlobalWarmup, JsonObject, WarmupQuery
+from esdash.stats.convergence import ALPHA, CV_LIMIT, JUDGED_ROUNDS, fitted_slot
 from esdash.stats.trend import cv, mann_kendall
 
-#: Rounds a query is judged over.
-JUDGED_ROUNDS = 3
-#: Convergence limits (see the module docstring).
-CV_LIMIT = 0.05
-ALPHA = 0.05
 #: Seconds between the warm-up's decision and the round it ends, at least.
 DECISION_MARGIN = 1.0
 #: Pause between the last warm-up round and the first step.
@@ -60,10 +56,20 @@ class WarmupSchedule:
     def round_seconds(self) -> float:
         return self.slot * len(self.queries)
 
+    @classmethod
+    def fitting(
+        cls, start: float, queries: tuple[str, ...], slot: float, bound: float
+    ) -> WarmupSchedule:
+        """A schedule whose slot shrinks (never grows) so that the rounds needed to judge
+        convergence fit in ``bound`` (:func:`esdash.stats.convergence.fitted_slot`)."""
+        return cls(start, queries, fitted_slot(slot, len(queries), bound), bound)
+
     @property
     def max_rounds(self) -> int:
-        """Rounds that fit in the bound (at least one: a bound below a round still warms)."""
-        return max(1, int(self.bound // self.round_seconds)) if self.round_seconds else 0
+        """Whole rounds that fit in the bound: the warm-up never runs past it."""
+        if not self.round_seconds:
+            return 0
+        return int(self.bound / self.round_seconds + 1e-9)
 
     def round_start(self, round_: int) -> float:
         return self.start + round_ * self.round_seconds

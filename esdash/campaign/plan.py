@@ -24,11 +24,13 @@ cluster.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from esdash.campaign.spec import Campaign, Point, digest, value_key
 from esdash.errors import BadInput
+from esdash.prepare.timelimit import JobTime, job_time
+from esdash.prepare.walltime import WallTime
 
 #: Ingest actions of a planned point.
 FIRST = "first"  # first point on its index in this cluster: ingests unless the index is complete
@@ -163,3 +165,90 @@ def render_plan(
                 what += " -- REFUSED by its pre-flight checks"
             lines.append(f"  {planned.point.label or planned.point.id}: {what}")
     return lines
+
+
+# ----------------------------------------------------------------------- wall time
+
+
+@dataclass(frozen=True)
+class PointTime:
+    """A point to run and its estimated wall time (its own ``esdash run --cluster``), or
+    why there is none (its session or track does not load)."""
+
+    planned: PlannedPoint
+    wall: WallTime | None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterTime:
+    """A cluster group's points to run, and its cluster's start and stop, counted once."""
+
+    number: int
+    group: ClusterGroup
+    points: tuple[PointTime, ...]
+
+    @property
+    def cluster_seconds(self) -> float:
+        """The cluster's start and stop, from the first point's estimate (0 without one)."""
+        first = self.points[0].wall if self.points else None
+        return first.cluster_seconds if first is not None else 0.0
+
+    @property
+    def seconds(self) -> float:
+        return self.cluster_seconds + sum(p.wall.run_seconds for p in self.points if p.wall)
+
+
+@dataclass(frozen=True)
+class SizeTime:
+    """The Slurm job of one cluster size (``esdash sweep --submit``): its clusters one after
+    the other, the sum, and the ``--time`` it asks for."""
+
+    nodes: int
+    clusters: tuple[ClusterTime, ...]
+    job_time: JobTime
+
+    @property
+    def seconds(self) -> float:
+        return sum(cluster.seconds for cluster in self.clusters)
+
+    @property
+    def missing(self) -> list[PointTime]:
+        """The points without an estimate: the sum leaves them out."""
+        return [p for cluster in self.clusters for p in cluster.points if p.wall is None]
+
+
+def wall_times(
+    groups: Sequence[ClusterGroup],
+    to_run: Collection[str],
+    estimate: Callable[[PlannedPoint], WallTime],
+    own_time: Callable[[int], str | None],
+    problem: type[Exception] = BadInput,
+) -> list[SizeTime]:
+    """Per cluster size, the clusters and points (ids in ``to_run``) its job runs, in the
+    sweep's order, with their estimates and the job's ``--time``.
+
+    A sweep starts each group's cluster once and runs its points against it, so a point
+    counts without the cluster's start and stop (:attr:`WallTime.run_seconds`) and the group
+    adds them once.  ``estimate`` gives a point's wall time (a point that re-ingests or
+    reuses the index says so in its planned action); ``problem`` is what it raises for a
+    point it cannot estimate, recorded on the point.  ``own_time(nodes)`` is the
+    ``[slurm] time`` the campaign or its base session sets for that size's job, if any.
+    """
+    sizes: dict[int, list[ClusterTime]] = {}
+    for number, group in enumerate(groups, 1):
+        points = []
+        for planned in group.points:
+            if planned.point.id not in to_run:
+                continue
+            try:
+                points.append(PointTime(planned, estimate(planned)))
+            except problem as exc:
+                points.append(PointTime(planned, None, str(exc).splitlines()[0]))
+        if points:
+            sizes.setdefault(group.nodes, []).append(ClusterTime(number, group, tuple(points)))
+    jobs = []
+    for nodes, clusters in sorted(sizes.items()):
+        total = sum(cluster.seconds for cluster in clusters)
+        jobs.append(SizeTime(nodes, tuple(clusters), job_time(own_time(nodes), total)))
+    return jobs

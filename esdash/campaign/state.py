@@ -32,13 +32,14 @@ from pathlib import Path
 
 import tomli_w
 
+from esdash.boundary import make_dirs
 from esdash.campaign.plan import ClusterGroup
 from esdash.campaign.spec import Campaign, Point
 from esdash.errors import BadInput, EsdashError
 from esdash.launch import process
 from esdash.paths import runs_dir
 from esdash.rundir import files
-from esdash.rundir.layout import CampaignFiles, RunDir
+from esdash.rundir.layout import PASSABLE, CampaignFiles, RunDir
 from esdash.rundir.records import (
     CAMPAIGN_SCHEMA,
     CampaignPoint,
@@ -157,8 +158,12 @@ class CampaignDir:
         return status
 
     def prepare(self, campaign: Campaign, points: Sequence[Point]) -> None:
-        """Create the directory; write each point's session unless its run is complete."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        """Create the directory; write each point's session unless its run is complete.
+
+        As root the directory is made passable (0711, like a run directory): the campaign's
+        data roots live below it and the node account must reach its own data there.
+        """
+        make_dirs(self.path, PASSABLE if os.geteuid() == 0 else 0o700)
         shutil.copyfile(campaign.path, self.files.campaign_file)
         for point in points:
             if self.status(point) == "completed":

@@ -1,28 +1,62 @@
-"""``esdash compare BASELINE CONTENDER...``: per-query differences between runs."""
+"""``esdash compare BASELINE CONTENDER...``: per-query effects with intervals and verdicts."""
 
 from __future__ import annotations
 
 import argparse
 
+#: The default margin of equivalence, in percent (esdash.stats.verdicts.MARGIN; not
+#: imported: parsing the arguments must not load numpy).
+MARGIN_PCT = 5.0
+
+
+def _percent(text: str) -> float:
+    """A percentage from 0 (exclusive) to 100 (exclusive), e.g. ``5`` or ``2.5``."""
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a percentage such as 5, found {text!r}"
+        ) from None
+    if not 0 < value < 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage above 0 and below 100: {text}")
+    return value
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare",
-        help="per-query differences of one or more contenders against a baseline",
+        help="per-query effects of one or more contenders against a baseline, with verdicts",
         description=(
             "Each argument is a run directory, a campaign directory narrowed to one "
-            "configuration (DIR#setup=abe,nodes=3: its repetitions), or an authors' result "
-            "file. A '~' note marks a difference inside the spread: the [min, max] ranges of "
-            "repeated runs overlap, or, for two single runs, the difference is no larger than "
-            "the larger interval-to-interval standard deviation. A run whose session "
-            "declares [references] is judged against them (within / better / worse); a "
-            "missed reference exits 3."
+            "configuration (DIR#setup=abe,nodes=3: its repetitions; a side whose runs differ "
+            "in any measured setting is refused, naming the settings), or an authors' result "
+            "file. Every cell gives the ratio contender / baseline with its 95 % interval "
+            "(bootstrap over a side's runs or rounds, or over blocks of a single run's "
+            "intervals), a verdict -- equivalent (the interval within +-MARGIN), better or "
+            "worse (p < 0.05 after Holm's correction over the queries), else inconclusive -- "
+            "and the repetitions per side an interval of +-PRECISION needs. Percentiles of "
+            "several runs come from their merged histograms. A run whose session declares "
+            "[references] is judged against them (within / better / worse); a missed "
+            "reference exits 3. Details: docs/campaign.md."
         ),
     )
     parser.add_argument("baseline", metavar="BASELINE")
     parser.add_argument("contenders", nargs="+", metavar="CONTENDER")
     parser.add_argument(
         "--format", choices=("text", "md", "json"), default="text", help="default text"
+    )
+    parser.add_argument(
+        "--margin",
+        type=_percent,
+        default=MARGIN_PCT,
+        metavar="PCT",
+        help=f"a change within +-PCT %% is 'equivalent' (default {MARGIN_PCT:g})",
+    )
+    parser.add_argument(
+        "--precision",
+        type=_percent,
+        metavar="PCT",
+        help="the interval width, +-PCT %%, the repetitions needed are for (default: the margin)",
     )
     parser.set_defaults(func=run)
 
@@ -35,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
 
     baseline = load_side(args.baseline)
     contenders = [load_side(spec) for spec in args.contenders]
-    print(render(baseline, compare(baseline, contenders), args.format), end="")
+    precision = None if args.precision is None else args.precision / 100.0
+    records = compare(baseline, contenders, args.margin / 100.0, precision)
+    print(render(baseline, records, args.format, contenders), end="")
     missed = 0
     for side in (baseline, *contenders):
         for entry in side.entries:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from esdash import paths
@@ -27,6 +28,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--version", default=None, help="distribution version (default: the backend's own)"
     )
+    parser.add_argument(
+        "--allow-missing-checksums",
+        action="store_true",
+        help="install a file whose repository publishes no checksum, unverified, with a "
+        "warning naming it (a checksum that does not match is refused all the same)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -39,12 +46,15 @@ def run(args: argparse.Namespace) -> int:
     """
     from esdash.errors import BadInput
     from esdash.host.fetch import fetch
-    from esdash.plugin.fetching import ArtifactNotFound
+    from esdash.plugin.fetching import ArtifactNotFound, missing_checksums_allowed
     from esdash.progress import for_stderr
 
     lines = for_stderr()
+    unverified = getattr(args, "allow_missing_checksums", False)
+    allowed = missing_checksums_allowed() if unverified else nullcontext()
     try:
-        home = fetch(args.backend, args.version, say=lines.switch)
+        with allowed:
+            home = fetch(args.backend, args.version, say=lines.switch)
     except ArtifactNotFound as exc:
         lines.close(failed=True)
         if exc.version != args.version:

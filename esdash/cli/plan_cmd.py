@@ -3,9 +3,12 @@
 For each task in order (inside ``parallel`` blocks too): its operation, clients and schedule
 as the track gives them, and what esdash does with it, or why it cannot (``refused`` with a
 reason kind: ``module``, ``mapper``, ``field_type``, ``track_py``, ``unsupported_operation``),
-checked against the distribution the session would run.  ``--json`` prints a JSON array, one
-object per task; the distribution line then goes to stderr.  Exit code 2 when the track does
-not load (the message names the file or the session key).
+checked against the distribution the session would run.  Then how long a run takes: every
+phase with its time, whether that is fixed by the session, an estimate (and from what) or a
+bound, each query step, the total, and the ``--time`` ``esdash submit`` would ask Slurm for.
+``--json`` prints one JSON object: ``tasks`` (one object per task), ``wall_time`` (``total``,
+``phases``, ``steps``) and ``slurm_time``; the distribution line then goes to stderr.  Exit
+code 2 when the track does not load (the message names the file or the session key).
 """
 
 from __future__ import annotations
@@ -26,7 +29,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     parser.add_argument("session", metavar="SESSION", help="session file")
-    parser.add_argument("--json", action="store_true", help="one JSON object per task")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object: the tasks, the wall-time estimate and the Slurm time limit",
+    )
     add_trust_flag(parser)
     parser.set_defaults(func=run)
 
@@ -34,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from esdash.cluster.preflight import track_finding
     from esdash.session import load_session
-    from esdash.view.plan import schedule_text, session_plan
+    from esdash.view.plan import schedule_text, session_plan, time_line, wall_time_lines
 
     session = load_session(args.session, trust_track_code=trusted(args))
     try:
@@ -46,7 +53,12 @@ def run(args: argparse.Namespace) -> int:
         print(plan.distribution_line, file=sys.stderr)
         for line in (*plan.corpus_lines, *([code] if code else [])):
             print(line, file=sys.stderr)
-        print(json.dumps([task.to_json() for task in plan.tasks], indent=2))
+        document = {
+            "tasks": [task.to_json() for task in plan.tasks],
+            "wall_time": plan.wall_time.to_json() if plan.wall_time else None,
+            "slurm_time": plan.job_time.to_json() if plan.job_time else None,
+        }
+        print(json.dumps(document, indent=2))
         return 0
     refused = sum(1 for task in plan.tasks if task.status == "refused")
     print(
@@ -71,4 +83,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"     run: {task.esdash}")
         else:
             print(f"     REFUSED [{task.reason_kind}]: {task.reason}")
+    if plan.wall_time is not None:
+        for line in wall_time_lines(plan.wall_time):
+            print(line)
+    if plan.job_time is not None:
+        print(f"  {time_line(plan.job_time)}")
     return 0

@@ -1,4 +1,10 @@
-"""``esdash submit SESSION``: from a login node, run a session's cluster as a Slurm job."""
+"""``esdash submit SESSION``: from a login node, run a session's cluster as a Slurm job.
+
+The job asks Slurm for the session's ``[slurm] time``; a session that sets none gets the
+run's estimated wall time with a margin (:mod:`esdash.prepare.timelimit`), and the command
+says which it used.  ``--dry-run`` also prints the estimate, phase by phase (stderr: the
+script alone is on stdout).
+"""
 
 from __future__ import annotations
 
@@ -25,7 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="run every check a submit runs and print the job script; write and submit nothing",
+        help="run every check a submit runs, print the job script and the estimated wall "
+        "time of every phase; write and submit nothing",
     )
     add_trust_flag(parser)
     parser.set_defaults(func=run)
@@ -38,8 +45,12 @@ def run(args: argparse.Namespace) -> int:
     session = load_session(args.session, trust_track_code=trusted(args))
     if args.dry_run:
         return _dry_run(session, args)
+    from esdash.view.plan import time_line
+
     submitted = start.submit(session, bench=args.bench, fresh=args.fresh)
     print(f"submitted job {submitted.job}; run directory: {submitted.run.path}")
+    if submitted.job_time is not None:
+        print(time_line(submitted.job_time, "the job asked"))
     print(f"follow it with: esdash cluster status {submitted.run.path}")
     return 0
 
@@ -52,12 +63,19 @@ def _dry_run(session: Session, args: argparse.Namespace) -> int:
     real submit would put it.
     """
     from esdash.run import start
+    from esdash.view.plan import time_line, wall_time_lines
 
-    run, script = start.preview_submit(session, bench=args.bench, fresh=args.fresh)
-    print(script, end="")
+    preview = start.preview_submit(session, bench=args.bench, fresh=args.fresh)
+    print(preview.script, end="")
+    held = "the job holds the cluster; the estimate is for one `esdash run --cluster` on it"
+    job = "the job runs the benchmark" if args.bench else held
+    print(f"esdash submit: {job}", file=sys.stderr)
+    for line in wall_time_lines(preview.wall_time):
+        print(line, file=sys.stderr)
+    print(f"  {time_line(preview.job_time)}", file=sys.stderr)
     print(
         f"esdash submit: dry run: the checks pass; not written, not submitted (a submit "
-        f"writes this to {run.job_script} in a new run directory)",
+        f"writes this to {preview.run.job_script} in a new run directory)",
         file=sys.stderr,
     )
     return 0

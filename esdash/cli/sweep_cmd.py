@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -13,6 +14,7 @@ from esdash.cli._trust import trusted
 from esdash.rundir.layout import CAMPAIGNS
 
 if TYPE_CHECKING:
+    from esdash.campaign.plan import SizeTime
     from esdash.campaign.sweep import Sweep
 
 
@@ -104,6 +106,10 @@ def run(args: argparse.Namespace) -> int:
         trust_track_code=trusted(args),
     )
     sweep = Sweep(campaign, directory, points, options, _stdout())
+    if args.dry_run and not args.submit:
+        code = sweep.dry_run()
+        _show_wall_times(sweep, _wall_times(sweep))
+        return code
     if not args.submit:
         return sweep.run()
     extra = ["--retries", str(args.retries), f"--reuse-index={args.reuse_index}"] + (
@@ -119,14 +125,79 @@ def _submit(sweep: Sweep, extra: list[str]) -> int:
     from esdash.campaign.submit import job_scripts, show_jobs, submit_jobs
 
     campaign, directory, only = sweep.campaign, sweep.directory, list(sweep.options.only)
+    trust = sweep.options.trust_track_code
     if sweep.options.dry_run:
         code = sweep.dry_run()
-        show_jobs(job_scripts(campaign, directory, sweep.points, only, extra), sweep.out)
+        times = _wall_times(sweep)
+        _show_wall_times(sweep, times)
+        scripts = job_scripts(campaign, directory, sweep.points, only, extra, times, trust)
+        show_jobs(scripts, sweep.out)
         return code
-    submit_jobs(campaign, directory, sweep.points, only, extra, sweep.out)
+    # the campaign's own [slurm] time needs no estimate; job_scripts asks for one otherwise
+    estimates = None if campaign.slurm.get("time") else _wall_times(sweep)
+    submit_jobs(campaign, directory, sweep.points, only, extra, sweep.out, trust, estimates)
     directory.write_summary(campaign, plan(sweep.points, campaign.ingest))
     print(f"campaign directory: {directory.path}", file=sweep.out)
     return 0
+
+
+def _wall_times(sweep: Sweep) -> list[SizeTime]:
+    """Every point to run estimated (each loads its track: a phase that says so when slow)."""
+    from esdash.campaign.submit import wall_times
+    from esdash.progress import CHECKS_GRACE, for_stderr
+
+    options = sweep.options
+    what = "estimating the wall time of the points to run"
+    with for_stderr().phase(what, announce_after=CHECKS_GRACE) as phase:
+        return wall_times(
+            sweep.campaign,
+            sweep.directory,
+            sweep.points,
+            options.only,
+            options.trust_track_code,
+            estimated=phase.advance,
+        )
+
+
+def _show_wall_times(sweep: Sweep, sizes: Sequence[SizeTime]) -> None:
+    """Per Slurm job (one per cluster size), its clusters and points with their estimated
+    wall times, the sum, and the ``--time`` that ``--submit`` asks for."""
+    from esdash.view.format import duration
+    from esdash.view.plan import phases_brief, time_line
+
+    out = sweep.out
+    if not sizes:
+        return
+    print("wall time of the points to run (bounds at their bound; README: Wall time):", file=out)
+    for size in sizes:
+        points = sum(len(cluster.points) for cluster in size.clusters)
+        missing = f" without {len(size.missing)} point(s) not estimated" if size.missing else ""
+        print(
+            f"  Slurm job for {size.nodes} node(s): {len(size.clusters)} cluster(s), "
+            f"{points} point(s), {duration(size.seconds)}{missing}",
+            file=out,
+        )
+        print(f"    {time_line(size.job_time, 'esdash sweep --submit asks')}", file=out)
+        for cluster in size.clusters:
+            first = cluster.points[0].wall
+            start = first.phase("cluster_start") if first is not None else None
+            stop = first.phase("cluster_stop") if first is not None else None
+            said = (
+                f"start ~{duration(start.seconds)}, stop ~{duration(stop.seconds)}"
+                if start is not None and stop is not None
+                else "start and stop not estimated"
+            )
+            print(f"    cluster {cluster.number} ({cluster.group.label}): {said}", file=out)
+            for point in cluster.points:
+                label = point.planned.point.label or point.planned.point.id
+                if point.wall is None:
+                    print(f"      {label}: no estimate: {point.problem}", file=out)
+                    continue
+                print(
+                    f"      {label}: {duration(point.wall.run_seconds)} "
+                    f"({phases_brief(point.wall, cluster=False)})",
+                    file=out,
+                )
 
 
 def _stdout() -> TextIO:

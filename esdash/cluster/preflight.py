@@ -31,12 +31,13 @@ from esdash.paths import cache_dir
 from esdash.plugin import corpus as ndjson
 from esdash.plugin.api import Corpus, Owner, Track
 from esdash.plugin.api import Distribution as EngineDistribution
-from esdash.plugin.capabilities import runnable_steps
+from esdash.plugin.capabilities import missing_capability, runnable_steps
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck, Stage, run_checks
 from esdash.plugin.manager import PluginSet, get_plugins
 from esdash.plugin.options import suggest
 from esdash.plugin.planning import PlannedTask, plan_of_steps
 from esdash.session import Session
+from esdash.stats.convergence import bound_problem
 from esdash.stats.order import minimum_repetitions
 from esdash.thresholds import parse_threshold, target_problem
 
@@ -314,6 +315,44 @@ class StepOrder(PreflightCheck):
                 f"rounds (minimum {needed}), found {bench.repetitions}; set repetitions = "
                 f'{needed * max(1, round(bench.repetitions / needed))} or order = "random"',
             )
+
+
+class WarmupBound(PreflightCheck):
+    """``benchmark.warmup_max`` is long enough to judge whether the queries run steadily.
+
+    The global warm-up judges each query over a few rounds of at least a second each
+    (:mod:`esdash.stats.convergence`); a shorter bound could only ever end "not converged".
+    The queries counted are those the warm-up runs: the distinct queries of the steps the
+    distribution can answer (all, when it is not installed here).
+    """
+
+    name = "warmup-bound"
+    description = "a global warm-up bound long enough to judge convergence"
+    stage = "session"
+
+    def run(self, context: CheckContext) -> Iterator[Finding]:
+        session = context.session
+        bound = session.benchmark.warmup_max
+        if bound <= 0:
+            return
+        try:
+            steps = session.query_steps(context.plugins.track(session.track.name))
+        except BadInput:
+            return  # the session's own validation reports a broken track or query file
+        try:
+            backend = context.plugins.backend(session.cluster.backend.name)
+            distribution = backend.inspect(resolve_home(session))
+            queries = {
+                q.name
+                for step in steps
+                for q in step.queries
+                if missing_capability(tuple(q.requires), distribution, q.body) is None
+            }
+        except BadInput:
+            queries = {q.name for step in steps for q in step.queries}  # no distribution here
+        problem = bound_problem(len(queries), bound)
+        if problem:
+            yield Finding("benchmark.warmup_max", problem)
 
 
 class References(PreflightCheck):
@@ -661,6 +700,7 @@ CORE_CHECKS: tuple[PreflightCheck, ...] = (
     CorpusPresent(),
     TasksRun(),
     StepOrder(),
+    WarmupBound(),
     References(),
     Thresholds(),
     IndexShards(),

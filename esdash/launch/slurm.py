@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 
 from esdash.errors import BadInput, EsdashError
 from esdash.rundir.layout import JOB_SCRIPT, RunDir
@@ -75,22 +76,37 @@ def _command_line(command: list[str]) -> str:
     return f"exec {shlex.join(command)}"
 
 
-def batch_script(session: Session, run: RunDir, command: list[str]) -> str:
+def session_time(session: Session) -> str | None:
+    """The session's own ``[slurm] time``, or None when its table sets none (then
+    ``session.slurm.time`` is the option's default, which nobody chose for this run)."""
+    table = session.source.get("slurm")
+    value = table.get("time") if isinstance(table, Mapping) else None
+    return None if value is None else str(value)
+
+
+def batch_script(
+    session: Session, run: RunDir, command: list[str], default_time: str | None = None
+) -> str:
     """The sbatch script: resources from the session, the command, output into the run dir.
 
     sbatch takes its options from the #SBATCH lines before the first command line and
     cannot unquote them as a shell would, so every value there must read back as written
     (:func:`_directive`); the command line is quoted with :func:`shlex.join`.
+
+    ``--time`` is the session's ``slurm.time`` when it sets one, else ``default_time`` (the
+    run's estimated wall time with its margin, :func:`esdash.prepare.timelimit.job_time`),
+    else the option's default.
     """
     cluster, slurm = session.cluster, session.slurm
     hosts = -(-cluster.nodes // cluster.nodes_per_host)
     directory = _run_directory(run)
+    time = slurm.time if default_time is None or session_time(session) else default_time
     lines = [
         "#!/bin/bash",
         _directive(session, "name", "--job-name", f"esdash-{session.name}"),
         f"#SBATCH --nodes={hosts}",
         f"#SBATCH --ntasks-per-node={cluster.nodes_per_host}",
-        _directive(session, "slurm.time", "--time", slurm.time),
+        _directive(session, "slurm.time", "--time", time),
         f"#SBATCH --output={directory}/{run.slurm_output_pattern.name}",
         f"#SBATCH --chdir={directory}",
     ]

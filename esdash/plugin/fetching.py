@@ -19,6 +19,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import urllib.request
 import xml.etree.ElementTree as ElementTree
@@ -42,7 +43,28 @@ class ChecksumMismatch(FetchError):
     """A downloaded file did not match the checksum its repository publishes (or it has none).
 
     Maven refuses the file under ``-C`` (:func:`run_maven`), so nothing was installed.
+    ``missing``: the repository published no checksum at all (not a mismatch).
     """
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+#: Whether a download whose repository publishes no checksum may go ahead unverified
+#: (``esdash fetch --allow-missing-checksums``); a mismatch is refused whatever this says.
+_MISSING_ALLOWED: list[bool] = [False]
+
+
+@contextmanager
+def missing_checksums_allowed() -> Iterator[None]:
+    """Inside, an artifact without a published checksum is installed unverified, with a
+    warning naming it; one whose checksum does not match is still refused."""
+    _MISSING_ALLOWED.append(True)
+    try:
+        yield
+    finally:
+        _MISSING_ALLOWED.pop()
 
 
 class ArtifactNotFound(FetchError):
@@ -88,6 +110,12 @@ _CHECKSUM = re.compile(
     r"Could not transfer artifact (?P<coords>\S+) from/to (?P<repo>\S+) \((?P<url>[^)\s]+)\): "
     r"Checksum validation failed, (?:expected (?P<expected>[0-9A-Fa-f]+) but is "
     r"(?P<actual>[0-9A-Fa-f]+)|no checksums available)"
+)
+#: What Maven says under its *warn* policy (``-c``) for a file it keeps anyway.
+_CHECKSUM_WARNING = re.compile(
+    r"\[WARNING\] Checksum validation failed, (?:expected (?P<expected>[0-9A-Fa-f]+) but is "
+    r"(?P<actual>[0-9A-Fa-f]+)|no checksums available) from (?P<repo>\S+) for "
+    r"(?P<url>\S*/(?P<coords>[^/\s]+))"
 )
 #: Digest length in hex digits -> algorithm.
 _DIGESTS = {32: "MD5", 40: "SHA-1", 64: "SHA-256", 128: "SHA-512"}
@@ -136,8 +164,34 @@ def run_maven(mvn: str, arguments: Sequence[str], what: str, by_hand: str) -> No
     proc = subprocess.run(
         maven_command(mvn, arguments), capture_output=True, text=True, stdin=subprocess.DEVNULL
     )
+    if proc.returncode == 0:
+        return
+    failure = maven_failure(what, proc.stdout + proc.stderr, proc.returncode, by_hand)
+    if not (isinstance(failure, ChecksumMismatch) and failure.missing and _MISSING_ALLOWED[-1]):
+        raise failure
+    _unverified(mvn, arguments, what, by_hand)
+
+
+def _unverified(mvn: str, arguments: Sequence[str], what: str, by_hand: str) -> None:
+    """The same Maven run under its *warn* checksum policy (``-c``, and not quiet, so its
+    warnings show): a file without a published checksum is kept, with a warning on stderr;
+    a checksum Maven found and that did not match is still refused."""
+    options = [o for o in MAVEN_OPTIONS if o not in ("-C", "-q")] + ["-c"]
+    proc = subprocess.run(
+        [mvn, *options, *arguments], capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    text = strip_ansi(proc.stdout + proc.stderr)
+    for found in _CHECKSUM_WARNING.finditer(text):
+        if found["expected"] is not None:
+            raise ChecksumMismatch(checksum_message(found, by_hand))
     if proc.returncode != 0:
-        raise maven_failure(what, proc.stdout + proc.stderr, proc.returncode, by_hand)
+        raise maven_failure(what, text, proc.returncode, by_hand)
+    unverified = sorted({m["coords"] for m in _CHECKSUM_WARNING.finditer(text)}) or [what]
+    print(
+        f"esdash: warning: installed without checksum verification (the repository publishes "
+        f"none; --allow-missing-checksums): {', '.join(unverified)}",
+        file=sys.stderr,
+    )
 
 
 def maven_copy(mvn: str, artifact: str, outdir: Path, file_name: str, by_hand: str) -> Path:
@@ -164,7 +218,9 @@ def maven_failure(artifact: str, output: str, code: int, by_hand: str) -> FetchE
     text = strip_ansi(output)
     checksum = _CHECKSUM.search(text)
     if checksum:
-        return ChecksumMismatch(checksum_message(checksum, by_hand))
+        return ChecksumMismatch(
+            checksum_message(checksum, by_hand), missing=checksum["expected"] is None
+        )
     found = next((m for pattern in _NOT_FOUND if (m := pattern.search(text))), None)
     if found:
         said = found.groupdict()
@@ -191,7 +247,8 @@ def checksum_message(found: re.Match[str], by_hand: str) -> str:
         return (
             f"checksum missing: {where} has no published checksum (.sha1 or .md5), so the "
             f"download cannot be verified; nothing was installed. Use a repository that "
-            f"publishes checksums (~/.m2/settings.xml). {by_hand}"
+            f"publishes checksums (~/.m2/settings.xml), or accept it unverified with "
+            f"`esdash fetch --allow-missing-checksums`. {by_hand}"
         )
     algorithm = _DIGESTS.get(len(found["actual"]), "checksum")
     return (

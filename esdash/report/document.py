@@ -59,7 +59,8 @@ from esdash.report.tables import (
 )
 from esdash.report.trust import trust_tables
 from esdash.rundir import files
-from esdash.rundir.records import JsonObject
+from esdash.rundir.records import Interval, JsonObject
+from esdash.rundir.stream import StreamReader
 from esdash.view import leakage
 from esdash.view.inputs import BASELINE, Inputs
 
@@ -151,13 +152,24 @@ def _json_safe(value: object) -> object:
 
 
 def write_rally(report: Report, out: Path) -> Path:
-    """``rally.json``: every run's tasks under Rally's metric names (:mod:`.rally_metrics`)."""
-    from esdash.report.rally_metrics import rally_document
+    """``rally.json``: every run's tasks under Rally's metric names (:mod:`.rally_metrics`);
+    Rally's throughput comes from each run's stream (read once per run)."""
+    from esdash.report.rally_metrics import RallyRun, rally_document
 
     path = out / "rally.json"
-    runs = [(entry.id, entry.results) for entry in report.inputs.entries]
-    path.write_text(json.dumps(rally_document(runs), indent=2) + "\n")
+    runs = [
+        RallyRun(entry.id, entry.results, stream_intervals(entry.stream))
+        for entry in report.inputs.entries
+    ]
+    path.write_text(json.dumps(_json_safe(rally_document(runs)), indent=2) + "\n")
     return path
+
+
+def stream_intervals(stream: Path | None) -> list[Interval] | None:
+    """The interval records of a run's stream; None without one (an imported file)."""
+    if stream is None or not stream.is_file():
+        return None
+    return [r for r in StreamReader(stream).read_all() if isinstance(r, Interval)]
 
 
 def write_json(report: Report, out: Path) -> Path:
@@ -374,6 +386,7 @@ def write_report(
             report.inputs.entries,
             query.records if query else [],
             ingest.records if ingest else [],
+            notes=report.notes,
         )
     written: list[Path] = []
     for fmt in formats:

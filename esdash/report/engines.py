@@ -22,10 +22,11 @@ from pathlib import Path
 import msgspec
 
 from esdash.errors import EsdashError
-from esdash.report.tables import Table
+from esdash.report.tables import Table, pooled_percentiles
 from esdash.rundir import files
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import ClusterSample
+from esdash.stats import metrics
 from esdash.view import format as fmt
 from esdash.view.inputs import DEFAULT_ENGINE, Entry, ops_of, queries_of, query_label
 
@@ -95,9 +96,9 @@ def engines_table(entries: Sequence[Entry]) -> Table | None:
     table = Table(
         "engines",
         "Engines side by side",
-        "Per query each engine's req/s (successful requests / seconds measured, mean over "
-        "runs and rounds), p50 and p99 latency (mean over runs and rounds); then ingest "
-        "docs/s and the nodes' mean CPU and heap use.",
+        "Per query each engine's req/s (the runs' figure, mean over runs and rounds), p50 and "
+        "p99 latency (of the runs' merged histograms); then ingest docs/s (mean over runs) "
+        "and the nodes' mean CPU and heap use.",
         headers,
     )
     for step, query in queries_of(entries):
@@ -105,9 +106,9 @@ def engines_table(entries: Sequence[Entry]) -> Table | None:
         record: dict[str, object] = {"step": step, "query": query}
         for engine in engines:
             ops = [op for e in by_engine[engine] for op in ops_of(e, step, query)]
-            rate = _mean([op.throughput.requests_per_s for op in ops])
-            p50 = _mean([op.latency.p50 for op in ops])
-            p99 = _mean([op.latency.p99 for op in ops])
+            rate = _mean([metrics.run_op(op).requests_per_s for op in ops])
+            pooled = pooled_percentiles(ops, ["p50", "p99"]) if ops else {}
+            p50, p99 = pooled.get("p50"), pooled.get("p99")
             row += [fmt.rate(rate), fmt.ms(fmt.from_ms(p50)), fmt.ms(fmt.from_ms(p99))]
             record[engine] = {"requests_per_s": rate, "p50_ms": p50, "p99_ms": p99}
         table.rows.append(row)
@@ -115,7 +116,9 @@ def engines_table(entries: Sequence[Entry]) -> Table | None:
     ingest_row, cpu_row, heap_row = ["ingest docs/s"], ["node CPU %"], ["node heap %"]
     for engine in engines:
         runs = by_engine[engine]
-        ingest = _mean([e.results.ingest.docs_per_s for e in runs if e.results.ingest])
+        ingest = _mean(
+            [metrics.run_ingest(e.results.ingest).docs_per_s for e in runs if e.results.ingest]
+        )
         loads = [node_load(e) for e in runs]
         cpu, heap = _mean([c for c, _ in loads]), _mean([h for _, h in loads])
         ingest_row += [fmt.rate(ingest), "", ""]

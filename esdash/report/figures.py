@@ -139,8 +139,9 @@ def latency_distributions(drawer: Drawer, entries: Sequence[Entry]) -> None:
 # ------------------------------------------------------------------------- timeline
 
 
-def timeline(drawer: Drawer, entry: Entry, bins: int = 60) -> None:
-    """The density view of one run's latency over time (see the module docstring)."""
+def timeline(drawer: Drawer, entry: Entry, bins: int = 60, name: str | None = None) -> None:
+    """The density view of one run's latency over time (see the module docstring), saved as
+    ``name`` (default ``timeline-<run id>``)."""
     from matplotlib.colors import LogNorm
 
     from esdash.stats import bucket_counts
@@ -214,7 +215,7 @@ def timeline(drawer: Drawer, entry: Entry, bins: int = 60) -> None:
     ax.legend(fontsize=7, loc="lower right")
     drawer.save(
         fig,
-        f"timeline-{slug(entry.id)}",
+        name or f"timeline-{slug(entry.id)}",
         f"Latency over time, {entry.id}",
         "Density of request latencies per stream interval (colour, log scale) with the "
         "interval's p50 (white) and p99 (red); bands show as horizontal ridges.",
@@ -238,6 +239,8 @@ def _series_key(record: JsonMapping, axis: str) -> str:
             parts.append(f"{value} workers/node")
         else:
             parts.append(str(value))
+    if record.get("other"):  # the settings that tell configurations apart
+        parts.append(str(record["other"]))
     return ", ".join(parts)
 
 
@@ -370,17 +373,34 @@ def make_figures(
     ingest_records: Sequence[JsonMapping],
     formats: Sequence[str] = FORMATS,
     max_timelines: int = 24,
+    notes: list[str] | None = None,
 ) -> list[Figure]:
+    """Every figure of the report.  A timeline per run with a stream (repetitions too: a
+    figure of an input run is never dropped), at most ``max_timelines`` of them; the runs
+    left out, and the esdash runs without a stream, are said in ``notes``."""
     drawer = Drawer(out, formats)
     latency_distributions(drawer, entries)
-    timelines = 0
-    for group in group_configs(entries):
-        if timelines >= max_timelines:
-            break
-        first = next((e for e in group if e.stream is not None), None)
-        if first is not None:
-            timeline(drawer, first)
-            timelines += 1
+    streams = [e for group in group_configs(entries) for e in group if e.stream is not None]
+    names: set[str] = set()
+    for entry in streams[:max_timelines]:
+        # two runs may carry one id (a copied run directory): each keeps a figure of its own
+        name = base = f"timeline-{slug(entry.id)}"
+        while name in names:
+            name = f"{base}-{len(names) + 1}"
+        names.add(name)
+        timeline(drawer, entry, name=name)
+    said: list[str] = []
+    if len(streams) > max_timelines:
+        left = [e.id for e in streams[max_timelines:]]
+        said.append(
+            f"latency-over-time figures drawn for {max_timelines} of {len(streams)} runs; "
+            f"not drawn: {', '.join(left)} (report them on their own for theirs)"
+        )
+    without = [e.id for e in entries if e.source == "esdash" and e.stream is None]
+    if without:
+        said.append(f"no latency-over-time figure (no stream recorded): {', '.join(without)}")
+    if notes is not None:
+        notes += [note for note in said if note not in notes]
     scaling(drawer, query_records, "nodes")
     scaling(drawer, query_records, "workers_per_node")
     ingest_scaling(drawer, ingest_records)

@@ -2,7 +2,9 @@
 
 On a terminal a compact table of the latest interval is redrawn in place about once a
 second; in a batch log (stdout is not a terminal) every record becomes one line, so an
-sbatch output file reads as a time line.
+sbatch output file reads as a time line.  Either way an interval's figures are that
+interval's own and say so (``now``): the run's figures are the summary's, which ``esdash
+run`` prints when the run ends (:mod:`esdash.report.summary`, from :mod:`esdash.stats.metrics`).
 """
 
 from __future__ import annotations

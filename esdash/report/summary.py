@@ -1,12 +1,16 @@
 """Text renderings of results and stream records: the end-of-run summary and live views.
 
 * :func:`render_summary` — the table printed when a run ends (and by ``esdash report``), one
-  row per step and query as in the paper's tables: throughput mean ± std over intervals,
-  latency gmean and gstd, p50/p99, errors;
+  row per step and query as in the paper's tables: throughput ± its spread over intervals,
+  hits/s (docs/s for bulk), latency gmean and gstd, p50/p99, errors;
 * :func:`render_live` — a compact table of the current interval for a terminal (headless on
   a TTY), one row per operation;
 * :func:`render_record_line` — one line per record for logs (headless without a TTY, sbatch
   output): greppable, no control characters.
+
+Every figure comes from :mod:`esdash.stats.metrics` (one definition each); this module only
+formats.  The live views show the *current interval's* figures and say so (``now``); the
+summary shows the run's, from ``results.json``.
 
 All output is plain ASCII (``+-`` for ±), fixed width, deterministic: batch logs on HPC
 systems are read with ``less`` and ``grep`` in whatever locale the job had.
@@ -14,7 +18,6 @@ systems are read with ``less`` and ``grep`` in whatever locale the job had.
 
 from __future__ import annotations
 
-from esdash.bench.merge import Merged, OpData
 from esdash.report.thresholds import (  # re-exported: the summary's callers check them too
     check_thresholds,
     evaluate_thresholds,
@@ -24,12 +27,11 @@ from esdash.rundir.records import (
     Event,
     Header,
     Interval,
-    JsonObject,
-    OpResult,
     Results,
     StreamRecord,
 )
-from esdash.stats import summarize
+from esdash.stats import metrics
+from esdash.stats.metrics import OpFigures
 from esdash.view import format as fmt
 from esdash.view.trust import before_steps, definitions, rounds_lines, step_flags
 
@@ -45,27 +47,25 @@ __all__ = [
 # ------------------------------------------------------------------------ end of run
 
 
-def _throughput_cell(op: OpResult) -> str:
-    """req/s as results.json defines it (successful / seconds measured), +- the spread of
-    the per-interval rates (one definition of throughput everywhere)."""
-    intervals = op.throughput.intervals
-    spread = fmt.rate(intervals.std) if intervals.n else fmt.NA
-    return f"{fmt.rate(op.throughput.requests_per_s)} +- {spread}"
+def _throughput_cell(op: OpFigures) -> str:
+    """req/s (the one definition), +- the spread of its per-interval rates."""
+    spread = fmt.rate(op.interval_std) if op.interval_n else fmt.NA
+    return f"{fmt.rate(op.requests_per_s)} +- {spread}"
 
 
-def _op_row(step: str, name: str, op: OpResult) -> list[str]:
-    latency = op.latency
+def _op_row(step: str, name: str, op: OpFigures) -> list[str]:
     return [
         step,
         name,
         fmt.count(op.requests),
         _throughput_cell(op),
-        fmt.rate(op.throughput.docs_per_s),
-        fmt.ms(fmt.from_ms(latency.gmean)),
-        fmt.factor(latency.gstd),
-        fmt.ms(fmt.from_ms(latency.p50)),
-        fmt.ms(fmt.from_ms(latency.p99)),
-        fmt.ms(fmt.from_ms(latency.max)),
+        fmt.rate(op.docs_per_s) if op.indexing else "",
+        "" if op.indexing else fmt.rate(op.hits_per_s),
+        fmt.ms(op.latency_s("gmean")),
+        fmt.factor(op.latency.gstd),
+        fmt.ms(op.latency_s("p50")),
+        fmt.ms(op.latency_s("p99")),
+        fmt.ms(op.latency_s("max")),
         fmt.errors(op.failed, op.requests),
     ]
 
@@ -76,6 +76,7 @@ SUMMARY_HEADERS = (
     "requests",
     "req/s (+- std)",
     "docs/s",
+    "hits/s",
     "gmean ms",
     "gstd",
     "p50 ms",
@@ -83,6 +84,20 @@ SUMMARY_HEADERS = (
     "max ms",
     "errors",
 )
+
+
+def _documents_columns(
+    headers: tuple[str, ...], rows: list[list[str]]
+) -> tuple[tuple[str, ...], list[list[str]]]:
+    """Without the docs/s or hits/s column when no row has one (a run without a bulk
+    operation has no docs/s, one without searches no hits/s)."""
+    empty = {
+        k
+        for k, header in enumerate(headers)
+        if header.startswith(("docs/s", "hits/s")) and not any(row[k] for row in rows)
+    }
+    kept = [k for k in range(len(headers)) if k not in empty]
+    return tuple(headers[k] for k in kept), [[row[k] for k in kept] for row in rows]
 
 
 def render_summary(results: Results) -> str:
@@ -99,15 +114,15 @@ def render_summary(results: Results) -> str:
     ]
     ingest = results.ingest
     if ingest:
-        rejected = sum(ingest.rejected_docs.values())
+        figures = metrics.run_ingest(ingest)
         lines.append(
-            f"ingest: {fmt.count(ingest.docs)} docs in {ingest.duration_s or 0.0:.1f} s = "
-            f"{fmt.rate(ingest.docs_per_s)} docs/s, {fmt.count(rejected)} rejected"
+            f"ingest: {fmt.count(figures.docs)} docs in {figures.seconds or 0.0:.1f} s = "
+            f"{fmt.rate(figures.docs_per_s)} docs/s, {fmt.count(figures.rejected)} rejected"
             + (
                 " ("
                 + ", ".join(f"{k} {v:,}" for k, v in sorted(ingest.rejected_docs.items()))
                 + ")"
-                if rejected
+                if figures.rejected
                 else ""
             )
         )
@@ -116,7 +131,7 @@ def render_summary(results: Results) -> str:
     lines.extend(before_steps(results))
     rounds = results.rounds is not None and results.rounds.repetitions > 1
     rows = []
-    for name, op in (ingest.ops if ingest else {}).items():
+    for name, op in (metrics.ingest_ops(ingest) if ingest else {}).items():
         rows.append(_op_row("ingest", name, op))
     for step in results.steps:
         label = f"{step.index + 1} {step.name}" + (f" r{step.round + 1}" if rounds else "")
@@ -125,12 +140,12 @@ def render_summary(results: Results) -> str:
             if status.startswith(("not run", "warm-up failed")):
                 status = status.split(":")[0] + ", see below"  # the reason is in the notes
             rows.append([label, f"({status})"] + [""] * (len(SUMMARY_HEADERS) - 2))
-        for name, op in step.queries.items():
+        for name, op in metrics.step_ops(step).items():
             # a bulk task indexing during the step: its docs/s are documents indexed
-            shown = f"{name} (bulk)" if name in step.planned.indexing else name
+            shown = f"{name} (bulk)" if op.indexing else name
             rows.append(_op_row(label, shown, op))
     lines.append("")
-    lines.extend(fmt.table(SUMMARY_HEADERS, rows, left=2))
+    lines.extend(fmt.table(*_documents_columns(SUMMARY_HEADERS, rows), left=2))
     lines.extend(definitions(results))
     lines.extend(rounds_lines(results))
     notes = step_flags(results) + _step_notes(results)
@@ -154,24 +169,6 @@ def _step_notes(results: Results) -> list[str]:
 # ----------------------------------------------------------------------- live views
 
 
-def _decode_ops(record: Interval) -> Merged:
-    return Merged().add_ops(record.ops)
-
-
-def _op_live(data: OpData, elapsed: float) -> JsonObject:
-    summary = summarize(data.latency)
-    rate = data.ok / elapsed if elapsed > 0 else None
-    docs = data.docs / elapsed if elapsed > 0 else None
-    return {
-        "rate": rate,
-        "docs": docs,
-        "p50": summary.value("p50"),
-        "p99": summary.value("p99"),
-        "failed": data.failed,
-        "requests": data.requests,
-    }
-
-
 def _where(record: Interval, header: Header | None) -> str:
     phase = record.phase
     step = record.step
@@ -192,13 +189,30 @@ def _ingest_progress(record: Interval) -> str:
     return f"{done:,} docs"
 
 
-def render_live(record: Interval, header: Header | None = None) -> str:
-    """A small table of one interval record: req/s now, p50/p99 of the interval, errors.
+#: Percentiles one interval shows (each only where its sample count supports it).
+LIVE_PERCENTILES = (50.0, 99.0)
 
-    p50/p99 show ``-`` when the interval has too few samples to support them.
+
+def _interval_ops(record: Interval, header: Header | None) -> dict[str, OpFigures]:
+    """The record's operations, ``now``: the one definition over this interval's length."""
+    return {
+        name: metrics.payload_figures(
+            data,
+            record.elapsed,
+            indexing=metrics.indexes_documents(header, record.phase, record.step, name),
+            percentiles=LIVE_PERCENTILES,
+        )
+        for name, data in sorted(record.ops.items())
+    }
+
+
+def render_live(record: Interval, header: Header | None = None) -> str:
+    """A small table of one interval record: req/s now, docs/s (bulk) or hits/s (searches)
+    now, p50/p99 of the interval, errors.
+
+    Every figure is the interval's own (the title says ``now``); p50/p99 show ``-`` when the
+    interval has too few samples to support them.
     """
-    elapsed = record.elapsed
-    merged = _decode_ops(record)
     title = f"t={record.t:.1f}s  {_where(record, header)}"
     progress = _ingest_progress(record)
     if progress:
@@ -206,39 +220,37 @@ def render_live(record: Interval, header: Header | None = None) -> str:
     missing = record.missing_ranks
     if missing:
         title += f"  missing ranks: {','.join(map(str, missing))}"
+    title += f"  (now: this {record.elapsed:.1f} s interval)"
     rows = []
-    for name, data in sorted(merged.ops.items()):
-        live = _op_live(data, elapsed)
+    for name, op in _interval_ops(record, header).items():
         rows.append(
             [
                 name,
-                fmt.rate(live["rate"]),
-                fmt.rate(live["docs"]),
-                fmt.ms(live["p50"]),
-                fmt.ms(live["p99"]),
-                fmt.errors(live["failed"], live["requests"]),
+                fmt.rate(op.requests_per_s),
+                fmt.rate(op.docs_per_s) if op.indexing else "",
+                "" if op.indexing else fmt.rate(op.hits_per_s),
+                fmt.ms(op.latency_s("p50")),
+                fmt.ms(op.latency_s("p99")),
+                fmt.errors(op.failed, op.requests),
             ]
         )
-    headers = ("op", "req/s", "docs/s", "p50 ms", "p99 ms", "errors")
-    return "\n".join([title] + fmt.table(headers, rows)) + "\n"
+    headers = ("op", "req/s now", "docs/s now", "hits/s now", "p50 ms", "p99 ms", "errors")
+    return "\n".join([title] + fmt.table(*_documents_columns(headers, rows))) + "\n"
 
 
 def _interval_line(record: Interval, header: Header | None) -> str:
-    elapsed = record.elapsed
-    merged = _decode_ops(record)
     parts = []
     progress = _ingest_progress(record)
     if progress:
         parts.append(progress)
-    for name, data in sorted(merged.ops.items()):
-        live = _op_live(data, elapsed)
-        text = f"{name} {fmt.rate(live['rate'])} req/s"
-        if record.phase == "ingest":
-            text += f" {fmt.rate(live['docs'])} docs/s"
-        text += f" p50 {fmt.ms(live['p50'])} p99 {fmt.ms(live['p99'])} ms"
-        text += f" err {fmt.errors(live['failed'], live['requests'])}"
+    ops = _interval_ops(record, header)
+    for name, op in ops.items():
+        text = f"{name} now {fmt.rate(op.requests_per_s)} req/s"
+        text += f" {fmt.rate(op.documents_per_s)} {op.unit}"
+        text += f" p50 {fmt.ms(op.latency_s('p50'))} p99 {fmt.ms(op.latency_s('p99'))} ms"
+        text += f" err {fmt.errors(op.failed, op.requests)}"
         parts.append(text)
-    if not merged.ops and not progress:
+    if not ops and not progress:
         parts.append("no requests")
     missing = record.missing_ranks
     if missing:
@@ -247,7 +259,11 @@ def _interval_line(record: Interval, header: Header | None) -> str:
 
 
 def render_record_line(record: StreamRecord, header: Header | None = None) -> str:
-    """One log line for any stream record (header, interval, event, final)."""
+    """One log line for any stream record (header, interval, event, final).
+
+    An interval's figures are the interval's own, each marked ``now``: the run's figures
+    are the summary's, printed when the run ends.
+    """
     if isinstance(record, Header):
         job = record.slurm_job_id
         return (

@@ -2,14 +2,15 @@
 
 Every table keeps two forms of each row: display cells (text, as the paper prints them) and
 a record of raw numbers (for CSV and JSON, and for tests that check the numbers against the
-runs).  Definitions — the same as ``docs/stream.md`` wherever a run is alone:
+runs).  Every number of one measurement is the run's figure of :mod:`esdash.stats.metrics`
+(the summary's, the dashboard's, ``compare``'s); this module only pools measurements:
 
 * **Query table**, one row per configuration x step x query, repetitions pooled:
-  throughput = mean ± std of the per-interval request rates, pooled over the repetitions'
-  intervals (exact pooled mean and variance from each run's ``n``, mean and std); when no
-  run has full intervals, mean ± std over the runs' overall rates.  Latency = gmean and gstd
-  pooled exactly from each run's count, gmean and gstd; p1 and p99 from the runs' merged HDR
-  histograms.  With one run, every number is that run's own.
+  req/s = the mean ± std of the measurements' req/s (runs and rounds; one measurement: its
+  req/s ± the std of its per-interval rates); hits/s (docs/s for a bulk task) = the mean of
+  the measurements'.  Latency = gmean and gstd pooled exactly from each run's count, gmean
+  and gstd; p1, p50 and p99 from the runs' merged HDR histograms.  With one run, every
+  number is that run's own.
 * **Ingest table**, one row per configuration with an ingest (a run that reused the index
   has none): time and docs/s as mean ± std over repetitions.
 * **Overhead table** (the Accumulo study's layout): for each setup other than the baseline
@@ -37,15 +38,20 @@ from esdash.rundir.records import (
     JsonObject,
     LatencyStats,
     OpResult,
+    Results,
     Spread,
 )
-from esdash.stats import geometric, supported_percentiles
+from esdash.stats import geometric, metrics, supported_percentiles
+from esdash.stats.metrics import OpFigures
+from esdash.view import compare
 from esdash.view import format as fmt
 from esdash.view.inputs import (
     BASELINE,
     CONFIG_FIELDS,
     Entry,
     config_label,
+    configurations_note,
+    encryption_derived,
     op_of,
     ops_of,
     queries_of,
@@ -80,7 +86,12 @@ def _sort_value(value: object) -> tuple[int, float, str]:
 
 
 def group_configs(entries: Sequence[Entry], baseline: str = BASELINE) -> list[list[Entry]]:
-    """Entries grouped by configuration (repetitions together), in the tables' order."""
+    """Entries grouped by configuration (repetitions together), in the tables' order.
+
+    A configuration is a session fingerprint (:attr:`esdash.view.inputs.Entry.key`): only
+    runs equal in every measured setting are pooled; the settings that tell the others
+    apart label them (:func:`esdash.view.inputs.mark_differences`, the ``other`` field).
+    """
     groups: dict[tuple, list[Entry]] = {}
     for entry in entries:
         groups.setdefault(entry.key, []).append(entry)
@@ -102,11 +113,16 @@ def group_configs(entries: Sequence[Entry], baseline: str = BASELINE) -> list[li
 
 
 def config_cells(config: JsonMapping, source: str) -> list[str]:
+    """The configuration columns; settings beyond them (campaign axes, the fingerprint keys
+    that tell runs apart) follow the setup, so no two configurations share a row."""
     setup = str(config.get("setup"))
     if config.get("engine"):
         setup += f" on {config['engine']}"
     if source != "esdash":
         setup += f" [{source}]"
+    other = config[OTHER] if OTHER in config else _other(config)
+    if other:
+        setup += f" · {other}"
     return [
         setup,
         str(config.get("interconnect") or NA),
@@ -118,8 +134,20 @@ def config_cells(config: JsonMapping, source: str) -> list[str]:
 CONFIG_HEADERS = ["setup", "interconnect", "nodes", "workers/node"]
 
 
+#: The record field holding the settings beyond the configuration columns, as text.
+OTHER = "other"
+#: Configuration keys the columns show (engine: in the setup column).
+_SHOWN = (*CONFIG_FIELDS, "engine")
+
+
+def _other(config: JsonMapping) -> str:
+    """``heap=2g, track.documents=2000``: the configuration's keys beyond the columns."""
+    return ", ".join(f"{k}={v}" for k, v in config.items() if k not in _SHOWN and k != OTHER)
+
+
 def _config_record(group: list[Entry]) -> JsonObject:
-    return {"source": group[0].source, **group[0].config}
+    config = group[0].config
+    return {"source": group[0].source, **config, OTHER: _other(config) or None}
 
 
 # ----------------------------------------------------------------------- pooling
@@ -195,7 +223,7 @@ def pooled_percentiles(ops: Sequence[OpResult], names: Sequence[str]) -> JsonObj
     }
 
 
-def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
+def _mean_std(values: Sequence[float | None]) -> tuple[float | None, float | None]:
     values = [v for v in values if v is not None]
     if not values:
         return None, None
@@ -211,6 +239,19 @@ def pm(mean: float | None, std: float | None, fmt: Callable[[float | None], str]
 # --------------------------------------------------------------------- the tables
 
 
+def _definition(results: Iterable[Results]) -> str:
+    """req/s's definition of these runs (:func:`esdash.stats.metrics.throughput_definition`);
+    runs written with different ones give each, joined."""
+    return "; ".join(sorted({metrics.throughput_definition(r) for r in results}))
+
+
+def _bulk_task(group: Sequence[Entry], step: str, query: str) -> bool:
+    """Whether ``query`` of ``step`` is a bulk task indexing during it (docs/s, not hits/s)."""
+    return any(
+        s.name == step and query in s.planned.indexing for e in group for s in e.results.steps
+    )
+
+
 def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonObject]:
     """One record per configuration x query with the pooled numbers (see the docstring)."""
     records = []
@@ -221,19 +262,15 @@ def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonO
             if not pairs:
                 continue
             ops = [op for _e, op in pairs]
-            # req/s as results.json defines it: successful requests / seconds measured;
-            # several measurements (runs, rounds): their mean +- std; one: +- the spread of
-            # its per-interval rates
-            mean, std = _mean_std([op.throughput.requests_per_s for op in ops])
+            indexing = _bulk_task(group, step, query)
+            figures = [metrics.run_op(op, indexing) for op in ops]
+            # req/s, the one definition; several measurements (runs, rounds): their mean +-
+            # std; one: +- the spread of its per-interval rates
+            mean, std = _mean_std([f.requests_per_s for f in figures])
             n, basis = len(ops), "runs and rounds"
-            if len(ops) == 1:
-                intervals = ops[0].throughput.intervals
-                std, n, basis = intervals.std, intervals.n, "intervals"
-            docs_n, docs_mean, _docs_std = pooled_spread(
-                [op.throughput.docs_intervals for op in ops]
-            )
-            if not docs_n:
-                docs_mean, _ = _mean_std([op.throughput.docs_per_s for op in ops])
+            if len(figures) == 1:
+                std, n, basis = figures[0].interval_std, figures[0].interval_n, "intervals"
+            documents, _ = _mean_std([f.documents_per_s for f in figures])
             if len(ops) == 1:
                 gmean, gstd = ops[0].latency.gmean, ops[0].latency.gstd
             else:
@@ -241,8 +278,8 @@ def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonO
                 gmean = None if gmean is None else round(gmean, 4)
                 gstd = None if gstd is None else round(gstd, 4)
             percentiles = pooled_percentiles(ops, ["p1", "p50", "p99"])
-            requests = sum(op.requests for op in ops)
-            failed = sum(op.failed for op in ops)
+            requests = sum(f.requests for f in figures)
+            failed = sum(f.failed for f in figures)
             records.append(
                 {
                     **_config_record(group),
@@ -252,12 +289,14 @@ def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonO
                     "run_ids": list(dict.fromkeys(e.id for e, _op in pairs)),
                     "requests": requests,
                     "failed": failed,
-                    "error_rate": failed / requests if requests else None,
+                    "error_rate": metrics.error_rate(failed, requests),
                     "throughput_mean": mean,
                     "throughput_std": std,
                     "throughput_n": n,
                     "throughput_basis": basis,
-                    "docs_per_s": docs_mean,
+                    "throughput_definition": _definition(e.results for e, _op in pairs),
+                    "hits_per_s": None if indexing else documents,
+                    "docs_per_s": documents if indexing else None,
                     "latency_gmean_ms": gmean,
                     "latency_gstd": gstd,
                     "latency_p1_ms": percentiles["p1"],
@@ -268,30 +307,31 @@ def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonO
     return records
 
 
-def _errors_cell(failed: int, requests: int) -> str:
-    if not failed:
-        return "0"
-    return f"{failed:,} ({failed / requests * 100:.2f}%)"
-
-
 def query_table(records: Sequence[JsonMapping]) -> Table:
+    """The query table; a docs/s column only when a bulk task indexed during a step."""
+    bulk = any(r.get("docs_per_s") is not None for r in records)
+    defined = sorted({str(r["throughput_definition"]) for r in records}) or [metrics.REQUESTS_PER_S]
     table = Table(
         "queries",
         "Query throughput and latency",
-        "req/s: successful requests / seconds measured; mean +- std over runs and rounds "
-        "(one measurement: +- std over its intervals); latency of "
-        "successful requests in ms: geometric mean, geometric std (a factor), p1 and p99 "
-        "('-' where the sample count cannot support the percentile).",
+        f"req/s: {'; or '.join(defined)}; mean +- std over runs and rounds (one "
+        f"measurement: +- {metrics.INTERVAL_STD}). hits/s: {metrics.HITS_PER_S}"
+        + (f"; docs/s: {metrics.DOCS_PER_S}" if bulk else "")
+        + ". Latency of successful requests in ms: geometric mean, geometric std (a "
+        "factor), p1, p50 and p99 ('-' where the sample count cannot support the "
+        "percentile).",
         [
             *CONFIG_HEADERS,
             "query",
             "runs",
             "requests",
             "req/s (+- std)",
-            "docs/s",
+            "hits/s",
+            *(["docs/s"] if bulk else []),
             "gmean ms",
             "gstd",
             "p1 ms",
+            "p50 ms",
             "p99 ms",
             "errors",
         ],
@@ -304,12 +344,14 @@ def query_table(records: Sequence[JsonMapping]) -> Table:
                 str(r["runs"]),
                 fmt.count(r["requests"]),
                 pm(r["throughput_mean"], r["throughput_std"], fmt.rate),
-                fmt.rate(r["docs_per_s"]),
+                NA if r["hits_per_s"] is None else fmt.rate(r["hits_per_s"]),
+                *([fmt.rate(r["docs_per_s"])] if bulk else []),
                 fmt.ms(fmt.from_ms(r["latency_gmean_ms"])),
                 fmt.factor(r["latency_gstd"]),
                 fmt.ms(fmt.from_ms(r["latency_p1_ms"])),
+                fmt.ms(fmt.from_ms(r["latency_p50_ms"])),
                 fmt.ms(fmt.from_ms(r["latency_p99_ms"])),
-                _errors_cell(r["failed"], r["requests"]),
+                fmt.errors(r["failed"], r["requests"]),
             ]
         )
         table.records.append(dict(r))
@@ -370,8 +412,9 @@ def ingest_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[Json
         ]
         if not runs:
             continue
-        durations = [i.duration_s for _e, i in runs if i.duration_s is not None]
-        rates = [i.docs_per_s for _e, i in runs if i.docs_per_s is not None]
+        figures = [metrics.run_ingest(i) for _e, i in runs]
+        durations = [f.seconds for f in figures if f.seconds is not None]
+        rates = [f.docs_per_s for f in figures if f.docs_per_s is not None]
         bulk = [i.ops["bulk"].latency for _e, i in runs if "bulk" in i.ops]
         gmean, _gstd = (bulk[0].gmean, None) if len(bulk) == 1 else pooled_geometric(bulk)
         time_mean, time_std = _mean_std(durations)
@@ -438,12 +481,12 @@ def ingest_table(records: Sequence[JsonMapping]) -> Table:
 
 #: (label, unit, getter on an op or on the ingest section)
 QUERY_METRICS: tuple[tuple[str, Callable[[OpResult], float | None]], ...] = (
-    ("throughput req/s", lambda op: op.throughput.requests_per_s),
-    ("latency gmean ms", lambda op: op.latency.gmean),
+    ("throughput req/s", lambda op: metrics.run_op(op).requests_per_s),
+    ("latency gmean ms", lambda op: metrics.run_op(op).latency.gmean),
 )
 INGEST_METRICS: tuple[tuple[str, Callable[[IngestResult], float | None]], ...] = (
-    ("ingest time s", lambda ingest: ingest.duration_s),
-    ("ingest docs/s", lambda ingest: ingest.docs_per_s),
+    ("ingest time s", lambda ingest: metrics.run_ingest(ingest).seconds),
+    ("ingest docs/s", lambda ingest: metrics.run_ingest(ingest).docs_per_s),
 )
 
 
@@ -466,21 +509,28 @@ def overhead_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[Js
     groups = group_configs(entries, baseline)
     queries = queries_of(entries)
     records = []
+    sides: dict[int, compare.Side] = {}
+
+    def side(group: list[Entry]) -> compare.Side:
+        """One side per group (a run's stream is read once, whatever it is compared with)."""
+        return sides.setdefault(id(group), compare.Side(group[0].id, list(group)))
+
     for group in groups:
         config = group[0].config
         if str(config.get("setup")) == baseline:
             continue
-        rest = {k: v for k, v in config.items() if k != "setup"}
+        rest = _beside_setup(config)
         base = None
         for candidate in groups:
             if (
                 str(candidate[0].config.get("setup")) == baseline
                 and candidate[0].source == group[0].source
-                and {k: v for k, v in candidate[0].config.items() if k != "setup"} == rest
+                and _beside_setup(candidate[0].config) == rest
             ):
                 base = candidate
         if base is None:
             continue
+        judged = _overhead_judgement(side(group), side(base), queries)
         items: list[tuple[str, str, str, list[float | None], list[float | None]]] = []
         for step, query in queries:
             for metric, get in QUERY_METRICS:
@@ -509,9 +559,55 @@ def overhead_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[Js
                     "change_median_pct": _change(s["median"], b["median"]),
                     "change_min_pct": _change(s["min"], b["min"]),
                     "change_max_pct": _change(s["max"], b["max"]),
+                    **_verdict_fields(
+                        judged.get((step, query, metric))
+                        if (step, query, metric) in judged
+                        else compare.judge_values(
+                            theirs,
+                            mine,
+                            metric == "ingest docs/s",
+                            f"{group[0].id}/{base[0].id}/{metric}",
+                        )
+                    ),
                 }
             )
     return records
+
+
+#: The overhead table's query metrics as ``esdash compare`` names them.
+_COMPARED = {"throughput req/s": "req/s", "latency gmean ms": "gmean ms"}
+
+
+def _overhead_judgement(
+    group: compare.Side, base: compare.Side, queries: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str, str], compare.Judged | None]:
+    """``compare``'s cells of a setup against its baseline, per query and metric (Holm over
+    the queries of each metric, as ``esdash compare`` gives them)."""
+    chosen = [m for m in compare.METRICS if m.name in _COMPARED.values()]
+    judged = compare.judge_sides(base, group, queries, chosen)
+    return {
+        (step, query, label): cell
+        for label, name in _COMPARED.items()
+        for (step, query), cell in zip(queries, judged.cells[name], strict=True)
+    }
+
+
+def _verdict_fields(cell: compare.Judged | None) -> JsonObject:
+    found = cell.effect if cell is not None else None
+    return {
+        "ratio": found.ratio if found is not None else None,
+        "low": found.low if found is not None else None,
+        "high": found.high if found is not None else None,
+        "p_holm": cell.p_holm if cell is not None else None,
+        "verdict": cell.verdict if cell is not None and found and found.ratio else None,
+    }
+
+
+def _beside_setup(config: JsonMapping) -> JsonObject:
+    """A configuration without its setup and what the setup implies (the mode's options
+    and layout, :func:`esdash.view.inputs.encryption_derived`): the overhead's baseline is
+    the run of the baseline setup that equals it in everything else."""
+    return {k: v for k, v in config.items() if k != "setup" and not encryption_derived(k)}
 
 
 def _ingested(entry: Entry) -> IngestResult | None:
@@ -520,6 +616,15 @@ def _ingested(entry: Entry) -> IngestResult | None:
     if ingest is not None and (ingest.duration_s or 0) > 0 and ingest.docs:
         return ingest
     return None
+
+
+def _ratio_cell(record: JsonMapping) -> str:
+    """``0.850 [0.790, 0.915]`` (the interval where one is known)."""
+    if record.get("ratio") is None:
+        return NA
+    if record.get("low") is None:
+        return f"{record['ratio']:.3f}"
+    return f"{record['ratio']:.3f} [{record['low']:.3f}, {record['high']:.3f}]"
 
 
 def _pct(value: float | None) -> str:
@@ -539,7 +644,11 @@ def overhead_table(records: Sequence[JsonMapping]) -> Table:
         "As in the Accumulo security study: median, min and max over repetitions of each "
         "run's value; % change = setup / baseline - 1 for median vs median, min vs min, max "
         "vs max. Positive means larger: slower for latency and ingest time, faster for "
-        "throughput.",
+        "throughput. ratio: setup / baseline as esdash compare gives it (the mean over "
+        "repetitions; latency: the gmean of all their requests) with its 95 % interval "
+        "(bootstrap over the repetitions, or over blocks of a single run's intervals) and "
+        "verdict (equivalent within +-5 %; better or worse after Holm's correction over the "
+        "queries; else inconclusive).",
         [
             *CONFIG_HEADERS,
             "query",
@@ -553,6 +662,8 @@ def overhead_table(records: Sequence[JsonMapping]) -> Table:
             "% median",
             "% min",
             "% max",
+            "ratio [95 %]",
+            "verdict",
         ],
     )
     for r in records:
@@ -571,6 +682,8 @@ def overhead_table(records: Sequence[JsonMapping]) -> Table:
                 _pct(r["change_median_pct"]),
                 _pct(r["change_min_pct"]),
                 _pct(r["change_max_pct"]),
+                _ratio_cell(r),
+                r["verdict"] or NA,
             ]
         )
         table.records.append(dict(r))
@@ -595,6 +708,7 @@ RUN_FIELDS = (
     "interval_n",
     "interval_mean",
     "interval_std",
+    "hits_per_s",
     "docs_per_s",
     "latency_gmean_ms",
     "latency_gstd",
@@ -602,21 +716,30 @@ RUN_FIELDS = (
     "latency_p50_ms",
     "latency_p90_ms",
     "latency_p99_ms",
+    "latency_p99_9_ms",
     "latency_max_ms",
     "service_gmean_ms",
+    "service_p50_ms",
+    "service_p90_ms",
     "service_p99_ms",
+    "service_p99_9_ms",
+    "service_max_ms",
 )
 
 
 def run_rows(entries: Sequence[Entry]) -> list[JsonObject]:
-    """One row per run x query with that run's own numbers (the CSV's rows)."""
+    """One row per run x query with that run's own figures (the CSV's rows).
+
+    ``requests_per_s``, ``hits_per_s`` (``docs_per_s`` for a bulk task), the latency
+    statistics and ``error_rate`` are the run's figures (:mod:`esdash.stats.metrics`);
+    ``interval_mean`` and ``interval_std`` are the mean and spread of its per-interval
+    req/s, another quantity (a mean of rates, not requests / seconds).
+    """
     rows = []
     for entry in entries:
         extra = {k: v for k, v in entry.config.items() if k not in CONFIG_FIELDS}
         for step in entry.results.steps:
-            for name, op in step.queries.items():
-                latency, service = op.latency, op.service_time
-                intervals = op.throughput.intervals
+            for name, figures in metrics.step_ops(step).items():
                 rows.append(
                     {
                         "run": entry.id,
@@ -626,28 +749,42 @@ def run_rows(entries: Sequence[Entry]) -> list[JsonObject]:
                         **{k: entry.config.get(k) for k in CONFIG_FIELDS},
                         "step": step.name,
                         "query": name,
-                        "requests": op.requests,
-                        "ok": op.ok,
-                        "failed": op.failed,
-                        "error_rate": op.error_rate,
-                        "requests_per_s": op.throughput.requests_per_s,
-                        "interval_n": intervals.n,
-                        "interval_mean": intervals.mean,
-                        "interval_std": intervals.std,
-                        "docs_per_s": op.throughput.docs_per_s,
-                        "latency_gmean_ms": latency.gmean,
-                        "latency_gstd": latency.gstd,
-                        "latency_p1_ms": latency.p1,
-                        "latency_p50_ms": latency.p50,
-                        "latency_p90_ms": latency.p90,
-                        "latency_p99_ms": latency.p99,
-                        "latency_max_ms": latency.max,
-                        "service_gmean_ms": service.gmean,
-                        "service_p99_ms": service.p99,
+                        **_run_figures(figures, step.queries[name]),
                         **extra,
                     }
                 )
     return rows
+
+
+def _run_figures(figures: OpFigures, op: OpResult) -> JsonObject:
+    latency, service = figures.latency, figures.service_time
+    intervals = op.throughput.intervals
+    return {
+        "requests": figures.requests,
+        "ok": figures.ok,
+        "failed": figures.failed,
+        "error_rate": figures.error_rate,
+        "requests_per_s": figures.requests_per_s,
+        "interval_n": intervals.n,
+        "interval_mean": intervals.mean,
+        "interval_std": intervals.std,
+        "hits_per_s": figures.hits_per_s,
+        "docs_per_s": figures.docs_per_s,
+        "latency_gmean_ms": latency.gmean,
+        "latency_gstd": latency.gstd,
+        "latency_p1_ms": latency.p1,
+        "latency_p50_ms": latency.p50,
+        "latency_p90_ms": latency.p90,
+        "latency_p99_ms": latency.p99,
+        "latency_p99_9_ms": latency.p99_9,
+        "latency_max_ms": latency.max,
+        "service_gmean_ms": service.gmean,
+        "service_p50_ms": service.p50,
+        "service_p90_ms": service.p90,
+        "service_p99_ms": service.p99,
+        "service_p99_9_ms": service.p99_9,
+        "service_max_ms": service.max,
+    }
 
 
 # --------------------------------------------------------------------- environment
@@ -729,8 +866,12 @@ def environment_table(env: JsonMapping) -> Table:
 
 
 def notes(entries: Sequence[Entry], missing: Sequence[tuple]) -> list[str]:
-    """What a reader must know: points without a run, runs not ok, queries not run."""
+    """What a reader must know: runs that are not one configuration, points without a run,
+    runs not ok, queries not run."""
     found = []
+    apart = configurations_note(entries)
+    if apart:
+        found.append(apart)
     for campaign, label, status, reason in missing:
         found.append(
             f"campaign {campaign}: point {label} has no completed run ({status}"

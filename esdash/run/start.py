@@ -44,6 +44,8 @@ from esdash.session import Session, load_session
 
 if TYPE_CHECKING:
     from esdash.plugin.api import Backend, Distribution, Owner
+    from esdash.prepare.timelimit import JobTime
+    from esdash.prepare.walltime import WallTime
 
 #: How long ``start_cluster`` waits for a healthy cluster before giving up (seconds).
 DEFAULT_TIMEOUT = 300.0
@@ -289,11 +291,41 @@ def up(
 
 @dataclass(frozen=True)
 class Submitted:
-    """A session handed to Slurm: its run directory, batch script and job id."""
+    """A session handed to Slurm: its run directory, batch script and job id, and the
+    estimated wall time with the ``--time`` the job asked for."""
 
     run: RunDir
     script: Path
     job: str
+    wall_time: WallTime | None = None
+    job_time: JobTime | None = None
+
+
+@dataclass(frozen=True)
+class SubmitPreview:
+    """``esdash submit --dry-run``: the run directory a submit would create, its script, the
+    estimated wall time and the ``--time`` the script asks for."""
+
+    run: RunDir
+    script: str
+    wall_time: WallTime
+    job_time: JobTime
+
+
+def _time_for(
+    session: Session, distribution: Distribution, bench: bool, root: Path | None
+) -> tuple[WallTime, JobTime]:
+    """The job's estimated wall time, and the ``--time`` it asks for: the session's own
+    ``slurm.time``, else the estimate with its margin.  A job without ``bench`` holds the
+    cluster for one ``esdash run --cluster`` of the session: the same phases, cluster first."""
+    from esdash.prepare.timelimit import job_time
+    from esdash.prepare.walltime import estimate_wall_time
+
+    track = get_plugins().track(session.track.name)
+    wall = estimate_wall_time(
+        session, track, distribution=distribution, cluster_first=not bench, runs=root
+    )
+    return wall, job_time(slurm.session_time(session), wall.total)
 
 
 def _job_command(session: Session, run: RunDir, bench: bool, fresh: bool) -> list[str]:
@@ -311,16 +343,19 @@ def _job_command(session: Session, run: RunDir, bench: bool, fresh: bool) -> lis
 
 def preview_submit(
     session: Session, *, bench: bool, fresh: bool = False, root: Path | None = None
-) -> tuple[RunDir, str]:
+) -> SubmitPreview:
     """``esdash submit --dry-run``: :func:`submit`'s checks and script, writing nothing.
 
     The run directory is the one :func:`submit` would create now (not created); the script
     is returned for printing, never written.
     """
-    check(session, fresh)
+    _backend, _owner, distribution = check(session, fresh)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     run = RunDir((root or runs_dir()) / f"{session.name}-{stamp}")
-    return run, slurm.batch_script(session, run, _job_command(session, run, bench, fresh))
+    wall, limit = _time_for(session, distribution, bench, root)
+    command = _job_command(session, run, bench, fresh)
+    script = slurm.batch_script(session, run, command, default_time=limit.limit.text)
+    return SubmitPreview(run, script, wall, limit)
 
 
 def submit(
@@ -340,7 +375,10 @@ def submit(
     command = _job_command(session, run, bench, fresh)
     script = run.job_script
     try:
-        text = slurm.batch_script(session, run, command)
+        backend = get_plugins().backend(session.cluster.backend.name)
+        distribution = backend.inspect(Path(str(run.read_info().home)))
+        wall, limit = _time_for(session, distribution, bench, root)
+        text = slurm.batch_script(session, run, command, default_time=limit.limit.text)
     except BadInput:  # a value sbatch would misread: nothing was submitted from the directory
         shutil.rmtree(run.path, ignore_errors=True)
         raise
@@ -348,7 +386,7 @@ def submit(
     job = slurm.submit(script)
     with run.edit_info() as info:
         info.state, info.submitted, info.slurm_job, info.script = "queued", True, job, str(script)
-    return Submitted(run, script, job)
+    return Submitted(run, script, job, wall, limit)
 
 
 # ------------------------------------------------------------------ detached esdash run

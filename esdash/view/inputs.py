@@ -1,10 +1,13 @@
 """What a report or a comparison is made of: runs, campaigns and the authors' files.
 
 Every input becomes one or more :class:`Entry` objects — one per run — with the run's
-``results.json`` document and its *configuration*: the setup (encryption mode), the
-interconnect, the cluster size, workers per node, and for campaign runs the campaign's
-other axes.  Entries with the same configuration are repetitions of one point: the tables
-pool them, the overhead table and ``compare`` use their spread.
+``results.json`` document, its *fingerprint* (:mod:`esdash.view.fingerprint`: every setting
+that changes what the run measured) and its *configuration* labels: the setup (encryption
+mode), the interconnect, the cluster size, workers per node, for campaign runs the
+campaign's other axes, and the fingerprint keys that tell the runs of one report apart
+(:func:`mark_differences`).  Entries with the same fingerprint and labels are repetitions
+of one configuration: the tables pool them, ``compare`` resamples them; runs that differ in
+any measured setting are never pooled.
 
 Accepted inputs (``esdash report`` / ``compare`` arguments):
 
@@ -37,6 +40,7 @@ from esdash.rundir.keys import value_key
 from esdash.rundir.layout import CampaignFiles, RunDir
 from esdash.rundir.records import (
     MAX_INT,
+    BenchPlan,
     CampaignPoint,
     CampaignSummary,
     Header,
@@ -48,6 +52,7 @@ from esdash.rundir.records import (
 )
 from esdash.rundir.stream import read_header
 from esdash.session import tomllib
+from esdash.view import fingerprint as fingerprints
 
 #: Configuration fields every entry has, in display order.
 CONFIG_FIELDS = ("setup", "interconnect", "nodes", "workers_per_node")
@@ -75,11 +80,21 @@ class Entry:
     #: the planned steps: ``{"name", "think_time", "queries": {name: body}}``, to match the
     #: authors' unnamed queries to esdash's by their request bodies
     plan: list[JsonObject] = field(default_factory=list)
+    #: every measured setting (:func:`esdash.view.fingerprint.fingerprint`); an authors'
+    #: file records none: its configuration is what its ``#key=value`` says
+    fingerprint: fingerprints.Fingerprint = field(default_factory=dict)
+    #: the key paths of the campaign axes in ``config`` (labelled by their short names)
+    axes: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple:
-        """Identifies the configuration: entries with equal keys are repetitions."""
-        return (self.source, *sorted((k, str(v)) for k, v in self.config.items()))
+        """Identifies the configuration: entries with equal keys are repetitions (same
+        source, same labels, same fingerprint)."""
+        return (
+            self.source,
+            tuple(sorted((k, str(v)) for k, v in self.config.items())),
+            tuple((k, json.dumps(v, sort_keys=True)) for k, v in sorted(self.fingerprint.items())),
+        )
 
 
 @dataclass
@@ -183,10 +198,15 @@ def _session_config(session: SessionView) -> JsonObject:
     return config
 
 
-def _plan(run: RunDir) -> list[JsonObject]:
+def _bench_plan(run: RunDir) -> BenchPlan | None:
     try:
-        plan = run.read_bench_plan()
+        return run.read_bench_plan()
     except EsdashError:
+        return None
+
+
+def _plan(plan: BenchPlan | None) -> list[JsonObject]:
+    if plan is None:
         return []
     return [
         {
@@ -234,6 +254,7 @@ def load_run(path: Path, extra: JsonMapping | None = None) -> Entry:
     if results.encryption and not (session.get("encryption") or {}).get("mode"):
         config["setup"] = results.encryption
     config.update(extra or {})
+    plan = _bench_plan(run)
     env = {
         "run": str(path),
         "status": results.status,
@@ -259,7 +280,10 @@ def load_run(path: Path, extra: JsonMapping | None = None) -> Entry:
         session_text=session_text,
         env=env,
         stream=run.stream_file if run.stream_file.is_file() else None,
-        plan=_plan(run),
+        plan=_plan(plan),
+        fingerprint=fingerprints.fingerprint(
+            session, results=results, header=header, info=info, plan=plan
+        ),
     )
 
 
@@ -318,6 +342,7 @@ def load_campaign_dir(path: Path, meta: Mapping[str, str], inputs: Inputs) -> No
         entry.id = f"{summary.name}/{point.id}"
         entry.repetition = point.repetition
         entry.campaign = summary.name
+        entry.axes = tuple(point.values)
         inputs.entries.append(entry)
         found += 1
     if not found and not inputs.missing:
@@ -429,7 +454,101 @@ def load_inputs(specs: Sequence[str]) -> Inputs:
             unique.append(entry)
     inputs.entries = unique
     align_queries(inputs.entries)
+    mark_differences(inputs.entries)
     return inputs
+
+
+# ------------------------------------------------------------------ configurations
+
+#: Fingerprint keys the configuration labels already show (setup, interconnect, nodes,
+#: workers per node, engine; security as "(no TLS)" in the setup).
+LABELLED = frozenset(
+    {
+        "encryption.mode",
+        "cluster.interconnect",
+        "cluster.nodes",
+        "benchmark.workers_per_node",
+        "engine",
+        "cluster.security",
+    }
+)
+
+
+#: Fingerprint keys an encryption mode changes by itself (its options, its codec, the
+#: encoded mapping and request bodies): a label only where the mode does not explain them,
+#: and left out when an overhead is matched to its baseline.
+ENCRYPTION_DERIVED = ("encryption.", "index.layout", "steps.bodies")
+
+
+def encryption_derived(key: str) -> bool:
+    return key != "encryption.mode" and key.startswith(ENCRYPTION_DERIVED)
+
+
+def _implied_by(key: str) -> str | None:
+    """The labelled key that may explain ``key``: the encryption mode its options, codec and
+    encoded bodies; the engine its version and backend options."""
+    if encryption_derived(key):
+        return "encryption.mode"
+    if key == "engine.version" or key.startswith("cluster.backend_options."):
+        return "engine"
+    return None
+
+
+def _follows(entries: Sequence[Entry], key: str, parent: str) -> bool:
+    """Whether every run with one value of ``parent`` has one value of ``key``."""
+    seen: dict[str, str] = {}
+    for entry in entries:
+        mine = json.dumps(entry.fingerprint.get(parent), sort_keys=True)
+        value = json.dumps(entry.fingerprint.get(key), sort_keys=True)
+        if seen.setdefault(mine, value) != value:
+            return False
+    return True
+
+
+def distinguishing(entries: Sequence[Entry]) -> list[str]:
+    """The fingerprint keys in which the esdash runs among ``entries`` differ, without those
+    a labelled key explains (:func:`_implied_by`: the mode's options where the modes
+    differ, the engine's version where the engines do)."""
+    ours = [e for e in entries if e.source == "esdash"]
+    found = []
+    for key in fingerprints.differing([e.fingerprint for e in ours]):
+        parent = _implied_by(key)
+        if parent is None or not _follows(ours, key, parent):
+            found.append(key)
+    return found
+
+
+def mark_differences(entries: Sequence[Entry]) -> list[str]:
+    """Label each run with the settings that tell it apart from the others given with it.
+
+    Every fingerprint key whose value differs among the esdash runs and that the labels do
+    not show yet (:data:`LABELLED`, the run's campaign axes, what the encryption mode or the
+    engine implies) goes into each run's
+    ``config`` as ``key: shown value``, so two runs that differ only in
+    ``track.documents`` are two configurations, each labelled by it, in every table,
+    figure and comparison.  Returns those keys.
+    """
+    keys = [k for k in distinguishing(entries) if k not in LABELLED]
+    for entry in entries:
+        if entry.source != "esdash":
+            continue
+        for key in keys:
+            if key not in entry.axes:
+                entry.config[key] = fingerprints.show(key, entry.fingerprint.get(key))
+    return keys
+
+
+def configurations_note(entries: Sequence[Entry]) -> str | None:
+    """What made the esdash runs given together more than one configuration, if anything:
+    ``4 runs are 2 configurations, never pooled; they differ in track.documents (2000 vs
+    1000)``."""
+    ours = [e for e in entries if e.source == "esdash"]
+    groups = {e.key for e in ours}
+    keys = distinguishing(ours)
+    if len(groups) < 2 or not keys:
+        return None
+    told = fingerprints.describe([e.fingerprint for e in ours], keys)
+    return f"{len(ours)} runs are {len(groups)} configurations, never pooled; they differ in {told}"
 
 
 def _body(body: JsonValue) -> str:

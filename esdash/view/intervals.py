@@ -3,13 +3,12 @@
 ``results.json`` holds each query's totals; how latency moved *during* a step (the bands and
 beating patterns the paper shows) and how much it varies from interval to interval are only
 in ``stream.jsonl``, whose interval records carry one HDR histogram per operation.  Figures
-(latency over time) and ``compare`` (interval-to-interval spread of single runs) read them
-through :func:`read_intervals`.
+(latency over time) and ``compare`` (the block bootstrap of a single run's intervals, see
+:mod:`esdash.view.compare`) read them through :func:`read_intervals`.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,13 +80,3 @@ def read_intervals(stream: Path | None) -> tuple[Header | None, list[IntervalOp]
 
 def measured(ops: Sequence[IntervalOp], step: str, query: str) -> list[IntervalOp]:
     return [o for o in ops if o.phase == "measure" and o.step_name == step and o.op == query]
-
-
-def latency_spread(ops: Sequence[IntervalOp], metric: str) -> float | None:
-    """Std (ms) over a query's measured intervals of its per-interval gmean or percentile."""
-    if metric == "gmean":
-        values = [o.gmean * 1000.0 for o in ops if o.gmean is not None]
-    else:
-        p = float(metric[1:])
-        values = [v * 1000.0 for o in ops if (v := o.percentile(p)) is not None]
-    return statistics.stdev(values) if len(values) > 1 else None

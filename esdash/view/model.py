@@ -13,12 +13,15 @@ gmean/gstd from the ``ln`` sums), computed on HDR counts (:mod:`esdash.rundir.hd
 record's histogram is decoded once, and adding counts arrays is what keeps a 4 Hz redraw of
 a 64-rank run light.
 
-Definitions (same as ``results.json`` where both exist):
+Every figure is one of :mod:`esdash.stats.metrics` (one definition each), of one of its kinds:
 
 * **now** = the sliding window: the records of the current scope whose ``t`` lies within the
-  last ``window`` seconds; **all** = the whole scope so far;
-* **throughput** = successful requests (docs) / seconds covered (sum of the records'
-  ``elapsed``); latency = Rally's latency of successful requests;
+  last ``window`` seconds, over the seconds they cover;
+* **final** = the scope's figure from ``results.json`` (the summary's, the report's), once
+  the scope is over at the position shown and the run wrote its results; **so far** = the
+  same quantity from the stream until then (seconds: :class:`esdash.stats.metrics.StreamSeconds`);
+* documents are documents indexed (docs/s) for the ingest and a step's bulk tasks, and the
+  documents searches returned (hits/s) for everything else;
 * **phase** labels: queued, starting cluster, starting benchmark, ingest, warm-up step k/n,
   measuring step k/n, done / failed / aborted;
 * **STALLED**: a run without a final record whose newest record is older than
@@ -54,7 +57,8 @@ from esdash.rundir.records import (
     RunInfo,
     StreamRecord,
 )
-from esdash.stats import Bucket, bucket_counts, geometric, supported_percentiles
+from esdash.stats import Bucket, Summary, bucket_counts, metrics, summarize
+from esdash.stats.metrics import OpFigures, StreamSeconds
 from esdash.view.leakage import LeakageReading
 from esdash.view.trust import trust_lines
 
@@ -93,6 +97,33 @@ class Latency:
 
     def p(self, percentile: float) -> float | None:
         return self.percentiles.get(percentile)
+
+    @classmethod
+    def of_summary(cls, summary: Summary) -> Latency:
+        return cls(
+            count=summary.count,
+            percentiles=dict(summary.percentiles),
+            mean=summary.mean,
+            gmean=summary.gmean,
+            gstd=summary.gstd,
+            min=summary.min,
+            max=summary.max,
+        )
+
+    @classmethod
+    def of_figures(cls, figures: OpFigures) -> Latency:
+        """A figure's latency (``results.json``'s record, in ms) in seconds."""
+        stats = figures.latency
+        found = {p: figures.latency_s(f"p{p:g}") for p in SHOWN_PERCENTILES}
+        return cls(
+            count=stats.count,
+            percentiles={p: v for p, v in found.items() if v is not None},
+            mean=figures.latency_s("mean"),
+            gmean=figures.latency_s("gmean"),
+            gstd=stats.gstd,
+            min=figures.latency_s("min"),
+            max=figures.latency_s("max"),
+        )
 
 
 class OpAcc:
@@ -174,21 +205,28 @@ class OpAcc:
         return self.requests - self.failed
 
     def latency(self, percentiles: Sequence[float] = SHOWN_PERCENTILES) -> Latency:
-        """Statistics as :func:`esdash.stats.summarize` gives them (same rules, same values)."""
+        """Statistics as :func:`esdash.stats.summarize` gives them (it is the one)."""
         if self.count <= 0:
             return Latency()
-        gmean, gstd = geometric(self.count, self.ln_sum, self.ln_sq_sum)
-        values = hdr.percentiles(self.counts, supported_percentiles(self.count, percentiles))
-        if self.min is not None and self.max is not None:
-            values = {p: min(max(v, self.min), self.max) for p, v in values.items()}
-        return Latency(
-            count=self.count,
-            percentiles=values,
-            mean=self.sum / self.count,
-            gmean=gmean,
-            gstd=gstd,
-            min=self.min,
-            max=self.max,
+        return Latency.of_summary(summarize(self, percentiles))
+
+    def figures(
+        self,
+        kind: str,
+        seconds: float | None,
+        indexing: bool,
+        percentiles: Sequence[float] = metrics.PERCENTILES,
+    ) -> OpFigures:
+        """This operation's figures over ``seconds`` (:func:`esdash.stats.metrics.from_samples`)."""
+        return metrics.from_samples(
+            kind,
+            requests=self.requests,
+            failed=self.failed,
+            docs=self.docs,
+            seconds=seconds,
+            latency=self,
+            indexing=indexing,
+            percentiles=percentiles,
         )
 
 
@@ -197,12 +235,12 @@ class OpAcc:
 
 @dataclass(frozen=True)
 class OpPoint:
-    """One operation in one interval record, for the time series."""
+    """One operation in one interval record, for the time series (figures ``now``)."""
 
     requests: int
     errors: int
     rate: float | None  # successful requests per second
-    docs_rate: float | None
+    docs_rate: float | None  # documents indexed (bulk) or returned (searches) per second
     p50: float | None
     p99: float | None
 
@@ -226,6 +264,8 @@ class _Scope:
     first_t: float | None = None
     last_t: float | None = None
     ops: dict[str, OpAcc] = field(default_factory=dict)
+    #: The scope's seconds as the stream tells them (figures "so far").
+    seconds: StreamSeconds = field(default_factory=StreamSeconds)
 
 
 @dataclass
@@ -247,8 +287,9 @@ class _Fold:
     latency of its own scope only, and decoding is what folding costs.
     """
 
-    def __init__(self, keep: int, only: Scope | None = None) -> None:
+    def __init__(self, keep: int, only: Scope | None = None, header: Header | None = None) -> None:
         self.only = only
+        self.header = header
         self.count = 0
         self.scopes: dict[Scope, _Scope] = {}
         self.recent: deque[_Recent] = deque(maxlen=keep)
@@ -266,6 +307,7 @@ class _Fold:
         elapsed = record.elapsed
         t = record.t
         entry.elapsed += elapsed
+        entry.seconds.add(elapsed, sum(data.requests for data in record.ops.values()))
         entry.records += 1
         entry.first_t = t if entry.first_t is None else entry.first_t
         entry.last_t = t
@@ -289,14 +331,15 @@ class _Fold:
                 kept.sort(key=lambda item: item.wall or 0.0)
                 del kept[:-3]
             if point:
-                values = hdr.percentiles(acc.counts, supported_percentiles(acc.count, (50.0, 99.0)))
+                indexing = metrics.indexes_documents(self.header, scope[0], scope[1], name)
+                now = acc.figures(metrics.NOW, elapsed, indexing, (50.0, 99.0))
                 points[name] = OpPoint(
-                    requests=acc.requests,
-                    errors=acc.failed,
-                    rate=acc.ok / elapsed if elapsed > 0 else None,
-                    docs_rate=acc.docs / elapsed if elapsed > 0 else None,
-                    p50=values.get(50.0),
-                    p99=values.get(99.0),
+                    requests=now.requests,
+                    errors=now.failed,
+                    rate=now.requests_per_s,
+                    docs_rate=now.documents_per_s,
+                    p50=now.latency_s("p50"),
+                    p99=now.latency_s("p99"),
                 )
         if record.ingest is not None:
             self.ingest = record.ingest
@@ -384,6 +427,9 @@ class ViewParams:
 
 @dataclass(frozen=True)
 class OpRow:
+    """One operation of the scope shown: its figures ``now`` (the sliding window) and of
+    the whole scope (``all_kind``: ``final``, the results' figure, or ``so far``)."""
+
     name: str
     requests: int
     errors: int
@@ -395,6 +441,15 @@ class OpRow:
     docs_all: float | None
     now: Latency
     all: Latency
+    #: Documents indexed (docs/s) rather than returned by a search (hits/s).
+    indexing: bool = False
+    #: Which figure of the whole scope ``all`` is: the results' (``metrics.RUN``, shown as
+    #: "final") or the stream's (``metrics.SO_FAR``).
+    all_kind: str = metrics.SO_FAR
+
+    @property
+    def unit(self) -> str:
+        return "docs/s" if self.indexing else "hits/s"
 
 
 @dataclass(frozen=True)
@@ -404,6 +459,9 @@ class IngestView:
     docs_per_s: float | None
     eta: float | None
     done: bool
+    #: Which figure ``docs_per_s`` is: ``metrics.NOW`` (the window, while ingesting),
+    #: ``metrics.RUN`` (the results' ingest figure) or ``metrics.SO_FAR`` (the stream's).
+    rate_kind: str = metrics.NOW
 
 
 @dataclass(frozen=True)
@@ -536,6 +594,8 @@ class RunModel:
         self.version = 0
         self._live = _Fold(self._keep())
         self._cursor: _Fold | None = None
+        #: The index of each scope's last record so far (is a scope over at a position?).
+        self._last_of: dict[Scope, int] = {}
         self._cache: tuple[tuple[int, ViewParams], Snapshot] | None = None
 
     def _keep(self) -> int:
@@ -577,13 +637,15 @@ class RunModel:
         if isinstance(record, Header):
             self.header = record
             self.run_id = record.run_id or self.run_id
-            self._live = _Fold(self._keep())
+            self._live = _Fold(self._keep(), header=record)
             self._cursor = None
+            self._last_of.clear()
             self.records.clear()
             self.points.clear()
             self.events.clear()
             self.final = None
         elif isinstance(record, Interval):
+            self._last_of[scope_of(record)] = len(self.records)
             self.records.append(record)
             point = self._live.add(record, point=True)
             assert point is not None
@@ -601,7 +663,7 @@ class RunModel:
         scope = scope_of(self.records[index])
         cursor = self._cursor
         if cursor is None or cursor.count > index + 1 or cursor.only != scope:
-            cursor = _Fold(self._keep(), only=scope)
+            cursor = _Fold(self._keep(), only=scope, header=self.header)
         for record in self.records[cursor.count : index + 1]:
             cursor.add(record)
         self._cursor = cursor
@@ -653,22 +715,31 @@ class RunModel:
         if fold is not None and scope is not None and t_pos is not None:
             entry = fold.scopes.get(scope) or _Scope()
             window_elapsed, window_ops = fold.window(scope, t_pos, params.window)
+            over = self._over(scope, position)
+            finals = self._final_figures(scope) if over else {}
             for name in sorted(entry.ops):
                 total = entry.ops[name]
                 recent = window_ops.get(name) or OpAcc()
+                indexing = metrics.indexes_documents(header, scope[0], scope[1], name)
+                latest = recent.figures(metrics.NOW, window_elapsed, indexing)
+                whole = finals.get(name) or total.figures(
+                    metrics.SO_FAR, entry.seconds.seconds(ended=over), indexing
+                )
                 ops.append(
                     OpRow(
                         name=name,
-                        requests=total.requests,
-                        errors=total.failed,
-                        window_requests=recent.requests,
-                        window_errors=recent.failed,
-                        rate_now=recent.ok / window_elapsed if window_elapsed > 0 else None,
-                        docs_now=recent.docs / window_elapsed if window_elapsed > 0 else None,
-                        rate_all=total.ok / entry.elapsed if entry.elapsed > 0 else None,
-                        docs_all=total.docs / entry.elapsed if entry.elapsed > 0 else None,
-                        now=recent.latency(),
-                        all=total.latency(),
+                        requests=whole.requests,
+                        errors=whole.failed,
+                        window_requests=latest.requests,
+                        window_errors=latest.failed,
+                        rate_now=latest.requests_per_s,
+                        docs_now=latest.documents_per_s,
+                        rate_all=whole.requests_per_s,
+                        docs_all=whole.documents_per_s,
+                        now=Latency.of_figures(latest),
+                        all=Latency.of_figures(whole),
+                        indexing=whole.indexing,
+                        all_kind=whole.kind,
                     )
                 )
             names = [row.name for row in ops]
@@ -747,7 +818,7 @@ class RunModel:
             hist_count=hist_count,
             series=self._series(position, t_pos, params.span) if count else (),
             span=params.span,
-            ingest=self._ingest(fold, scope, t_pos, params.window),
+            ingest=self._ingest(fold, scope, t_pos, params.window, position),
             errors=self._errors(fold),
             events=self._events(t_pos if not following else None),
             ranks_all=ranks_all,
@@ -764,6 +835,27 @@ class RunModel:
         )
 
     # ---------------------------------------------------------------- helpers
+    def _over(self, scope: Scope, position: int) -> bool:
+        """Whether ``scope`` is over at ``position``: its last record is shown and a later
+        record (or the final one) follows it."""
+        last = self._last_of.get(scope)
+        if last is None or position < last:
+            return False
+        return last < len(self.records) - 1 or self.final is not None
+
+    def _final_figures(self, scope: Scope) -> dict[str, OpFigures]:
+        """The results' figures of a scope's operations (the ingest, a measured step)."""
+        results = self.results
+        if results is None:
+            return {}
+        phase, step = scope
+        if phase == "ingest":
+            return metrics.ingest_ops(results.ingest) if results.ingest is not None else {}
+        if phase != "measure":
+            return {}
+        found = next((s for s in results.steps if s.index == step), None)
+        return metrics.step_ops(found) if found is not None else {}
+
     def _last_wall(self) -> float | None:
         if self.final is not None:
             return self.final.wall
@@ -857,24 +949,46 @@ class RunModel:
         return spent * total / done
 
     def _ingest(
-        self, fold: _Fold | None, scope: Scope | None, t_pos: float | None, window: float
+        self,
+        fold: _Fold | None,
+        scope: Scope | None,
+        t_pos: float | None,
+        window: float,
+        position: int,
     ) -> IngestView | None:
+        """The ingest's progress; its rate ``now`` while it runs, then the ingest's own
+        figure (the results', or the stream's until they are written)."""
         if fold is None or fold.ingest is None:
             return None
         done = fold.ingest.docs_done
         total = fold.ingest.docs_total
         finished = scope is not None and scope[0] != "ingest"
+        ingest: Scope = ("ingest", None)
+        over = self._over(ingest, position)
         rate = None
-        if scope == ("ingest", None) and t_pos is not None:
-            elapsed, ops = fold.window(scope, t_pos, window)
+        kind = metrics.NOW
+        results = self.results.ingest if self.results is not None else None
+        if over and results is not None:
+            rate, kind = metrics.run_ingest(results).docs_per_s, metrics.RUN
+        elif scope == ingest and not over and t_pos is not None:
+            elapsed, ops = fold.window(ingest, t_pos, window)
             docs = sum(acc.docs for acc in ops.values())
-            rate = docs / elapsed if elapsed > 0 else None
-        elif fold.ingest_elapsed > 0:
-            rate = done / fold.ingest_elapsed
+            rate = metrics.from_samples(
+                metrics.NOW, requests=0, failed=0, docs=docs, seconds=elapsed, latency=None
+            ).documents_per_s
+        elif ingest in fold.scopes:
+            part = fold.scopes[ingest]
+            docs = sum(acc.docs for acc in part.ops.values())
+            seconds = part.seconds.seconds(ended=True)
+            rate = metrics.from_samples(
+                metrics.SO_FAR, requests=0, failed=0, docs=docs, seconds=seconds, latency=None
+            ).documents_per_s
+            kind = metrics.SO_FAR
         eta = None
         if not finished and total and rate:
             eta = max(0.0, (total - done) / rate)
-        return IngestView(done, total, rate, eta, finished or bool(total and done >= total))
+        done_now = finished or bool(total and done >= total)
+        return IngestView(done, total, rate, eta, done_now, kind)
 
     def _errors(self, fold: _Fold | None) -> tuple[ErrorLine, ...]:
         if fold is None:
@@ -1015,63 +1129,51 @@ class StepQuery:
 
 
 def step_queries(model: RunModel) -> list[StepQuery]:
-    """Per step and query: ``results.json`` when the run wrote it, else the stream so far."""
+    """Per step and query: ``results.json`` when the run wrote it, else the stream so far
+    (figures of :mod:`esdash.stats.metrics`)."""
     if model.results is not None:
         return _from_results(model.results)
-    steps = model.header.steps if model.header is not None else []
+    header = model.header
+    steps = header.steps if header is not None else []
     rows = []
-    for (phase, step), entry in sorted(
-        model._live.scopes.items(), key=lambda item: item[0][1] or -1
-    ):
+    scopes = model._live.scopes
+    for (phase, step), entry in sorted(scopes.items(), key=lambda item: item[0][1] or -1):
         if phase != "measure" or step is None:
             continue
         name = steps[step].name if step < len(steps) else str(step)
+        ended = model._over((phase, step), len(model.records) - 1)
+        seconds = entry.seconds.seconds(ended=ended)
         for query, acc in sorted(entry.ops.items()):
-            latency = acc.latency()
+            indexing = metrics.indexes_documents(header, phase, step, query)
             rows.append(
-                StepQuery(
-                    step=step,
-                    step_name=name,
-                    query=query,
-                    requests=acc.requests,
-                    errors=acc.failed,
-                    rate=acc.ok / entry.elapsed if entry.elapsed > 0 else None,
-                    docs_rate=acc.docs / entry.elapsed if entry.elapsed > 0 else None,
-                    p50=latency.p(50.0),
-                    p99=latency.p(99.0),
-                    gmean=latency.gmean,
-                    gstd=latency.gstd,
-                    source="stream",
-                )
+                _step_query(step, name, query, acc.figures(metrics.SO_FAR, seconds, indexing))
             )
     return rows
+
+
+def _step_query(step: int, name: str, query: str, figures: OpFigures) -> StepQuery:
+    return StepQuery(
+        step=step,
+        step_name=name,
+        query=query,
+        requests=figures.requests,
+        errors=figures.failed,
+        rate=figures.requests_per_s,
+        docs_rate=figures.documents_per_s,
+        p50=figures.latency_s("p50"),
+        p99=figures.latency_s("p99"),
+        gmean=figures.latency_s("gmean"),
+        gstd=figures.latency.gstd,
+        source="results" if figures.kind == metrics.RUN else "stream",
+    )
 
 
 def _from_results(results: Results) -> list[StepQuery]:
-    def seconds(value: float | None) -> float | None:
-        return None if value is None else value / 1000.0
-
-    rows = []
-    for step in results.steps:
-        for query, op in step.queries.items():
-            latency = op.latency
-            rows.append(
-                StepQuery(
-                    step=step.index,
-                    step_name=step.name,
-                    query=query,
-                    requests=op.requests,
-                    errors=op.failed,
-                    rate=op.throughput.requests_per_s,
-                    docs_rate=op.throughput.docs_per_s,
-                    p50=seconds(latency.p50),
-                    p99=seconds(latency.p99),
-                    gmean=seconds(latency.gmean),
-                    gstd=latency.gstd,
-                    source="results",
-                )
-            )
-    return rows
+    return [
+        _step_query(step.index, step.name, query, figures)
+        for step in results.steps
+        for query, figures in metrics.step_ops(step).items()
+    ]
 
 
 def step_counts(model: RunModel, step: int, query: str) -> hdr.Counts:

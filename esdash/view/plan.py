@@ -5,21 +5,26 @@ checked against the distribution the session would run; this module adds what on
 session knows: the bench ranks that are esdash's clients and the warm-up, measured time and
 rate each query step gets, resolved by the rule a run uses
 (:func:`esdash.bench.plan.step_timing`).  Viewers (the CLI, the dashboard's plan screen)
-only print the result.
+only print the result, with how long a run takes (:mod:`esdash.prepare.walltime`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from esdash.bench.plan import encoded_query, step_timing
 from esdash.cluster.distribution import resolve_home
 from esdash.errors import BadInput
+from esdash.launch.slurm import session_time
 from esdash.plugin.api import ClientCodec, Distribution, QueryNotSupported, QueryStep, Track
 from esdash.plugin.planning import PlannedTask
+from esdash.prepare.timelimit import JobTime, job_time
+from esdash.prepare.walltime import BOUND, ESTIMATE, FIXED, StepTime, WallTime, estimate_wall_time
 from esdash.session import Session
+from esdash.view.format import duration
 
 if TYPE_CHECKING:
     from esdash.plugin.manager import PluginSet
@@ -40,6 +45,10 @@ class SessionPlan:
     #: Where the corpus is, or which of its files are missing with their sizes (empty when
     #: the track cannot say so without writing files).
     corpus_lines: tuple[str, ...] = ()
+    #: How long a run of the session takes, phase by phase (:mod:`esdash.prepare.walltime`).
+    wall_time: WallTime | None = None
+    #: What ``esdash submit`` would ask Slurm for as ``--time``.
+    job_time: JobTime | None = None
 
 
 def find_distribution(session: Session, plugins: PluginSet) -> tuple[Distribution | None, str]:
@@ -193,8 +202,12 @@ def corpus_lines(session: Session, track: Track) -> tuple[str, ...]:
     return status.lines if status is not None else ()
 
 
-def session_plan(session: Session, plugins: PluginSet | None = None) -> SessionPlan:
-    """Every task of the session's track, as the session would run it.
+def session_plan(
+    session: Session, plugins: PluginSet | None = None, runs: Path | None = None
+) -> SessionPlan:
+    """Every task of the session's track, as the session would run it, and how long a run
+    takes (previous runs of the session are looked for in ``runs``, default: the runs
+    directory).
 
     Raises :class:`BadInput` for a track that does not load (the message names the file
     or key), as ``esdash session check`` reports it.
@@ -225,4 +238,88 @@ def session_plan(session: Session, plugins: PluginSet | None = None) -> SessionP
     if unchecked:
         esdash_line += f"\n  {unchecked}"
     corpus = corpus_lines(session, track)
-    return SessionPlan(session, tasks, distribution, distribution_line, esdash_line, ranks, corpus)
+    wall = estimate_wall_time(session, track, tasks=tasks, distribution=distribution, runs=runs)
+    return SessionPlan(
+        session,
+        tasks,
+        distribution,
+        distribution_line,
+        esdash_line,
+        ranks,
+        corpus,
+        wall,
+        job_time(session_time(session), wall.total),
+    )
+
+
+def wall_time_lines(wall: WallTime, steps: bool = True) -> list[str]:
+    """The estimate as lines: the total, then each phase with its time, its kind (fixed,
+    estimate, bound) and where it comes from; with ``steps``, each query step below its
+    phase.  ``esdash plan`` and ``esdash submit --dry-run`` print these."""
+    rows: list[tuple[str, str, str, str]] = []
+    for phase in wall.phases:
+        rows.append((phase.label, duration(phase.seconds), phase.kind, phase.basis))
+        if steps and phase.key == "steps":
+            rows += [
+                (f"  {step.name}", duration(step.seconds), step.kind, _step_text(step))
+                for step in wall.steps
+            ]
+    plural = {FIXED: FIXED, ESTIMATE: "estimates", BOUND: "bounds"}
+    made_of = ", ".join(
+        f"{n} {kind if n == 1 else plural[kind]}"
+        for kind in (FIXED, ESTIMATE, BOUND)
+        if (n := wall.count(kind))
+    )
+    lines = [
+        f"wall time of a run: {duration(wall.total)}, bounds at their bound ({made_of}; "
+        f"README: Wall time)"
+    ]
+    label = max(len(row[0]) for row in rows)
+    size = max(len(row[1]) for row in rows)
+    kind = max(len(row[2]) for row in rows)
+    lines += [f"  {a:<{label}}  {b:>{size}}  {c:<{kind}}  {d}".rstrip() for a, b, c, d in rows]
+    return lines
+
+
+#: How a figure reads in one line: ``~`` estimated, ``<=`` a bound, fixed as it is.
+_MARK = {ESTIMATE: "~", BOUND: "<=", FIXED: ""}
+
+
+def phases_brief(wall: WallTime, cluster: bool = True) -> str:
+    """``ingest ~20s, settle <=10m00s, warmup <=5m00s, steps 1m30s``: the phases that take
+    time, in one line (``cluster``: with the cluster's start and stop)."""
+    own = ("cluster_start", "cluster_stop")
+    return ", ".join(
+        f"{phase.key.replace('_', ' ')} {_MARK[phase.kind]}{duration(phase.seconds)}"
+        for phase in wall.phases
+        if phase.seconds > 0 and (cluster or phase.key not in own)
+    )
+
+
+def _step_text(step: StepTime) -> str:
+    """``1 s pause + 0 s warm-up + 10 s measured, 3 rounds``; a counted step's limits."""
+    if not step.rounds:
+        return "refused: runs in no round, takes no time"
+    limit = "at most " if step.kind == BOUND else ""
+    parts = [f"{step.pause:g} s pause"] if step.pause else []
+    parts += [f"{limit}{step.warmup:g} s warm-up", f"{limit}{step.duration:g} s measured"]
+    rounds = f", {step.rounds} rounds" if step.rounds > 1 else ""
+    return " + ".join(parts) + rounds
+
+
+def time_line(job: JobTime, who: str = "esdash submit asks") -> str:
+    """What a job asks Slurm for as ``--time`` (``who``: ``esdash submit asks``, ``the job
+    asked``), and why; a session's own limit below the total says so."""
+    if job.own is None:
+        return (
+            f"{who} Slurm for --time={job.text}: the total {duration(job.total)} "
+            f"{job.limit.margin} (no [slurm] time is set)"
+        )
+    line = f"{who} Slurm for --time={job.text}: set by [slurm] time"
+    if job.short:
+        line += (
+            f", SHORTER than the total {duration(job.total)}: Slurm ends the job before "
+            f"its results when the bounded phases take their bounds (without [slurm] time "
+            f"it would be {job.limit.text}, the total {job.limit.margin})"
+        )
+    return line

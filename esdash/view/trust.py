@@ -9,6 +9,7 @@ ASCII, one finding per line, so batch logs and the dashboard say the same thing.
 from __future__ import annotations
 
 from esdash.rundir.records import INCOMPLETE_STEP, QueryRounds, Results
+from esdash.stats import metrics
 from esdash.view import format as fmt
 
 
@@ -51,11 +52,22 @@ def before_steps(results: Results) -> list[str]:
 
 
 def definitions(results: Results) -> list[str]:
-    """What the columns mean where it differs between steps."""
+    """What the summary's columns mean (:mod:`esdash.stats.metrics`, one definition each)."""
+    measured = [s for s in results.steps if s.queries]
     lines = []
-    if results.throughput_definition:
-        lines.append(f"  req/s = {results.throughput_definition}")
-    closed = [s.name for s in results.steps if s.queries and not s.planned.target_throughput]
+    if measured:
+        lines += [
+            f"  req/s = {metrics.throughput_definition(results)}",
+            f"  +- = {metrics.INTERVAL_STD}",
+        ]
+    indexing = [name for s in measured for name in s.queries if name in s.planned.indexing]
+    if any(name not in s.planned.indexing for s in measured for name in s.queries):
+        lines.append(f"  hits/s = {metrics.HITS_PER_S}")
+    if indexing:
+        lines.append(f"  docs/s = {metrics.DOCS_PER_S}")
+    if results.ingest is not None:
+        lines.append(f"  ingest docs/s = {metrics.INGEST_DOCS_PER_S}")
+    closed = [s.name for s in measured if not s.planned.target_throughput]
     if closed:
         lines.append("  closed loop (no target throughput): latency percentiles are service times")
     return lines

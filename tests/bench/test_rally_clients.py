@@ -139,13 +139,15 @@ def test_clients_are_spread_over_the_ranks_and_cache_is_sent_as_rally_does(
         "report", str(run), "--format", "rally", "--no-figures", "--out", str(out), env_runs=runs
     )
     document = json.loads((out / "rally.json").read_text())
-    assert document["schema"] == "esdash-rally-metrics/1"
+    assert document["schema"] == "esdash-rally-metrics/2"
     (only,) = document["runs"]
     metrics = {entry["task"]: entry for entry in only["op_metrics"]}
     assert list(metrics) == ["bulk", *steps]
     assert metrics["bulk"]["throughput"]["unit"] == "docs/s"
     five_metrics = metrics["five-clients"]
     assert five_metrics["throughput"]["unit"] == "ops/s"
+    assert five_metrics["throughput"]["definition"].startswith("rally:")
+    assert five_metrics["esdash"]["requests_per_s"] == five["throughput"]["requests_per_s"]
     assert five_metrics["latency"]["50_0"] == five["latency"]["p50"]
     assert five_metrics["service_time"]["100_0"] == five["service_time"]["max"]
     assert five_metrics["error_rate"] == 0

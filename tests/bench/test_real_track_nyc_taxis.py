@@ -38,7 +38,7 @@ def test_nyc_taxis_runs_every_task_in_test_mode(
         track=f'name = "rally"\npath = "{track}"\ntest_mode = true\ncorpus_dir = "{corpus}"',
         tables=BENCH,
     )  # fmt: skip
-    plan = json.loads(esdash("plan", str(session), "--json", env_runs=runs).stdout)
+    plan = json.loads(esdash("plan", str(session), "--json", env_runs=runs).stdout)["tasks"]
     refused = {t["name"]: t["reason_kind"] for t in plan if t["status"] != "run"}
     assert refused == {"autohisto_agg": "module"}, refused
     result = esdash(

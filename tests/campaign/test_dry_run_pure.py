@@ -114,7 +114,8 @@ def test_a_dry_run_after_the_base_changed_writes_not_a_byte(
     assert code == 0, out
     assert "2 points, 0 completed, 2 to run on 1 cluster(s)" in out
     assert "workers_per_node=1: ingest (unless the index is complete) (its session changed " in out
-    assert out.splitlines()[-1].endswith("nothing was written")
+    verdict = [line for line in out.splitlines() if line.startswith("esdash sweep: ")][-1]
+    assert verdict.endswith("nothing was written")
     # the completed point is still completed on disk, for `report` and the next sweep
     assert '"status": "completed"' in (directory.path / "campaign.json").read_text()
 

@@ -50,9 +50,15 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path) -> None:
         "  nodes=1 workers_per_node=1 #2: reuse index",
         "  nodes=1 workers_per_node=2 #2: reuse index",
     ]
-    assert lines[-1].endswith(
-        "every point to run passes its pre-flight checks; nothing was written"
-    )
+    verdict = [line for line in lines if line.startswith("esdash sweep: ")][-1]
+    assert verdict.endswith("every point to run passes its pre-flight checks; nothing was written")
+    # then the wall time of the points to run, per Slurm job (tests/prepare has the figures)
+    after = lines[lines.index(verdict) + 1 :]
+    assert after[0].startswith("wall time of the points to run")
+    jobs = [line.split(":")[0] for line in after if line.startswith("  Slurm job for ")]
+    assert jobs == ["  Slurm job for 1 node(s)", "  Slurm job for 3 node(s)"]
+    kept = "esdash sweep --submit asks Slurm for --time=03:00:00: set by [slurm] time"
+    assert sum(line.strip().startswith(kept) for line in after) == 2  # the campaign's time
     assert not (tmp_path / "runs").exists()  # no campaign directory, no campaign.json
 
 
@@ -73,7 +79,8 @@ def test_dry_run_runs_the_preflight_checks_of_every_point(tmp_path: Path) -> Non
     )
     assert "cluster 1: 1n-none over loopback" in result.stdout  # the plan is still shown
     assert "  nodes=3 workers_per_node=2 #2: reuse index -- REFUSED" in result.stdout
-    assert "8 of 8 point(s) to run would fail" in result.stdout.splitlines()[-1]
+    verdict = [line for line in result.stdout.splitlines() if line.startswith("esdash sweep: ")]
+    assert "8 of 8 point(s) to run would fail" in verdict[-1]
     assert not (tmp_path / "runs").exists()
 
 

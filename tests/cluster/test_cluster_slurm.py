@@ -53,10 +53,15 @@ def green(nodes: int):
 def test_submit_spreads_three_nodes_and_down_ends_the_job(slurm_cluster, shared_tmp: Path):
     runs = shared_tmp / "runs"
     session = write_session(shared_tmp, "slurm3", 3, extra_cluster="nodes_per_host = 1")
+    # no [slurm] time: the job asks for the run's estimated wall time with its margin (made
+    # before the submit: once the job's cluster is up, its start becomes the next estimate's)
+    plan = esdash("plan", str(session), "--json", env_runs=runs, env=slurm_cluster.env)
+    estimated = json.loads(plan.stdout)["slurm_time"]
+    assert estimated["from"] == "estimate"
     run, job = submit(session, runs, slurm_cluster.env)
     script = (run / "job.sbatch").read_text()
     assert "#SBATCH --nodes=3" in script and "#SBATCH --ntasks-per-node=1" in script
-    assert "#SBATCH --time=00:30:00" in script
+    assert f"#SBATCH --time={estimated['time']}\n" in script
     first = status(run, runs, slurm_cluster.env)
     assert first["slurm_job"] == job
     assert first["slurm_state"] in {"PENDING", "CONFIGURING", "RUNNING"}

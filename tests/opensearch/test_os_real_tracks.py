@@ -97,7 +97,8 @@ def run_track(
     session = os_session(
         scratch, f"real-{name}", 2, track=f'name = "rally"\n{options}', tables=BENCH
     )
-    plan = json.loads(esdash("plan", str(session), "--json", env_runs=cluster.runs).stdout)
+    planned = esdash("plan", str(session), "--json", env_runs=cluster.runs)
+    plan = json.loads(planned.stdout)["tasks"]
     result = esdash(
         "run", str(session), "--cluster", str(cluster.run), env_runs=cluster.runs,
         check=False, timeout=900,

@@ -106,8 +106,12 @@ def test_their_numbers_land_next_to_a_run(tmp_path: Path) -> None:
     compared = esdash(
         "compare", f"{QUERIES}{meta}", str(run), "--format", "md", env_runs=tmp_path / "runs"
     )
-    line = "| ours | mixed/range_1000 | req/s | 0.8 | 0.2 | -0.6 | -73.3% | no spread known |"
-    assert line in compared.stdout
-    assert (
-        "| ours | mixed/range_1000 | p99 ms | - | - | - | - | too few samples |" in compared.stdout
+    # one value per side, no intervals: the ratio without an interval, and no verdict
+    line = (
+        "| ours | mixed/range_1000 | req/s | 0.8 | 0.2 | 0.267 | - | inconclusive | - | no "
+        "spread known (baseline: one value of an imported file; contender: one value, no "
+        "stream) |"
     )
+    assert line in compared.stdout
+    line = "| ours | mixed/range_1000 | p99 ms | - | - | - | - | - | - | too few samples |"
+    assert line in compared.stdout

@@ -188,9 +188,8 @@ def study(shared_tmp: Path) -> Iterator[Study]:
     )  # fmt: skip
     found = Study(home, home / "runs", session, home / "data-plants", canaries)
     yield found
-    for run in found.runs.glob("plants-*"):
-        if java_pids_under(run):
-            esdash("cluster", "down", str(run), env_runs=found.runs, check=False)
+    for run in found.runs.glob("plants*"):  # a failed test must not leave a cluster or mount
+        esdash("cluster", "down", str(run), env_runs=found.runs, check=False)
 
 
 def test_1_node_account_plants_in_a_running_cluster(study: Study) -> None:
@@ -314,9 +313,9 @@ def test_5_gocryptfs_refuses_links_in_place_of_its_directories(study: Study) -> 
     # M4: the JVM's temporary files, heap dumps, crash files and GC logs stay encrypted
     rank_dir = study.home / "data-plantsgc" / "0"
     scratch = rank_dir / "plain" / ".esdash-jvm"
-    server = [
+    server = [  # its command line names the mount, not the run directory, in this mode
         Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-        for pid in java_pids_under(run)
+        for pid in java_pids_under(scratch)
         if b"bootstrap.Elasticsearch" in Path(f"/proc/{pid}/cmdline").read_bytes()
     ]
     assert len(server) == 1

@@ -16,6 +16,7 @@ import pytest
 from support.cli import esdash, write_session
 
 from esdash.cluster.dataroot import prepare_data_root
+from esdash.cluster.users import account_for
 from esdash.plugin.manager import get_plugins
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the node account exists as root")
@@ -39,7 +40,8 @@ def test_a_private_data_dir_is_refused_not_widened(shared_tmp: Path) -> None:
     assert "chmod o+x" in line and "Traceback" not in result.stderr
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
     assert sorted(p.name for p in data.iterdir()) == ["notes.txt"]
-    assert not [line for line in Path("/etc/passwd").read_text().splitlines() if "esdash-" in line]
+    account = account_for(data).name  # refused before the cluster's account was made
+    assert not [line for line in Path("/etc/passwd").read_text().splitlines() if account in line]
 
 
 def test_preparing_an_existing_data_root_keeps_its_mode(tmp_path: Path) -> None:

@@ -131,7 +131,7 @@ def test_without_trust_no_command_runs_the_track_code(scratch: Path) -> None:
             assert "trust_code = true in the session's [track] table, or --trust-track-code" in (
                 shown
             )
-    plan = json.loads(run(["plan", "--json", str(session)], scratch / "runs").stdout)
+    plan = json.loads(run(["plan", "--json", str(session)], scratch / "runs").stdout)["tasks"]
     refused = {t["name"]: t for t in plan if t["reason_kind"] == "track_py"}
     assert sorted(refused) == ["random-colors", "warm-cache"]
     for task in refused.values():

@@ -138,15 +138,25 @@ def pids_alive(pids: list[int]) -> list[int]:
 
 
 def java_pids_under(path: Path) -> list[int]:
-    """Java processes whose command line mentions ``path`` (a run's config or data dir)."""
+    """Java processes whose command line mentions ``path`` (a run's config or data dir), and
+    the Java processes below them: a node's server JVM, forked by its launcher JVM, names
+    only its encrypted mount when gocryptfs keeps the JVM's files there."""
     found = []
+    parents: dict[int, int] = {}
+    java: set[int] = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
             continue
-        if "java" in cmdline and str(path) in cmdline:
+        if "java" not in cmdline:
+            continue
+        java.add(int(entry.name))
+        parents[int(entry.name)] = ppid
+        if str(path) in cmdline:
             found.append(int(entry.name))
-    return pids_alive(found)
+    below = [pid for pid in java if pid not in found and parents.get(pid) in found]
+    return pids_alive(found + below)

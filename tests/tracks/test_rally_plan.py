@@ -122,7 +122,7 @@ def test_plan_json_lists_every_task_in_order_with_its_fate(tmp_path):
     assert f"track code: {PLANNED / 'track.py'}: the session trusts it; esdash runs it" in (
         result.stderr
     )
-    tasks = json.loads(result.stdout)
+    tasks = json.loads(result.stdout)["tasks"]
     assert all(list(task) == KEYS for task in tasks)
     assert [t["name"] for t in tasks] == [
         "delete-index",
@@ -435,7 +435,7 @@ def test_mri_plan_through_the_command_resolves_the_session_timing(tmp_path):
     path = session(tmp_path, 'name = "mri"\ndocuments = 100', warmup='"2s"', duration='"7s"')
     result = esdash("plan", str(path), "--json", cache=tmp_path / "empty-cache")
     assert result.returncode == 0, result.stderr
-    tasks = json.loads(result.stdout)
+    tasks = json.loads(result.stdout)["tasks"]
     assert tasks[0]["name"] == "ingest" and tasks[0]["clients"] == 6
     ages = next(t for t in tasks if t["name"] == "age")
     assert "query step with 1 query (age)" in ages["esdash"]
@@ -455,7 +455,7 @@ def test_an_abe_session_plan_refuses_what_abe_cannot_express(tmp_path):
     path.write_text(path.read_text() + f'[encryption]\nmode = "abe"\nkey_file = "{key}"\n')
     result = esdash("plan", str(path), "--json", cache=tmp_path / "empty-cache")
     assert result.returncode == 0, result.stderr
-    tasks = {t["name"]: t for t in json.loads(result.stdout)}
+    tasks = {t["name"]: t for t in json.loads(result.stdout)["tasks"]}
     refused = {name for name, t in tasks.items() if t["status"] == "refused"}
     assert refused == {"brain_age", "age_weight"}  # no distribution: no module refusals
     weight = tasks["age_weight"]

@@ -77,7 +77,7 @@ def test_run_refuses_a_track_whose_every_task_is_refused(tmp_path: Path) -> None
 
     # the plan says why, task by task
     plan = esdash("plan", str(session), "--json", env_runs=runs)
-    tasks = json.loads(plan.stdout)
+    tasks = json.loads(plan.stdout)["tasks"]
     assert [(t["name"], t["status"]) for t in tasks] == [
         ("esql-count", "refused"),
         ("sql-count", "refused"),

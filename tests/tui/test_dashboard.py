@@ -19,11 +19,13 @@ from tuihelp import RUN_A, RUN_B, Clock, pilot_test, screen_text, wait_for, writ
 from esdash.plugin.manager import load_plugins
 from esdash.plugin_api import hookimpl
 from esdash.tui.app import EsdashApp
-from esdash.tui.screens.compare import CompareScreen
+from esdash.tui.screens.compare import CompareScreen, _short
 from esdash.tui.screens.dialogs import ConfirmScreen, HelpScreen
 from esdash.tui.screens.home import HomeScreen
 from esdash.tui.screens.live import LiveScreen
 from esdash.tui.widgets.queries import QueryTable
+from esdash.view import compare
+from esdash.view.inputs import load_run
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -302,10 +304,17 @@ async def test_compare_shows_both_runs_and_their_differences(runs_root: Path):
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
         screen = app.screen
-        await wait_for(pilot, lambda: screen.applied > 0)
+        await wait_for(pilot, lambda: screen.applied > 0 and screen.judged)
         assert len(screen.keys) == 3
         text = screen_text(app)
-        assert RUN_A in text and RUN_B in text and "%" in text
+        assert RUN_A in text and RUN_B in text
+        # both runs finished: every B/A cell is compare's judgement (ratio, interval, verdict)
+        judged = compare.screen_cells(load_run(runs_root / RUN_A), load_run(runs_root / RUN_B))
+        assert screen.cells == judged
+        p99 = judged[(0, "body_part")]["p99 ms"]
+        assert p99 is not None and p99.effect.low is not None
+        assert f"{_short(p99.effect.ratio)} {_short(p99.effect.low)}–" in text
+        assert {"?", "✗"} & set(text)
         results_a = json.loads((runs_root / RUN_A / "results.json").read_text())
         first = results_a["steps"][0]
         ((query, op),) = first["queries"].items()

@@ -80,7 +80,7 @@ def plan_app(tmp_path: Path) -> tuple[EsdashApp, Path, list[dict]]:
         sessions, "planned", 1, user=NODE_USER, track=f'name = "rally"\npath = "{track}"'
     )
     runs = tmp_path / "runs"
-    expected = json.loads(esdash("plan", str(session), "--json", env_runs=runs).stdout)
+    expected = json.loads(esdash("plan", str(session), "--json", env_runs=runs).stdout)["tasks"]
     app = EsdashApp(session_dirs=[sessions], runs_root=runs, fps=20)
     return app, session, expected
 

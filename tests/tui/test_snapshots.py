@@ -88,7 +88,13 @@ def test_home_screen(snap_compare, workdir: Path, size):
 
 def test_compare_screen(snap_compare, workdir: Path):
     app = EsdashApp(run=workdir / "runs" / RUN_A, compare=workdir / "runs" / RUN_B)
-    assert snap_compare(app, terminal_size=(160, 48), run_before=live_ready)
+
+    async def judged(pilot) -> None:
+        """Both runs read to their results: the B/A cells show compare's verdicts."""
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "judged", False))
+        await live_ready(pilot)
+
+    assert snap_compare(app, terminal_size=(160, 48), run_before=judged)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

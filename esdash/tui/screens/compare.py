@@ -1,9 +1,13 @@
-"""Two runs side by side (e.g. baseline vs ABE): per step and query, their numbers and changes.
+"""Two runs side by side (e.g. baseline vs ABE): per step and query, their numbers and effects.
 
 Each run's numbers come from its ``results.json`` once it has one (the authoritative
 figures, as ``esdash report`` prints them), and from its stream while it still runs; a
-worker thread polls both run directories once a second.  The histograms of the selected row
-share one log-scaled axis, so the shift of the distribution is visible at a glance.
+worker thread polls both run directories once a second.  Once both runs are finished, every
+change is judged as ``esdash compare`` judges it (:func:`esdash.view.compare.screen_cells`):
+the ratio B / A with its 95 % interval (block bootstrap over each run's measured intervals of
+that step) and a verdict, Holm-corrected over the rows; while a run still goes, the change
+in percent, coloured only when it is over 2 %.  The histograms of the selected row share
+one log-scaled axis, so the shift of the distribution is visible at a glance.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
+from esdash.errors import EsdashError
 from esdash.rundir import hdr
 from esdash.rundir.layout import RESULTS
 from esdash.stats import Bucket, bucket_counts
@@ -48,13 +53,44 @@ class Side:
     counts: dict[tuple[int, str], hdr.Counts]
 
 
+#: The table's metrics and their names in :data:`esdash.view.compare.SCREEN_METRICS`.
+SCREEN_NAMES = {"rate": "req/s", "p50": "p50 ms", "p99": "p99 ms", "gmean": "gmean ms"}
+#: A verdict as the table shows it, with its colour.
+VERDICT_STYLES = {
+    "better": ("✓", "green"),
+    "worse": ("✗", "red"),
+    "equivalent": ("≈", ""),
+    "inconclusive": ("?", "dim"),
+}
+
+Cells = dict[tuple[int, str], dict[str, "compare.Judged | None"]]
+
+
 class CompareReady(Message):
-    def __init__(self, a: Side, b: Side) -> None:
+    def __init__(self, a: Side, b: Side, cells: Cells | None = None) -> None:
         super().__init__()
         self.a, self.b = a, b
+        self.cells = cells
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, CompareReady)
+
+
+def _short(value: float) -> str:
+    return f"{value:.2f}" if value < 10 else f"{value:.3g}"
+
+
+def _judged_cell(cell: compare.Judged | None) -> Text | None:
+    """``0.27 0.08–0.90 ✗``: B / A, its 95 % interval and the verdict (None: no ratio)."""
+    if cell is None or cell.effect.ratio is None:
+        return None
+    found = cell.effect
+    word, style = VERDICT_STYLES[cell.verdict]
+    text = Text(_short(found.ratio), justify="right", style=style)
+    if found.low is not None and found.high is not None:
+        text.append(f" {_short(found.low)}–{_short(found.high)}", style="dim")
+    text.append(f" {word}", style=style or "bold")
+    return text
 
 
 def _change_cell(metric: str, a: float | None, b: float | None) -> Text:
@@ -92,9 +128,14 @@ class CompareScreen(Screen):
     ]
 
     HELP = f"""\
-Two runs side by side: **A** is the baseline, **B** the contender; every change is B
-relative to A, green when B is better (higher throughput, lower latency), red when worse.
-Rows are the measured query steps, matched by step and query name.
+Two runs side by side: **A** is the baseline, **B** the contender. Rows are the measured
+query steps, matched by step and query name. Once both runs are finished, each **B/A**
+column gives the ratio B / A, its 95 % interval (a block bootstrap over the measured
+intervals of that step in each run) and a verdict: **✓** better (green) or **✗** worse
+(red) when p < 0.05 after Holm's correction over the rows, **≈** equivalent when the whole
+interval lies within ±5 %, **?** when the runs cannot tell (as `esdash compare` judges; for
+repetitions, use `esdash compare` on a campaign). While a run still goes, the column shows
+the change in percent, coloured when over 2 %.
 
 Numbers come from each run's `{RESULTS}` once it is written, and from its stream while
 it still runs. ↑/↓ selects a row; the histograms below show the latency distribution of
@@ -121,6 +162,10 @@ that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the
         self.sides: tuple[Side, Side] | None = None
         self.keys: list[tuple[int, str]] = []
         self.applied = 0
+        #: the verdicts, once both runs are finished (judged once), and whether the table
+        #: shows them yet
+        self.cells: Cells | None = None
+        self.judged = False
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="compare-sides"):
@@ -140,8 +185,8 @@ that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the
     def on_mount(self) -> None:
         table = self.query_one("#compare-table", DataTable)
         for label in (
-            "step", "query", "req/s A", "req/s B", "Δ", "p50 A", "p50 B", "Δ",
-            "p99 A", "p99 B", "Δ", "gmean A", "gmean B", "Δ", "err A", "err B",
+            "step/query", "req/s A", "req/s B", "B/A", "p50 A", "p50 B", "B/A",
+            "p99 A", "p99 B", "B/A", "gmean A", "gmean B", "B/A", "err A/B",
         ):  # fmt: skip
             table.add_column(label)
         self.poll()
@@ -155,15 +200,28 @@ that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the
             changed = False
             for source, model in zip(self.sources, self.models, strict=True):
                 changed |= model.apply(source.poll())
-            if changed or self.sides is None:
+            finished = all(m.results is not None for m in self.models)
+            if changed or self.sides is None or (finished and self.cells is None):
                 for model in self.models:
                     rows = {(r.step, r.query): r for r in step_queries(model)}
                     counts = {key: step_counts(model, *key) for key in rows}
                     sides.append(Side(model.snapshot(ViewParams(), self.clock()), rows, counts))
-                self.post_message(CompareReady(sides[0], sides[1]))
+                cells = self._judge() if finished else None
+                self.post_message(CompareReady(sides[0], sides[1], cells))
             deadline = time.monotonic() + self.every
             while time.monotonic() < deadline and not worker.is_cancelled:
                 time.sleep(0.05)
+
+    def _judge(self) -> Cells:
+        """The verdicts of two finished runs (worker thread; judged once, then kept)."""
+        if self.cells is None:
+            from esdash.view.inputs import load_run
+
+            try:
+                self.cells = compare.screen_cells(load_run(self.paths[0]), load_run(self.paths[1]))
+            except EsdashError:  # a results file that does not read: figures without verdicts
+                self.cells = {}
+        return self.cells
 
     def on_compare_ready(self, message: CompareReady) -> None:
         self.sides = (message.a, message.b)
@@ -177,7 +235,9 @@ that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the
         for key in keys:
             a, b = message.a.rows.get(key), message.b.rows.get(key)
             name = (a or b).step_name if (a or b) else str(key[0])
-            cells: list[Text | str] = [f"{key[0] + 1} {name}", key[1]]
+            # the step's number and name, and the query's where it has another
+            label = name if name == key[1] else f"{name}/{key[1]}"
+            cells: list[Text | str] = [f"{key[0] + 1} {label}"]
             for metric, convert in (
                 ("rate", fmt.rate),
                 ("p50", fmt.ms),
@@ -186,19 +246,19 @@ that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the
             ):
                 va = getattr(a, metric) if a else None
                 vb = getattr(b, metric) if b else None
+                judged = (message.cells or {}).get(key, {}).get(SCREEN_NAMES[metric])
                 cells += [
                     Text(" " + convert(va), justify="right"),
                     Text(" " + convert(vb), justify="right"),
-                    _change_cell(metric, va, vb),
+                    _judged_cell(judged) or _change_cell(metric, va, vb),
                 ]
-            cells += [
-                Text(" " + fmt.count(a.errors if a else None), justify="right"),
-                Text(" " + fmt.count(b.errors if b else None), justify="right"),
-            ]
+            errors = (fmt.count(side.errors if side else None) for side in (a, b))
+            cells.append(Text(" " + "/".join(errors), justify="right"))
             table.add_row(*cells)
         if keys:
             table.move_cursor(row=min(max(row_before, 0), len(keys) - 1), animate=False)
         self._show_histograms()
+        self.judged = message.cells is not None
         self.applied += 1
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

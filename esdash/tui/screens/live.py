@@ -43,7 +43,7 @@ REDRAW_EVERY = {"rate": 0.5, "p99": 0.5, "cluster": 1.0, "progress": 1.0, "log":
 
 #: Panels in their key order: (id, title).
 PANELS = (
-    ("queries", "Queries · latency ms · now = sliding window, all = this step"),
+    ("queries", "Queries · latency ms · now = sliding window, final / so far = this step"),
     ("histogram", "Latency histogram"),
     ("rate", "Throughput"),
     ("p99", "p99 latency"),
@@ -88,8 +88,11 @@ The live screen follows a run as it happens, or replays a finished one.
 * **Timeline**: the interval records; `[` / `]` (or ←/→ when it has focus) step through
   them, `f` follows the newest again.
 * **Queries**: per query of the current step, *now* (the sliding window, `w` changes it)
-  and *all* (the whole step so far): requests, errors, throughput, percentiles (shown only
-  when enough samples support them: p99 needs 100, p99.9 needs 1000), gmean and gstd.
+  and the whole step: *final* once it is over (the figures of the run's results, the summary's
+  and the report's) or *so far* (from the stream, until then): requests, errors, req/s,
+  hits/s (documents the searches returned; docs/s: documents a bulk operation indexed),
+  percentiles (shown only when enough samples support them: p99 needs 100, p99.9 needs
+  1000), gmean and gstd.
   ↑/↓ selects the query the histogram shows.
 * **Charts**: throughput and p99 per interval; `+` / `-` widen and narrow the time span.
 * **Leakage** (a run in a client-side encryption mode, once its leakage report is

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from esdash.stats import metrics
 from esdash.view import format as fmt
 from esdash.view import leakage
 from esdash.view.model import Snapshot
@@ -130,6 +131,17 @@ class ClusterPanel(Static):
         return Group(*parts)
 
 
+def ingest_rate(docs_per_s: float | None, kind: str) -> str:
+    """The ingest's docs/s with which figure it is: ``now`` (while it runs), the run's (the
+    results', the summary's), or the stream's ``so far`` until the results are written."""
+    rate = f"{fmt.rate(docs_per_s)} docs/s"
+    if kind == metrics.NOW:
+        return f"now {rate}"
+    if kind == metrics.SO_FAR:
+        return f"{rate} so far (stream)"
+    return rate
+
+
 class ProgressPanel(Static):
     """Ingest progress (docs/s, ETA), errors by class with the last message, recent events."""
 
@@ -155,7 +167,7 @@ class ProgressPanel(Static):
                 text.append(f"/{fmt.count(ingest.docs_total)}")
             text.append(" docs")
             if ingest.docs_per_s is not None:
-                text.append(f"  {fmt.rate(ingest.docs_per_s)} docs/s")
+                text.append(f"  {ingest_rate(ingest.docs_per_s, ingest.rate_kind)}")
             if ingest.done:
                 text.append("  done", style="green")
             elif ingest.eta is not None:

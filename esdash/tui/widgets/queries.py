@@ -1,4 +1,6 @@
-"""The per-query table: two rows per operation, the sliding window ("now") and the scope ("all")."""
+"""The per-query table: two rows per operation, the sliding window ("now") and the whole
+scope: its figure in ``results.json`` once the scope is over ("final"), the stream's until
+then ("so far").  Documents are hits/s for searches, docs/s for bulk operations."""
 
 from __future__ import annotations
 
@@ -6,17 +8,21 @@ from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
+from esdash.stats import metrics
 from esdash.view import format as fmt
 from esdash.view.model import Latency, OpRow, Snapshot
+
+#: The label of each kind of whole-scope figure (the "now" row is labelled "now").
+KIND_LABELS = {metrics.RUN: "final", metrics.SO_FAR: "so far"}
 
 #: (label, width); the query column takes what is left.  Right-aligned in fixed widths, so
 #: the spare cell on the left separates the columns.
 COLUMNS = (
-    ("", 4),
+    ("", 7),
     ("req", 7),
     ("err", 5),
     ("req/s", 7),
-    ("docs/s", 7),
+    ("hits/s", 7),
     ("p50", 6),
     ("p90", 6),
     ("p99", 6),
@@ -25,6 +31,16 @@ COLUMNS = (
     ("gstd", 5),
 )
 OTHER_COLUMNS = sum(width for _, width in COLUMNS) + 1
+#: The documents column's index in COLUMNS, and its label by what the operations shown do.
+DOCUMENTS_COLUMN = 4
+
+
+def documents_label(ops: tuple[OpRow, ...]) -> str:
+    """``hits/s`` (searches), ``docs/s`` (bulk: documents indexed), or both when mixed."""
+    units = {op.unit for op in ops}
+    if units == {"docs/s"}:
+        return "docs/s"
+    return "dc|ht/s" if len(units) > 1 else "hits/s"
 
 
 Cell = tuple[str, str]  # value, style
@@ -68,15 +84,17 @@ class QueryTable(DataTable):
         super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, **kwargs)
         self._names: list[str] = []
         self._width = 0
+        self._documents = ""
         self._selected: str | None = None
         self._columns: list = []
         self._cells: dict[str, list[Text]] = {}
 
-    def _add_columns(self, name_width: int) -> None:
+    def _add_columns(self, name_width: int, documents: str) -> None:
         self.clear(columns=True)
         self._columns = [self.add_column("query", width=name_width)]
-        for label, width in COLUMNS:
-            self._columns.append(self.add_column(label.rjust(width), width=width))
+        for index, (label, width) in enumerate(COLUMNS):
+            shown = documents if index == DOCUMENTS_COLUMN else label
+            self._columns.append(self.add_column(shown.rjust(width), width=width))
 
     def _name_width(self, names: list[str]) -> int:
         longest = max((len(n) for n in names), default=8)
@@ -86,15 +104,16 @@ class QueryTable(DataTable):
     def show(self, snap: Snapshot) -> None:
         names = [op.name for op in snap.ops]
         width = self._name_width(names)
-        if names == self._names and width == self._width:
+        documents = documents_label(snap.ops)
+        if names == self._names and width == self._width and documents == self._documents:
             for op in snap.ops:  # the same rows: update the cells in place
                 for suffix, cells in self._rows(op, width):
                     for column, cell in zip(self._columns, cells, strict=True):
                         self.update_cell(f"{op.name}\0{suffix}", column, cell, update_width=True)
             return
         cursor_name = self._selected or snap.selected
-        self._add_columns(width)
-        self._names, self._width = names, width
+        self._add_columns(width, documents)
+        self._names, self._width, self._documents = names, width, documents
         self._cells = {}
         for op in snap.ops:
             for suffix, cells in self._rows(op, width):
@@ -105,7 +124,8 @@ class QueryTable(DataTable):
 
     @staticmethod
     def _rows(op: OpRow, width: int) -> list[tuple[str, list[Text]]]:
-        """The two rows of one operation: its sliding window and its whole scope."""
+        """The two rows of one operation: its sliding window ("now") and its whole scope,
+        labelled "final" (the results' figure) or "so far" (the stream's)."""
         name = op.name if len(op.name) <= width else op.name[: width - 1] + "…"
         error_style = "bold red" if op.window_errors else ""
         now: list[Cell] = [
@@ -119,7 +139,7 @@ class QueryTable(DataTable):
         ]
         total: list[Cell] = [
             ("", ""),
-            (" all", "dim"),
+            (f" {KIND_LABELS.get(op.all_kind, op.all_kind)}", "dim"),
             (fmt.count(op.requests), ""),
             (fmt.count(op.errors), "red" if op.errors else ""),
             (fmt.rate(op.rate_all), ""),
