@@ -10,11 +10,16 @@ reverse (R) order, in the sequence given (L, R, R, L, L, R: the ABBA pattern can
 drift of the machine), each time on a **fresh cluster with a fresh ingest**, in two modes
 side by side (one run of each mode per sequence slot, so both see the same machine):
 
-* ``settled``: ``after_ingest = "wait"`` and the global warm-up (``warmup_max``), esdash's
-  defaults;
+* ``settled``: esdash's defaults for ``after_ingest`` (or ``--after-ingest``) and the global
+  warm-up (``warmup_max``);
 * ``raw``: ``after_ingest = "none"`` and no global warm-up (what esdash did before).
 
-Prints per query and mode the median req/s in each order and the ratio listed / reverse.
+Prints per query and mode the median req/s in each order and the ratio listed / reverse,
+then the order's own effect fitted over every run (one position later multiplies a query's
+req/s by what factor, with its 95 % interval, after taking out each query's cost and each
+fresh cluster's level) and the noise of one query's number in one run that no order
+explains: a ratio of two runs per order is within about twice that of 1 with no order
+effect at all.
 Target: with settling and the warm-up, every ratio within 0.85-1.15 (the order explains
 less than 15 %); the raw table shows what the order did before.  Run as root (nodes run as
 ``esdash``) on an otherwise idle machine; it takes about 12 x (start + ingest + warm-up +
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -34,6 +40,7 @@ from pathlib import Path
 from _common import esdash, free_port_block
 
 from esdash.plugin.manager import get_plugins
+from esdash.stats.student import quantile
 
 TARGET = (0.85, 1.15)
 
@@ -58,11 +65,11 @@ def session(directory: Path, name: str, args: argparse.Namespace, mode: str, ord
     queries = directory / f"{name}.json"
     step_file(queries, order == "R")
     http, transport = free_port_block(args.nodes), free_port_block(args.nodes)
-    settle = (
-        f'after_ingest = "wait"\nwarmup_max = "{args.warmup_max}"\n'
-        if mode == "settled"
-        else 'after_ingest = "none"\nwarmup_max = "0s"\n'
-    )
+    if mode == "settled":  # esdash's defaults, unless --after-ingest tries another
+        chosen = f'after_ingest = "{args.after_ingest}"\n' if args.after_ingest else ""
+        settle = f'{chosen}warmup_max = "{args.warmup_max}"\n'
+    else:
+        settle = 'after_ingest = "none"\nwarmup_max = "0s"\n'
     path = directory / f"{name}.toml"
     path.write_text(
         f'name = "{name}"\n'
@@ -86,6 +93,41 @@ def run_once(directory: Path, env: dict[str, str], name: str, args, mode: str, o
     return rates
 
 
+def position_effect(runs: list[list[tuple[str, float]]]) -> tuple[float, float, float, float]:
+    """What one position later in the order does to a query, separated from the noise.
+
+    Least squares on ``ln(rate) = query + run + beta * position`` over every run (each run's
+    queries in the order they ran): the query terms take out what a query costs, the run
+    terms what one fresh cluster does to all its queries at once, so ``beta`` is the order's
+    own effect.  Returns ``exp(beta)`` with its 95 % interval (Student's t) and the residual
+    standard deviation: the noise of one query's number in one run that no order explains.
+    """
+    import numpy as np
+
+    queries = sorted({query for run in runs for query, _ in run})
+    rows, targets = [], []
+    for r, run in enumerate(runs):
+        for position, (query, rate) in enumerate(run):
+            row = [0.0] * (len(queries) + len(runs))  # query terms, run terms (first dropped)
+            row[queries.index(query)] = 1.0
+            if r:
+                row[len(queries) + r - 1] = 1.0
+            row[-1] = float(position)
+            rows.append(row)
+            targets.append(math.log(rate))
+    x, y = np.array(rows), np.array(targets)
+    coef, _, rank, _ = np.linalg.lstsq(x, y, rcond=None)
+    dof = len(y) - rank
+    if dof < 1:
+        return math.nan, math.nan, math.nan, math.nan
+    residual = y - x @ coef
+    sigma2 = float(residual @ residual) / dof
+    covariance = sigma2 * np.linalg.pinv(x.T @ x)
+    beta, se = float(coef[-1]), math.sqrt(float(covariance[-1, -1]))
+    half = quantile(0.975, dof) * se
+    return math.exp(beta), math.exp(beta - half), math.exp(beta + half), math.sqrt(sigma2)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=3)
@@ -96,6 +138,9 @@ def main() -> int:
     parser.add_argument("--warmup-max", default="5m")
     parser.add_argument("--user", default="esdash")
     parser.add_argument("--modes", default="settled,raw")
+    parser.add_argument(
+        "--after-ingest", default="", help="settled mode's after_ingest (default: esdash's)"
+    )
     args = parser.parse_args()
     if set(args.sequence) - {"L", "R"} or not {"L", "R"} <= set(args.sequence):
         sys.exit("--sequence: a string of L and R with both, e.g. LRRLLR")
@@ -103,6 +148,7 @@ def main() -> int:
     found: dict[str, dict[str, dict[str, list[float]]]] = {
         mode: {"L": {}, "R": {}} for mode in modes
     }
+    sequences: dict[str, list[list[tuple[str, float]]]] = {mode: [] for mode in modes}
     with tempfile.TemporaryDirectory(prefix="order-bias-") as tmp:
         directory = Path(tmp)
         os.chmod(directory, 0o755)  # the nodes' user reads the data root beneath it
@@ -111,9 +157,12 @@ def main() -> int:
             for mode in modes:
                 name = f"ob{k}{order}{mode[0]}"
                 print(f"run {k + 1}/{len(args.sequence)}: {order} {mode}", flush=True)
-                for query, rate in run_once(directory, env, name, args, mode, order).items():
+                rates = run_once(directory, env, name, args, mode, order)
+                print("  " + ", ".join(f"{q} {r:.1f}" for q, r in rates.items() if r), flush=True)
+                for query, rate in rates.items():
                     if rate is not None:
                         found[mode][order].setdefault(query, []).append(rate)
+                sequences[mode].append([(q, r) for q, r in rates.items() if r])
     worst_settled = 0.0
     for mode in modes:
         print(f"\n{mode}: median req/s per order, ratio listed / reverse")
@@ -131,6 +180,14 @@ def main() -> int:
             )
     if "settled" in modes:
         print(f"\nsettled: largest |ratio - 1| = {worst_settled:.3f} (target <= 0.15)")
+    for mode in modes:
+        step, low, high, noise = position_effect(sequences[mode])
+        last = max(len(run) for run in sequences[mode]) - 1
+        print(
+            f"{mode}: one position later x{step:.3f} (95 % CI {low:.3f}-{high:.3f}), first to "
+            f"last x{step**last:.3f}; a query's run-to-run noise no order explains: "
+            f"{100 * noise:.1f} % (sd of ln req/s)"
+        )
     return 0
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -152,7 +153,7 @@ def warmup_start(run: Path) -> float:
         record = json.loads(line)
         phase = record.get("kind") == "phase" and record["data"].get("phase")
         if record.get("type") == "event" and phase == "warmup":
-            return float(record["time"])
+            return float(record["wall"])
     raise SystemExit("no warm-up phase in the stream")
 
 
@@ -187,7 +188,9 @@ LABELS = {
 }
 
 
-def draw(path: Path, rounds: dict[str, list[float]], cpu: list[dict], seconds: float) -> None:
+def draw(
+    path: Path, rounds: dict[str, list[float]], cpu: list[dict], seconds: float, title: str
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -199,7 +202,7 @@ def draw(path: Path, rounds: dict[str, list[float]], cpu: list[dict], seconds: f
         top.plot(minutes, rates, marker="o", markersize=3, label=query)
     top.set_yscale("log")
     top.set_ylabel("cluster req/s in the round (log)")
-    top.set_title("Global warm-up of the quickstart: throughput per round")
+    top.set_title(f"Global warm-up of {title}: throughput per round")
     top.legend(fontsize=8, ncol=3)
     top.grid(True, which="both", alpha=0.3)
     minutes = [(r + 1) * seconds / 60 for r in range(len(cpu))]
@@ -225,24 +228,36 @@ def main() -> int:
     parser.add_argument("--warmup-max", default="20m")
     parser.add_argument("--round", default="5s", help="seconds per query in a round")
     parser.add_argument("--figure", default="docs/figures/warmup-curve.png")
-    parser.add_argument("--keep", help="copy the run's results and samples to this directory")
+    parser.add_argument("--keep", help="copy the run directory and the samples here")
+    parser.add_argument(
+        "--from", dest="kept", help="table and figure of a run kept with --keep (runs nothing)"
+    )
     args = parser.parse_args()
+    if args.kept:
+        kept = Path(args.kept)
+        report(kept / "run", json.loads((kept / "samples.json").read_text()), args)
+        return 0
     with tempfile.TemporaryDirectory(prefix="warmup-curve-") as tmp:
         directory = Path(tmp)
         os.chmod(directory, 0o711)
         run, samples = run_session(args, directory)
-        results = json.loads(RunDir(run).results_file.read_text())
-        warm = results["global_warmup"]
-        start = warmup_start(run)
-        rounds = {q: data["rounds"] for q, data in warm["queries"].items()}
-        cpu = per_round(samples, start, warm["round_seconds"], warm["rounds"])
         if args.keep:
             keep = Path(args.keep)
             keep.mkdir(parents=True, exist_ok=True)
-            (keep / RunDir(run).results_file.name).write_text(json.dumps(results, indent=1))
+            shutil.copytree(run, keep / "run", dirs_exist_ok=True)
             (keep / "samples.json").write_text(json.dumps(samples))
+        report(run, samples, args)
+    return 0
+
+
+def report(run: Path, samples: list[dict], args: argparse.Namespace) -> None:
+    """The table (per round: each query's req/s, the nodes' CPU by kind) and the figure."""
+    warm = json.loads(RunDir(run).results_file.read_text())["global_warmup"]
+    start = warmup_start(run)
+    rounds = {q: data["rounds"] for q, data in warm["queries"].items()}
+    cpu = per_round(samples, start, warm["round_seconds"], warm["rounds"])
     print(f"warm-up: {warm['rounds']} rounds of {warm['round_seconds']:g} s, "
-          f"converged {warm['converged']}")  # fmt: skip
+          f"converged {warm['converged']}: {warm.get('reason') or '-'}")  # fmt: skip
     queries = list(rounds)
     print(f"{'round':>5} {'min':>5} " + " ".join(f"{q[:10]:>10}" for q in queries)
           + f" {'jit':>5} {'gc':>5} {'search':>6} {'bench':>5}")  # fmt: skip
@@ -250,20 +265,14 @@ def main() -> int:
         c = cpu[r] if r < len(cpu) else {}
         print(
             f"{r + 1:>5} {(r + 1) * warm['round_seconds'] / 60:>5.1f} "
-            + " ".join(
-                f"{rounds[q][r] if r < len(rounds[q]) else float('nan'):>10.1f}" for q in queries
-            )
+            + " ".join(f"{_at(rounds[q], r):>10.1f}" for q in queries)
             + f" {c.get('compiler', float('nan')):>5.2f} {c.get('gc', float('nan')):>5.2f}"
             f" {c.get('other', float('nan')):>6.2f} {c.get('bench', float('nan')):>5.2f}"
         )
-    for q in queries:
-        verdict = warm["queries"][q]
-        print(
-            f"  {q}: converged {verdict['converged']}, cv {verdict['cv']}, p {verdict['p_value']}"
-        )
-    draw(Path(args.figure), rounds, cpu, warm["round_seconds"])
+    nodes = len(samples[-1]["nodes"]) if samples else 0
+    title = f"{Path(args.session).stem} ({nodes} node{'s' if nodes != 1 else ''})"
+    draw(Path(args.figure), rounds, cpu, warm["round_seconds"], title)
     print(f"figure: {args.figure}")
-    return 0
 
 
 if __name__ == "__main__":

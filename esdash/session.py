@@ -187,7 +187,7 @@ BENCHMARK = (
     Option(
         "warmup_max",
         "duration",
-        "longest global warm-up before the steps (rounds per query until steady); 0: none",
+        "longest global warm-up before the steps (rounds until the cluster is warm); 0: none",
         300.0,
         (),
         0,

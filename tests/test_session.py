@@ -107,6 +107,14 @@ def test_wrong_type_names_expected_and_found(tmp_path: Path) -> None:
     assert "benchmark.bulk_size: expected an integer, found 'many' (string)" in message
 
 
+@pytest.mark.parametrize("huge", [10**400, "1" + "0" * 400 + "s"], ids=["integer", "string"])
+def test_a_duration_beyond_any_float_is_an_error_of_its_key(tmp_path: Path, huge) -> None:
+    """Found by the fuzzer: an integer too large for a float raised OverflowError."""
+    data = {**VALID, "benchmark": {**VALID["benchmark"], "warmup": huge}}
+    message = errors_of(data, tmp_path)
+    assert "benchmark.warmup: expected a duration" in message, message
+
+
 def test_out_of_range_and_all_problems_together(tmp_path: Path) -> None:
     data = {**VALID, "cluster": {**VALID["cluster"], "nodes": 0, "heap": "1m"}}
     message = errors_of(data, tmp_path)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from esdash.bench import track_requests
 from esdash.bench.facts import read_facts
 from esdash.bench.settle import settle
-from esdash.bench.warmup import DECISION_MARGIN, JUDGED_ROUNDS, WarmupJudge, WarmupSchedule
+from esdash.bench.warmup import DECISION_MARGIN, WarmupJudge, WarmupSchedule
 from esdash.plugin.control import ControlClient, ControlError
 from esdash.rundir.records import (
     BenchPlan,
@@ -54,6 +54,9 @@ LEAD = 1.0
 #: 50 ms, so half a second reaches them all (a worker that has not heard by the step's
 #: time limit goes on at that limit, as rank 0 then decides too).
 STEP_LEAD = 0.5
+#: Seconds between two readings of the nodes' JIT figures during the warm-up (their ranks
+#: refresh them every 2 s).
+JIT_READ_EVERY = 2.0
 
 
 def step_end_kind(index: int) -> str:
@@ -142,8 +145,12 @@ class Conductor:
         control: ControlClient | None,
         sink: StreamSink,
         ingested: bool,
+        jit_source: Callable[[], dict[str, tuple[float, float]]] | None = None,
     ) -> None:
         self.post, self.workers, self.plan, self.control = post, workers, plan, control
+        #: The nodes' JIT readings (node -> (time, compiler CPU seconds)) for the warm-up.
+        self.jit_source = jit_source
+        self._jit_read = 0.0
         self.sink, self.ingested = sink, ingested
         self.phase = "ingest"
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="control")
@@ -251,7 +258,7 @@ class Conductor:
             self.sink.event(
                 "warmup",
                 f"global warm-up: rounds of {schedule.round_seconds:g} s over "
-                f"{len(queries)} queries until steady, at most {plan.warmup_max:g} s",
+                f"{len(queries)} queries until the cluster is warm, at most {plan.warmup_max:g} s",
             )
             return
         self._start_steps(now + LEAD)
@@ -286,6 +293,7 @@ class Conductor:
                 self.facts = self.pool.submit(read_facts, control, index)
             self._start_warmup_or_steps(time.time())
         elif self.phase == "warmup" and self.judge is not None:
+            self._observe_jit(now)
             decided = self.judge.poll(now, expected)
             if decided is not None:
                 last_round, steps_start = decided
@@ -298,7 +306,7 @@ class Conductor:
                         level="warning",
                     )
                 why = (
-                    "every query is steady"
+                    "the cluster is warm"
                     if warm.converged
                     else f"the bound of {self.judge.schedule.bound:g} s allows no more rounds"
                 )
@@ -307,9 +315,18 @@ class Conductor:
                 )
                 self._start_steps(steps_start, {"last_round": last_round})
         elif self.phase == "steps":
+            if self.judge is not None and not self._warmup_said:
+                self._observe_jit(now)  # the last round's readings, for its verdict
             self._warmup_verdict(now, expected)
             self._end_counted_step(now, expected)
             self._snapshot_due(now)
+
+    def _observe_jit(self, now: float) -> None:
+        """The nodes' JIT readings, for the warm-up's judge, every :data:`JIT_READ_EVERY` s."""
+        if self.judge is None or self.jit_source is None or now - self._jit_read < JIT_READ_EVERY:
+            return
+        self._jit_read = now
+        self.judge.observe_jit(self.jit_source())
 
     def _warmup_verdict(self, now: float, expected: set[int]) -> None:
         """Once the last warm-up round is in (or its reports are overdue): the verdict, with
@@ -326,19 +343,12 @@ class Conductor:
         warm = judge.result()
         ran = f"{warm.rounds} round(s) of {warm.round_seconds:g} s = {warm.seconds:g} s"
         if warm.converged:
-            self.sink.event("warmup", f"global warm-up converged: {ran}")
+            self.sink.event("warmup", f"global warm-up converged: {ran}; {warm.reason}")
             return
-        unsteady = [
-            f"{name} (rounds {', '.join(f'{r:g}' for r in q.rounds[-JUDGED_ROUNDS:])} req/s, "
-            + (f"cv {100 * q.cv:.1f} %" if q.cv is not None else "too few rounds to judge")
-            + ")"
-            for name, q in warm.queries.items()
-            if not q.converged and name not in judge.failing
-        ]
         self.sink.event(
             "warmup",
             f"global warm-up ended at its bound without converging: {ran} (bound "
-            f"{warm.bound_seconds:g} s); not steady: {'; '.join(unsteady) or 'none'}",
+            f"{warm.bound_seconds:g} s); {warm.reason}",
             level="warning",
         )
 

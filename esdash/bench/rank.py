@@ -687,8 +687,13 @@ class Worker:
     ) -> list[StepClient]:
         """This rank's clients of step ``k``, each with its node, connection and query order.
 
-        The seed makes every client's node and query order reproducible; the first client's
-        draws are the ones a one-client rank has always made.
+        Clients are spread evenly over the nodes: client ``i`` (numbered over all ranks)
+        targets node ``(i + r) mod nodes``, where ``r`` is drawn from the seed for step ``k``
+        alone, so every rank draws the same one.  A node choice drawn per client put both
+        clients of a 2-rank, 2-node run on one coordinating node in half the steps, and
+        which steps those were depended on the step's position: a per-position effect the
+        step order then moved (measured with ``bench/order_bias.py``).  The query order is
+        each client's own permutation, from its own seed.
         """
         prepared = [loadgen.PreparedQuery.planned(q) for q in runnable]
         decode = self.decoder(runnable)
@@ -698,10 +703,11 @@ class Worker:
             if step.clients is not None
             else range(self.index, self.index + 1)
         )
+        rotation = random.Random(self.plan.seed * 1_000_003 + k).randrange(len(self.nodes))
         for c, number in enumerate(numbers):
             seed = self.plan.seed * 1_000_003 + self.index * 7_919 + k + c * 104_729
             rng = random.Random(seed)
-            node = rng.choice(self.nodes)
+            node = self.nodes[(number + rotation) % len(self.nodes)]
             connection = self.connection(node, timeout=max(30.0, step.duration))
             order = loadgen.query_order(prepared, rng)
             clients.append(StepClient(node, connection, order, decode, number))
@@ -1204,7 +1210,9 @@ def run_coordinator(
     coordinator = Coordinator(run, size - 1, schedule, sink, watch)
     ingested = bool(start["index"] and start["index"]["ingest"])
     post = ChannelWriter(run.coordinator_channel)
-    conductor = Conductor(post.write, size - 1, plan, control, sink, ingested)
+    conductor = Conductor(
+        post.write, size - 1, plan, control, sink, ingested, jit_source=_jit_readings(watch)
+    )
     conductor.track_results = from_start(start)
     for result in conductor.track_results:
         sink.event("track_request", line(result), "info" if result.status == "ok" else "error")
@@ -1248,6 +1256,19 @@ def run_coordinator(
         watch.close()
         _record_orphaned(run, owner)
     return 0
+
+
+def _jit_readings(watch: NodeWatch) -> Callable[[], dict[str, tuple[float, float]]]:
+    """The nodes' JIT readings from their status files (their ranks refresh them), by node."""
+
+    def read() -> dict[str, tuple[float, float]]:
+        found = {}
+        for status in watch.cluster_run.node_statuses().values():
+            if status.name is not None and status.jvm is not None:
+                found[status.name] = (status.jvm.time, status.jvm.compiler)
+        return found
+
+    return read
 
 
 def _worker_codec(plan: BenchPlan) -> tuple[ClientCodec | None, str | None]:

@@ -1,27 +1,31 @@
-"""The global warm-up: rounds over every query until each one runs steadily.
+"""The global warm-up: rounds over every query until the cluster is warm.
 
 A step's own warm-up (``benchmark.warmup``) is a few seconds of the step's queries; it cannot
-make up for JVMs that are still compiling and caches that are still cold when the first step
-starts, which is what made the first step of a fresh cluster look 2-4x slower than the last.
-So before the first step every worker, each against its own node (all nodes get load), runs
-*rounds*: each round gives every query ``warmup_round`` seconds in a closed loop, on a shared
-schedule.  After each round the workers send rank 0 their successful requests per second of
-each query; rank 0 judges every query over its last 3 rounds:
+make up for JVMs that are still compiling when the first step starts, which made the first
+steps of a fresh cluster look up to 2x slower than the same steps later (measured: on this
+project's 2-core machine three fresh nodes' JIT compilers took a whole core for a minute
+and 3.5 minutes to finish, ``docs/warmup.md``).  So before the first step every worker,
+each against its own node (all nodes get load), runs *rounds*: each round gives every query
+a slot of ``warmup_round`` seconds in a closed loop, on a shared schedule.  After each round
+the workers send rank 0 their successful requests per second of each query, and rank 0
+judges the cluster as a whole (:func:`esdash.stats.convergence.judge`): warm when the queries'
+pooled throughput over the last 3 rounds no longer rises and, where the nodes' ranks report
+it, no node's JIT compiler threads are still busy.
 
-* converged when the round throughputs (cluster req/s) vary by less than 5 % (coefficient of
-  variation) and the per-second counts of those rounds show no significant trend
-  (Mann–Kendall two-sided p >= 0.05; the per-second counts give the test 3 x ``round``
-  points -- three round totals alone could never reach significance);
-* the warm-up ends after the round in which every query has converged, or when the next round
-  would pass ``warmup_max``; how long it took and whether it converged are recorded.
-* a query whose every request of a judged round failed cannot converge: it is not waited for
-  (rank 0 says so, with the server's message), so a query that always fails does not keep the
-  warm-up running to its bound; its step's own warm-up then fails with that message.
+* the warm-up ends after the round in which the cluster is warm, or when the next round
+  would pass ``warmup_max`` (the slot shrinks until the judged rounds fit in the bound: the
+  warm-up never runs past it); how long it took, the rule, every judged round's figures and
+  whether it converged are recorded;
+* a query whose every request of a judged round failed cannot warm: it is left out of the
+  judgement (rank 0 names it, with the server's message), so a query that always fails does
+  not keep the warm-up running to its bound; its step's own warm-up then fails with that
+  message.
 
 Rounds run back to back, so rank 0's decision is about the round running when it is made:
 the decision names the last round and when the steps start, and reaches the workers while
-that round runs.  A closed loop is used even for paced steps: the point is to warm the
-cluster, and a closed loop is what shows when it stops getting faster.
+that round runs; the verdict is said once that round's counts are in.  A closed loop is
+used even for paced steps: the point is to warm the cluster, and a closed loop is what shows
+when it stops getting faster.
 """
 
 from __future__ import annotations
@@ -34,8 +38,8 @@ from dataclasses import dataclass, field
 from esdash.bench import loadgen
 from esdash.cluster.http import Connection, RequestFailed
 from esdash.rundir.records import GlobalWarmup, JsonObject, WarmupQuery
-from esdash.stats.convergence import ALPHA, CV_LIMIT, JUDGED_ROUNDS, fitted_slot
-from esdash.stats.trend import cv, mann_kendall
+from esdash.stats.convergence import CRITERION, JUDGED_ROUNDS, Verdict, fitted_slot, judge
+from esdash.stats.trend import cv
 
 #: Seconds between the warm-up's decision and the round it ends, at least.
 DECISION_MARGIN = 1.0
@@ -152,19 +156,37 @@ def run_round(
 
 @dataclass
 class WarmupJudge:
-    """Rank 0's side: collects round counts, judges convergence, decides the last round."""
+    """Rank 0's side: collects round counts and the nodes' JIT readings, judges after every
+    round whether the cluster is warm (:mod:`esdash.stats.convergence`), decides the last
+    round."""
 
     schedule: WarmupSchedule
     #: Per round, per rank, the counts :func:`run_round` returned.
     rounds: dict[int, dict[int, JsonObject]] = field(default_factory=dict)
     judged: int = -1
-    converged: dict[str, bool] = field(default_factory=dict)
+    #: The verdict of every judged round, in order.
+    verdicts: list[Verdict] = field(default_factory=list)
     #: Queries whose every request of a judged round failed, with the last error message.
     failing: dict[str, str] = field(default_factory=dict)
     last_round: int | None = None
+    #: Per node, ``(time, JIT compiler CPU seconds so far)`` as its rank reported them.
+    jit: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
     def add(self, rank: int, round_: int, counts: JsonObject) -> None:
         self.rounds.setdefault(round_, {})[rank] = counts
+
+    def observe_jit(self, readings: dict[str, tuple[float, float]]) -> None:
+        """The nodes' latest JIT readings (node -> (time, compiler CPU seconds)); a repeated
+        reading is kept once."""
+        for node, reading in readings.items():
+            seen = self.jit.setdefault(node, [])
+            if not seen or seen[-1][0] < reading[0]:
+                seen.append(reading)
+
+    @property
+    def converged(self) -> bool:
+        """Whether the last judged round found the cluster warm."""
+        return bool(self.verdicts) and self.verdicts[-1].converged
 
     def _totals(self, round_: int) -> dict[str, tuple[list[int], int]]:
         """Per query: per-second successes summed over ranks, and errors."""
@@ -180,27 +202,30 @@ class WarmupJudge:
             totals[query] = (bins, errors)
         return totals
 
-    def _judge_query(self, query: str, upto: int) -> tuple[bool, float | None, float | None]:
-        """(converged, cv of round throughputs, Mann–Kendall p) over the last rounds."""
+    def rates(self, round_: int) -> dict[str, float]:
+        """Per query, the cluster's successful requests per second in ``round_``."""
+        slot = self.schedule.slot
+        return {q: sum(bins) / slot for q, (bins, _errors) in self._totals(round_).items()}
+
+    def _jit_cores(self, round_: int) -> float | None:
+        """The most JIT compiler CPU any node used during ``round_`` (cores), or None when
+        no node reported readings that cover most of the round."""
+        begin = self.schedule.round_start(round_)
+        end = self.schedule.round_start(round_ + 1)
+        found = []
+        for readings in self.jit.values():
+            inside = [r for r in readings if begin - 1.0 <= r[0] <= end + 1.0]
+            if len(inside) >= 2 and inside[-1][0] - inside[0][0] >= 0.5 * (end - begin):
+                found.append((inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0]))
+        return max(found) if found else None
+
+    def _judge(self, upto: int) -> Verdict:
+        """The verdict over the rounds up to ``upto`` (:func:`esdash.stats.convergence.judge`)."""
         first = upto - JUDGED_ROUNDS + 1
-        if first < 0:
-            return False, None, None
-        series: list[float] = []
-        rates: list[float] = []
-        for round_ in range(first, upto + 1):
-            bins, _errors = self._totals(round_)[query]
-            series.extend(bins)
-            rates.append(sum(bins) / self.schedule.slot)
-        variation = cv(rates)
-        p_value = mann_kendall(series).p
-        ok = (
-            min(rates) > 0
-            and variation is not None
-            and variation < CV_LIMIT
-            and p_value is not None
-            and p_value >= ALPHA
-        )
-        return ok, variation, p_value
+        window = [self.rates(r) for r in range(max(0, first), upto + 1)]
+        usable = [q for q in self.schedule.queries if q not in self.failing]
+        series = {q: [w[q] for w in window] for q in usable}
+        return judge(series, self.schedule.round_seconds, self._jit_cores(upto))
 
     def poll(self, now: float, expected: set[int]) -> tuple[int, float] | None:
         """Judge rounds that are in; return ``(last_round, steps_start)`` once decided."""
@@ -215,14 +240,14 @@ class WarmupJudge:
                 break
             self.judged = next_round
             for query in schedule.queries:
-                self.converged[query] = self._judge_query(query, next_round)[0]
                 self._note_failing(query, next_round)
+            self.verdicts.append(self._judge(next_round))
         running = schedule.round_at(now + DECISION_MARGIN)
-        # a query that fails every request can never converge: it is not waited for
-        everything = bool(self.converged) and all(
-            ok or query in self.failing for query, ok in self.converged.items()
-        )
-        if everything or running >= schedule.max_rounds - 1 or not expected:
+        everything_fails = bool(self.verdicts) and len(self.failing) == len(schedule.queries)
+        if self.converged or everything_fails or running >= schedule.max_rounds - 1:
+            self.last_round = running
+            return running, schedule.steps_start(running)
+        if not expected:
             self.last_round = running
             return running, schedule.steps_start(running)
         return None
@@ -241,33 +266,37 @@ class WarmupJudge:
             self.failing[query] = next((m for m in messages if m), "no message")
 
     def result(self) -> GlobalWarmup:
+        """The warm-up as ``results.json`` records it: the rounds run, each query's round
+        throughputs, each judged round's trend and JIT figures, and the final verdict."""
         schedule = self.schedule
         rounds = sorted(self.rounds)
+        ran = (self.last_round + 1) if self.last_round is not None else len(rounds)
+        shown = [r for r in rounds if r < ran] or rounds
+        # the rounds after the deciding one are judged here, so every round ran has a verdict
+        # and the last one (what the results say) is among the figures listed
+        judged = self.verdicts[: len(shown)]
+        judged += [self._judge(r) for r in shown[len(judged) :]]
+        verdict = judged[-1] if judged else None
         queries: dict[str, WarmupQuery] = {}
         for query in schedule.queries:
-            totals = [self._totals(r)[query] for r in rounds]
-            ok, variation, p_value = (
-                self._judge_query(query, rounds[-1])
-                if rounds
-                else (
-                    False,
-                    None,
-                    None,
-                )
-            )
+            totals = [self._totals(r)[query] for r in shown]
+            rates = [sum(bins) / schedule.slot for bins, _ in totals]
+            variation = cv(rates[-JUDGED_ROUNDS:]) if len(rates) >= JUDGED_ROUNDS else None
             queries[query] = WarmupQuery(
-                rounds=[round(sum(bins) / schedule.slot, 3) for bins, _ in totals],
-                converged=ok,
+                rounds=[round(rate, 3) for rate in rates],
+                converged=verdict is not None and verdict.converged and query not in self.failing,
                 cv=None if variation is None else round(variation, 4),
-                p_value=None if p_value is None else round(p_value, 4),
                 errors=sum(errors for _, errors in totals),
             )
-        ran = (self.last_round + 1) if self.last_round is not None else len(rounds)
         return GlobalWarmup(
             rounds=ran,
             round_seconds=schedule.round_seconds,
             seconds=round(ran * schedule.round_seconds, 3),
             bound_seconds=schedule.bound,
-            converged=bool(queries) and all(q.converged for q in queries.values()),
+            converged=verdict is not None and verdict.converged,
             queries=queries,
+            criterion=CRITERION,
+            trend=[None if v.trend is None else round(v.trend, 4) for v in judged],
+            jit_cores=[None if v.jit is None else round(v.jit, 3) for v in judged],
+            reason=verdict.reason if verdict is not None else "no round ran",
         )

@@ -39,6 +39,7 @@ from esdash.cluster.dataroot import (
     data_root,
     prepare_data_root,
 )
+from esdash.cluster.jvmload import jvm_cpu
 from esdash.cluster.monitor import ClusterMonitor
 from esdash.cluster.node import NodeProcess
 from esdash.cluster.topology import RankReport, plan_topology
@@ -52,6 +53,8 @@ from esdash.rundir.records import NodePlan, Topology
 from esdash.session import Session, load_run_session
 
 POLL_SECONDS = 0.5
+#: Seconds between two readings of the node's JVM CPU (:func:`_record_jvm`).
+JVM_SAMPLE_SECONDS = 2.0
 #: ``run.json`` states of a run whose orchestrator has not recorded its end.
 LIVE_STATES = ("prepared", "starting", "running", None)
 #: A node's stop reason for a stop file without a recorded reason.
@@ -330,10 +333,14 @@ def _run_node(
             monitor = ClusterMonitor(run, control)
             monitor.start()
         reason = None
+        sampled = 0.0
         while process.poll() is None:
             reason = supervisor.stop_reason()
             if reason:
                 break
+            if time.monotonic() - sampled >= JVM_SAMPLE_SECONDS:
+                sampled = time.monotonic()
+                _record_jvm(run, rank, process)
             time.sleep(POLL_SECONDS)
         if monitor is not None:
             monitor.done.set()
@@ -358,6 +365,17 @@ def _run_node(
         status.message = f"{topology.nodes[rank].name} exited with code {code}: {explanation}"
         status.log_tail = log_tail
     return 1
+
+
+def _record_jvm(run: RunDir, rank: int, process: NodeProcess) -> None:
+    """The node's JVM CPU by kind of thread, into its status (:mod:`esdash.cluster.jvmload`):
+    the global warm-up reads whether the node still compiles."""
+    guard = process.process.pid if process.process is not None else None
+    reading = jvm_cpu(guard) if guard is not None else None
+    if reading is None:
+        return
+    with contextlib.suppress(EsdashError, OSError), run.edit_node_status(rank) as status:
+        status.jvm = reading
 
 
 def _remove_account(run: RunDir) -> None:

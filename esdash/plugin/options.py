@@ -54,15 +54,19 @@ def parse_duration(value: object) -> float:
     """Seconds from a number or a string such as ``"250ms"``, ``"30s"``, ``"5m"``, ``"1h"``."""
     if isinstance(value, bool):
         raise ValueError
+    seconds = math.nan
     if isinstance(value, int | float):
-        if not math.isfinite(value):
-            raise ValueError
-        return float(value)
-    if isinstance(value, str):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer beyond any float: not a duration
+            raise ValueError from None
+    elif isinstance(value, str):
         match = _DURATION.match(value)
         if match:
-            return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-    raise ValueError
+            seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    if not math.isfinite(seconds):
+        raise ValueError
+    return seconds
 
 
 def parse_size(value: object) -> int:

@@ -20,7 +20,7 @@ from esdash.errors import BadInput
 from esdash.references import Reference, parse_references
 from esdash.report.references import judge
 from esdash.report.tables import Table
-from esdash.rundir.records import INCOMPLETE_STEP
+from esdash.rundir.records import INCOMPLETE_STEP, GlobalWarmup
 from esdash.session import tomllib
 from esdash.view import format as fmt
 from esdash.view.inputs import Entry
@@ -56,9 +56,7 @@ def settling_table(entries: Sequence[Entry]) -> Table:
                 actions or fmt.NA,
                 str(warm.rounds) if warm is not None else "none",
                 f"{warm.seconds:.0f}" if warm is not None else fmt.NA,
-                fmt.NA
-                if warm is None
-                else ("yes" if warm.converged else "no: " + ", ".join(unsteady)),
+                fmt.NA if warm is None else _warm_cell(warm, unsteady),
             ]
         )
         table.records.append(
@@ -191,3 +189,14 @@ def trust_tables(entries: Sequence[Entry]) -> list[Table]:
     tables = [settling_table(entries), rounds_table(entries), flags_table(entries)]
     tables.append(references_table(entries))
     return [table for table in tables if table.rows]
+
+
+def _warm_cell(warm: GlobalWarmup, unsteady: list[str]) -> str:
+    """ "yes", or "no" and why: the cluster-wide verdict's reason (esdash's rule since the
+    warm-up judges the cluster, ``esdash.stats.convergence``), or the unsteady queries of a
+    run judged query by query."""
+    if warm.converged:
+        return "yes"
+    if warm.criterion is not None:
+        return f"no: {warm.reason}" if warm.reason else "no"
+    return "no: " + ", ".join(unsteady)

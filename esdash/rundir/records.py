@@ -243,6 +243,17 @@ NodeState = Literal["starting", "running", "stopped", "failed"]
 NODE_STATES: tuple[NodeState, ...] = ("starting", "running", "stopped", "failed")
 
 
+class JvmCpu(Record, kw_only=True):
+    """A node's JVMs' CPU seconds so far by what their threads do, read by its cluster rank
+    from ``/proc`` every few seconds (``nodes/<rank>/status.json``'s ``jvm``): the JIT
+    compiler threads' share says whether the node is still warming up."""
+
+    time: Epoch
+    compiler: Float = 0.0
+    gc: Float = 0.0
+    other: Float = 0.0
+
+
 class NodeStatus(Record, kw_only=True):
     """``nodes/<rank>/status.json``: one node's state, written by its rank."""
 
@@ -265,6 +276,8 @@ class NodeStatus(Record, kw_only=True):
     #: The session key of a port the node found in use (``cluster.http_port``): an
     #: automatically chosen one makes the start retry once with new ports.
     port_in_use: str | None = None
+    #: The node's JVMs' CPU by kind of thread, refreshed while it runs.
+    jvm: JvmCpu | None = None
 
 
 class DataRootEncryption(Record, kw_only=True):
@@ -791,7 +804,13 @@ class WarmupQuery(Record, kw_only=True):
 
 
 class GlobalWarmup(Record, kw_only=True):
-    """The global warm-up: rounds per query until every query is steady, or the bound."""
+    """The global warm-up: rounds over every query until the cluster is warm, or the bound.
+
+    ``criterion`` is the rule it was judged by (:data:`esdash.stats.convergence.CRITERION`);
+    per judged round, ``trend`` is the pooled throughput's relative slope per minute and
+    ``jit_cores`` the busiest node's JIT compiler CPU (None: not reported); ``reason`` says
+    what the last judged round found.  Files of older esdash lack them.
+    """
 
     rounds: Int = 0
     round_seconds: Float = 0.0
@@ -799,6 +818,10 @@ class GlobalWarmup(Record, kw_only=True):
     bound_seconds: Float = 0.0
     converged: bool = False
     queries: dict[str, WarmupQuery] = {}
+    criterion: str | None = None
+    trend: list[Float | None] = []
+    jit_cores: list[Float | None] = []
+    reason: str | None = None
 
 
 class QueryRounds(Record, kw_only=True):

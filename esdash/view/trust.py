@@ -39,14 +39,18 @@ def before_steps(results: Results) -> list[str]:
             f"= {warm.seconds:.0f} s (bound {warm.bound_seconds:.0f} s), "
         )
         if warm.converged:
-            line += "every query steady"
-        else:
+            line += "converged"
+        elif warm.criterion is None:  # a run of an older esdash: judged query by query
             unsteady = [
                 f"{name} (cv {fmt.percent(None if q.cv is None else q.cv * 100)})"
                 for name, q in warm.queries.items()
                 if not q.converged
             ]
             line += "NOT converged: " + ", ".join(unsteady)
+        else:
+            line += "NOT converged"
+        if warm.reason:
+            line += f": {warm.reason}"
         lines.append(line)
     return lines
 

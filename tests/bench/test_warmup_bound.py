@@ -10,12 +10,17 @@ check``, and the verdict is an event after the last round, with its figures.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from support.cli import esdash, write_session
 
 from esdash.bench.warmup import WarmupSchedule
+from esdash.cluster.jvmload import jvm_cpu
+from esdash.cluster.rank import JVM_SAMPLE_SECONDS
 from esdash.stats.convergence import (
     JUDGED_ROUNDS,
     MIN_SLOT,
@@ -100,13 +105,51 @@ def test_a_ten_second_bound_warms_at_most_ten_seconds(
         if '"kind":"warmup"' in line.replace(" ", "")
     ]
     phases = {
-        json.loads(line)["data"]["phase"]: json.loads(line)["time"]
+        json.loads(line)["data"]["phase"]: json.loads(line)["t"]
         for line in (run / "stream.jsonl").read_text().splitlines()
         if '"kind":"phase"' in line.replace(" ", "")
     }
     assert phases["steps"] - phases["warmup"] <= 10.0 + 3.0  # the lead and the gap
     verdict = events[-1]
-    assert verdict["time"] >= phases["steps"] - 1.0  # after the rounds, not before them
+    assert verdict["t"] >= phases["steps"] - 1.0  # after the rounds, not before them
     assert verdict["message"].startswith("global warm-up converged") or (
-        "without converging" in verdict["message"] and "req/s" in verdict["message"]
+        "without converging" in verdict["message"]
     ), verdict
+    assert "%/min" in verdict["message"] and "JIT" in verdict["message"], verdict  # the figures
+
+
+@pytest.mark.es
+@pytest.mark.mpi
+def test_every_node_reports_what_its_jvm_compiles(shared_cluster: tuple[Path, Path]) -> None:
+    """The warm-up's JIT figure comes from each node's status, refreshed by its rank."""
+    cluster_run, _ = shared_cluster
+    statuses = [json.loads(p.read_text()) for p in sorted(cluster_run.glob("nodes/*/status.json"))]
+    assert len(statuses) >= 2, statuses
+    for status in statuses:
+        jvm = status["jvm"]
+        assert jvm["compiler"] > 0 and jvm["other"] > 0, jvm  # a started JVM has compiled
+        assert time.time() - jvm["time"] < 10 * JVM_SAMPLE_SECONDS, jvm
+
+
+def test_cpu_by_thread_kind_of_a_process_and_of_none() -> None:
+    """A Python process has no JIT threads: everything is "other"; a gone pid: None.
+
+    (A child of its own: below the test process itself run the shared clusters' JVMs.)
+    """
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; sum(range(3_000_000)); print(); sys.stdout.flush(); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline()  # its CPU is spent
+        reading = jvm_cpu(child.pid)
+        assert reading is not None
+        assert reading.compiler == 0.0 and reading.other > 0, reading
+    finally:
+        child.kill()
+        child.wait()
+    assert jvm_cpu(child.pid) is None
