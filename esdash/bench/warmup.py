@@ -277,9 +277,10 @@ class WarmupJudge:
         judged = self.verdicts[: len(shown)]
         judged += [self._judge(r) for r in shown[len(judged) :]]
         verdict = judged[-1] if judged else None
+        every = [self._totals(r) for r in shown]
         queries: dict[str, WarmupQuery] = {}
         for query in schedule.queries:
-            totals = [self._totals(r)[query] for r in shown]
+            totals = [round_totals[query] for round_totals in every]
             rates = [sum(bins) / schedule.slot for bins, _ in totals]
             variation = cv(rates[-JUDGED_ROUNDS:]) if len(rates) >= JUDGED_ROUNDS else None
             queries[query] = WarmupQuery(
