@@ -10,16 +10,20 @@ reverse (R) order, in the sequence given (L, R, R, L, L, R: the ABBA pattern can
 drift of the machine), each time on a **fresh cluster with a fresh ingest**, in two modes
 side by side (one run of each mode per sequence slot, so both see the same machine):
 
-* ``settled``: esdash's defaults for ``after_ingest`` (or ``--after-ingest``) and the global
-  warm-up (``warmup_max``);
-* ``raw``: ``after_ingest = "none"`` and no global warm-up (what esdash did before).
+* ``settled``: esdash's defaults for ``after_ingest`` (or ``--after-ingest``), the global
+  warm-up (``warmup_max``) and the step order (``--order``, default esdash's: ``auto``, i.e.
+  mirrored rounds: the steps as listed, then reversed, each query's figure the median of
+  its two rounds);
+* ``raw``: ``after_ingest = "none"``, no global warm-up, one round as listed (what esdash
+  did before).
 
-Prints per query and mode the median req/s in each order and the ratio listed / reverse,
-then the order's own effect fitted over every run (one position later multiplies a query's
-req/s by what factor, with its 95 % interval, after taking out each query's cost and each
-fresh cluster's level) and the noise of one query's number in one run that no order
-explains: a ratio of two runs per order is within about twice that of 1 with no order
-effect at all.
+"Listed" and "reverse" are the order of the query file; within a run a mirrored session
+runs that order and then its reverse.  Prints per query and mode the median req/s in each
+order and the ratio listed / reverse, then the order's own effect fitted over every round
+of every run (one position later multiplies a query's req/s by what factor, with its 95 %
+interval, after taking out each query's cost and each fresh cluster's level) and the noise
+of one query's number in one round that no order explains: a ratio of two runs per order
+is within about twice that of 1 with no order effect at all.
 Target: with settling and the warm-up, every ratio within 0.85-1.15 (the order explains
 less than 15 %); the raw table shows what the order did before.  Run as root (nodes run as
 ``esdash``) on an otherwise idle machine; it takes about 12 x (start + ingest + warm-up +
@@ -65,11 +69,12 @@ def session(directory: Path, name: str, args: argparse.Namespace, mode: str, ord
     queries = directory / f"{name}.json"
     step_file(queries, order == "R")
     http, transport = free_port_block(args.nodes), free_port_block(args.nodes)
-    if mode == "settled":  # esdash's defaults, unless --after-ingest tries another
+    if mode == "settled":  # esdash's defaults, unless --after-ingest or --order try others
         chosen = f'after_ingest = "{args.after_ingest}"\n' if args.after_ingest else ""
+        chosen += f'order = "{args.order}"\n' if args.order else ""
         settle = f'{chosen}warmup_max = "{args.warmup_max}"\n'
     else:
-        settle = 'after_ingest = "none"\nwarmup_max = "0s"\n'
+        settle = 'after_ingest = "none"\nwarmup_max = "0s"\norder = "listed"\n'
     path = directory / f"{name}.toml"
     path.write_text(
         f'name = "{name}"\n'
@@ -83,14 +88,24 @@ def session(directory: Path, name: str, args: argparse.Namespace, mode: str, ord
 
 
 def run_once(directory: Path, env: dict[str, str], name: str, args, mode: str, order: str):
+    """One fresh run: each query's figure (its median over the rounds when there are
+    several, as esdash reports it) and every measured step in the order it ran."""
     out = esdash("run", str(session(directory, name, args, mode, order)), "--fresh", env=env)
     line = next(line for line in out.splitlines() if line.startswith("results: "))
     results = json.loads(Path(line.split(": ", 1)[1]).read_text())
-    rates = {}
-    for step in results["steps"]:
+    ran = []
+    for step in sorted(results["steps"], key=lambda s: (s["round"], s["position"])):
+        if step["position"] < 0:
+            continue  # not run
         for query, data in step["queries"].items():
-            rates[query] = data["throughput"]["requests_per_s"]
-    return rates
+            if data["throughput"]["requests_per_s"]:
+                ran.append((query, data["throughput"]["requests_per_s"]))
+    rounds = results.get("rounds") or {}
+    if rounds.get("repetitions", 1) > 1:
+        rates = {q["query"]: q["median"] for q in rounds["queries"] if q["median"]}
+    else:
+        rates = dict(ran)
+    return rates, ran
 
 
 def position_effect(runs: list[list[tuple[str, float]]]) -> tuple[float, float, float, float]:
@@ -141,6 +156,7 @@ def main() -> int:
     parser.add_argument(
         "--after-ingest", default="", help="settled mode's after_ingest (default: esdash's)"
     )
+    parser.add_argument("--order", default="", help="settled mode's order (default: esdash's)")
     args = parser.parse_args()
     if set(args.sequence) - {"L", "R"} or not {"L", "R"} <= set(args.sequence):
         sys.exit("--sequence: a string of L and R with both, e.g. LRRLLR")
@@ -157,12 +173,12 @@ def main() -> int:
             for mode in modes:
                 name = f"ob{k}{order}{mode[0]}"
                 print(f"run {k + 1}/{len(args.sequence)}: {order} {mode}", flush=True)
-                rates = run_once(directory, env, name, args, mode, order)
+                rates, ran = run_once(directory, env, name, args, mode, order)
                 print("  " + ", ".join(f"{q} {r:.1f}" for q, r in rates.items() if r), flush=True)
                 for query, rate in rates.items():
                     if rate is not None:
                         found[mode][order].setdefault(query, []).append(rate)
-                sequences[mode].append([(q, r) for q, r in rates.items() if r])
+                sequences[mode].append(ran)
     worst_settled = 0.0
     for mode in modes:
         print(f"\n{mode}: median req/s per order, ratio listed / reverse")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -37,6 +38,7 @@ from esdash.references import Reference, parse_references
 from esdash.rundir.files import TOO_DEEP, read_regular
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import JsonMapping, JsonObject
+from esdash.stats.order import Order, resolve
 
 #: The backend a session without ``cluster.backend`` uses.
 DEFAULT_BACKEND = "elasticsearch"
@@ -152,7 +154,7 @@ CLUSTER = (
 #: What ``benchmark.after_ingest`` may say (see :mod:`esdash.bench.settle`).
 AFTER_INGEST = ("force-merge", "wait", "none")
 #: What ``benchmark.order`` may say (see :mod:`esdash.stats.order`).
-ORDERS = ("listed", "random", "balanced")
+ORDERS = ("auto", "listed", "mirrored", "random", "balanced")
 BENCHMARK = (
     Option("workers_per_node", "int", "load-generating MPI ranks per search node", 1, (), 1, 1024),
     Option("warmup", "duration", "warm-up of each query step", 5.0, (), 0, 86400),
@@ -196,12 +198,20 @@ BENCHMARK = (
     Option(
         "warmup_round", "duration", "time per query in one global warm-up round", 5.0, (), 1, 3600
     ),
-    Option("order", "str", "order of the query steps in each round", "listed", ORDERS),
+    Option(
+        "order",
+        "str",
+        "order of the query steps in each round (auto: mirrored, or listed where the order "
+        "is part of the track, e.g. a Rally schedule)",
+        "auto",
+        ORDERS,
+    ),
     Option(
         "repetitions",
         "int",
-        "rounds of all query steps inside the run (on one cluster)",
-        1,
+        "rounds of all query steps inside the run, on one cluster (default: 2 when mirrored, "
+        "else 1)",
+        None,
         (),
         1,
         1000,
@@ -270,8 +280,9 @@ class BenchmarkSpec:
     settle_timeout: float = 600.0
     warmup_max: float = 300.0
     warmup_round: float = 5.0
-    order: str = "listed"
-    repetitions: int = 1
+    #: As the session says it; :func:`esdash.stats.order.resolve` gives what it means.
+    order: str = "auto"
+    repetitions: int | None = None
 
 
 @dataclass(frozen=True)
@@ -309,6 +320,17 @@ class Session:
         if self.benchmark.queries is not None:
             return load_steps(self.benchmark.queries)
         return tuple(track.query_steps(self.track.options))
+
+    def rounds(self, track: Track, steps: Sequence[QueryStep]) -> tuple[Order, int]:
+        """What ``benchmark.order``/``repetitions`` mean for these steps: ``auto`` mirrors
+        the rounds, unless the track's schedule is its definition or a step indexes while it
+        runs, so the order decides what later steps search (a query file replacing the
+        track's steps is no schedule of the track).  See :func:`esdash.stats.order.resolve`."""
+        bench = self.benchmark
+        fixed = (track.ordered_schedule and bench.queries is None) or any(
+            step.indexing for step in steps
+        )
+        return resolve(bench.order, bench.repetitions, fixed)
 
 
 def _table(data: JsonMapping, key: str, problems: list[Problem]) -> JsonObject:

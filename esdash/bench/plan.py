@@ -325,6 +325,7 @@ def make_plan(
             f"--reuse-index must be one of {', '.join(REUSE_MODES)}, not {reuse_index!r}"
         )
     options = session.track.options
+    order, repetitions = session.rounds(track, steps)
     index = track.index_name(options)
     index_body, notes = adapt_index_body(track.index_body(options), distribution)
     if codec is not None:
@@ -357,8 +358,8 @@ def make_plan(
                 if session.benchmark.queries is not None
                 else plan_refusals(track, options, distribution),
             ),
-            session.benchmark.order,
-            session.benchmark.repetitions,
+            order,
+            repetitions,
             seed,
         ),
         interval=session.benchmark.interval,
@@ -375,8 +376,8 @@ def make_plan(
         settle_timeout=session.benchmark.settle_timeout,
         warmup_max=global_warmup_bound(session),
         warmup_round=session.benchmark.warmup_round,
-        order=session.benchmark.order,
-        repetitions=session.benchmark.repetitions,
+        order=order,
+        repetitions=repetitions,
         more_indices=tuple(more),
         track_requests=track.track_requests(options, distribution),
         data_stream=index in track.data_streams(options),

@@ -281,39 +281,43 @@ def _marker_readable(root: Path) -> bool:
 
 
 class StepOrder(PreflightCheck):
-    """``benchmark.order = "balanced"`` has a number of rounds its design can balance.
+    """A mirrored or balanced step order has a number of rounds its design completes.
 
-    A Williams design over k steps needs k rounds (2k for odd k), or a multiple: the check
-    names the minimum for this session's steps.  The steps counted are those the session's
+    Mirrored rounds come in pairs (listed, then reversed); a Williams design over k steps
+    needs k rounds (2k for odd k), or a multiple: the check names the minimum for this
+    session's steps (``order = "auto"`` is mirrored unless the track's schedule is fixed,
+    :meth:`esdash.session.Session.rounds`).  The steps counted are those the session's
     distribution can run (when it is installed; all steps otherwise), as the plan orders them.
     """
 
     name = "step-order"
-    description = "a balanced step order has a multiple of its minimum rounds"
+    description = "a mirrored or balanced step order has a multiple of its minimum rounds"
     stage = "session"
 
     def run(self, context: CheckContext) -> Iterator[Finding]:
         session = context.session
-        bench = session.benchmark
-        if bench.order != "balanced":
-            return
         try:
-            steps = session.query_steps(context.plugins.track(session.track.name))
+            track = context.plugins.track(session.track.name)
+            steps = session.query_steps(track)
         except BadInput:
             return  # the session's own validation reports a broken track or query file
+        order, repetitions = session.rounds(track, steps)
+        if order not in ("balanced", "mirrored"):
+            return
         count = len(steps)
         try:
             backend = context.plugins.backend(session.cluster.backend.name)
             count = runnable_steps(steps, backend.inspect(resolve_home(session)))
         except BadInput:
             pass  # no distribution here yet: every step counts
-        needed = minimum_repetitions(count, "balanced")
-        if count and bench.repetitions % needed:
+        needed = minimum_repetitions(count, order) if count else 0
+        if count and repetitions % needed:
+            other = "random" if order == "balanced" else "listed"
             yield Finding(
                 "benchmark.repetitions",
-                f'order = "balanced" over {count} step(s) needs a multiple of {needed} '
-                f"rounds (minimum {needed}), found {bench.repetitions}; set repetitions = "
-                f'{needed * max(1, round(bench.repetitions / needed))} or order = "random"',
+                f'order = "{order}" over {count} step(s) needs a multiple of {needed} '
+                f"rounds (minimum {needed}), found {repetitions}; set repetitions = "
+                f'{needed * max(1, round(repetitions / needed))} or order = "{other}"',
             )
 
 

@@ -721,6 +721,10 @@ class Track(Registrable):
     kind = "track"
     #: The index the track's documents go to (queries may name another).
     index: str = ""
+    #: Whether the order of the steps is part of what the track measures (a Rally schedule
+    #: is: its author ordered the tasks).  ``benchmark.order = "auto"`` then keeps the
+    #: listed order; otherwise it mirrors the rounds (:func:`esdash.stats.order.resolve`).
+    ordered_schedule: bool = False
     fields: tuple[FieldSpec, ...] = ()
 
     def index_name(self, options: OptionValues) -> str:

@@ -424,11 +424,11 @@ def _warmup_phase(session: Session, steps: Sequence[QueryStep], runnable: set[st
 
 
 def _step_times(
-    session: Session, steps: Sequence[QueryStep], runnable: set[str]
+    session: Session, steps: Sequence[QueryStep], runnable: set[str], rounds: int
 ) -> tuple[StepTime, ...]:
     """Each step as a run schedules it (:func:`esdash.bench.plan.step_timing`): a timed
-    step's pause, warm-up and measured seconds; a counted step's limits."""
-    rounds = session.benchmark.repetitions
+    step's pause, warm-up and measured seconds; a counted step's limits; ``rounds`` times
+    (:meth:`esdash.session.Session.rounds`)."""
     times = []
     for step in steps:
         warmup, duration, _target = step_timing(step, session)
@@ -447,11 +447,10 @@ def _step_times(
     return tuple(times)
 
 
-def _steps_phase(session: Session, steps: Sequence[StepTime]) -> PhaseTime:
+def _steps_phase(steps: Sequence[StepTime], rounds: int) -> PhaseTime:
     running = [step for step in steps if step.rounds]
     counted = sum(step.kind == BOUND for step in running)
     idle = len(steps) - len(running)
-    rounds = session.benchmark.repetitions
     basis = (
         f"{len(running)} step(s) x {rounds} round(s): pause + warm-up + measured time each"
         + (f"; {counted} counted step(s) at their time limits" if counted else "")
@@ -466,7 +465,7 @@ def _steps_phase(session: Session, steps: Sequence[StepTime]) -> PhaseTime:
     )
 
 
-def _plan_steps(tasks: Sequence[PlannedTask]) -> tuple[tuple[QueryStep, ...], set[str]]:
+def task_steps(tasks: Sequence[PlannedTask]) -> tuple[tuple[QueryStep, ...], set[str]]:
     """The query steps of the track's plan in order (a ``parallel`` block's tasks share one),
     and the names of those some task runs: a step whose every task is refused stays in the
     run's plan with the reason but takes no time (:func:`esdash.bench.plan.in_rounds`)."""
@@ -508,10 +507,11 @@ def estimate_wall_time(
         from esdash.cluster.preflight import track_tasks
 
         tasks = track_tasks(session, track, distribution)
-    steps, runnable = _plan_steps(tasks)
+    steps, runnable = task_steps(tasks)
     previous = list(_previous_runs(session, runs if runs is not None else runs_dir()))
     corpus = _corpus_size(session, track, previous)
-    step_times = _step_times(session, steps, runnable)
+    _order, rounds = session.rounds(track, steps)
+    step_times = _step_times(session, steps, runnable, rounds)
     start = _cluster_start(session, previous)
     prepare = _corpus_phase(corpus)
     phases = (
@@ -519,7 +519,7 @@ def estimate_wall_time(
         _ingest_phase(session, corpus, previous, ingest),
         _settle_phase(session),
         _warmup_phase(session, steps, runnable),
-        _steps_phase(session, step_times),
+        _steps_phase(step_times, rounds),
         PhaseTime(
             "results",
             "results",

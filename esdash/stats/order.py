@@ -1,11 +1,18 @@
-"""The order steps run in, round after round: listed, random, or balanced (Williams design).
+"""The order steps run in, round after round: listed, mirrored, random, or balanced (Williams).
 
 A step's numbers depend on where it runs: the first step after ingest meets a cluster still
 merging segments and JVMs still compiling, and every step warms caches for the next.  Run
 in the listed order every time, that bias lands on the same steps in every round and looks
 like a property of their queries.
 
-* ``listed``: ``0 .. k-1`` every round (today's behaviour; nothing to balance);
+* ``listed``: ``0 .. k-1`` every round (nothing to balance);
+* ``mirrored``: ``0 .. k-1``, then ``k-1 .. 0``, and so on (an even number of rounds): each
+  step's positions add up to the same sum, so a cluster that still gets faster (or slower)
+  at a steady rate over the steps moves every step's median over the rounds alike, whatever
+  the listed order.  On this machine the cluster was still ~11 %/min faster after the
+  warm-up, one position later x1.022 (``bench/order_bias.py``); two rounds cancel that by
+  construction instead of having to detect it.  The default for tracks whose step order is
+  not part of their definition (:func:`resolve`);
 * ``random``: a fresh shuffle per round, seeded: the bias becomes noise, on average;
 * ``balanced``: a **Williams design**, a Latin square in which every step runs in every
   position equally often *and* follows every other step equally often, so both the position
@@ -21,8 +28,10 @@ from __future__ import annotations
 import random
 from typing import Literal
 
-Order = Literal["listed", "random", "balanced"]
-ORDERS: tuple[Order, ...] = ("listed", "random", "balanced")
+Order = Literal["listed", "mirrored", "random", "balanced"]
+ORDERS: tuple[Order, ...] = ("listed", "mirrored", "random", "balanced")
+#: What a session may say: an order, or ``auto`` (:func:`resolve`).
+CHOICES: tuple[str, ...] = ("auto", *ORDERS)
 
 
 def _check_k(k: int) -> None:
@@ -49,13 +58,16 @@ def williams_design(k: int) -> list[list[int]]:
 
 
 def minimum_repetitions(k: int, order: Order) -> int:
-    """The fewest rounds ``order`` needs for ``k`` steps: ``k`` or ``2k`` when balanced, else 1.
+    """The fewest rounds ``order`` needs for ``k`` steps: ``k`` or ``2k`` when balanced, 2 when
+    mirrored, else 1.
 
     A balanced order needs a multiple of this (``session check`` names it).
     """
     _check_k(k)
     if order == "balanced":
         return k if k % 2 == 0 else 2 * k
+    if order == "mirrored":
+        return 2
     if order in ("listed", "random"):
         return 1
     raise ValueError(f"unknown order {order!r}: use one of {', '.join(ORDERS)}")
@@ -64,10 +76,11 @@ def minimum_repetitions(k: int, order: Order) -> int:
 def step_orders(k: int, order: Order, repetitions: int, seed: int) -> list[list[int]]:
     """The order of the ``k`` steps in each of ``repetitions`` rounds (step indexes).
 
-    ``balanced`` repeats the Williams design as often as ``repetitions`` asks; ``seed``
-    shuffles which sequence runs in which round (within each complete design) and relabels
-    the steps, so the design does not always put step 0 first in round 0.  Relabelling and
-    reordering sequences keep every balance property.  Raises ``ValueError`` when
+    ``mirrored`` alternates the listed order and its reverse, the listed one first (the seed
+    plays no part).  ``balanced`` repeats the Williams design as often as ``repetitions``
+    asks; ``seed`` shuffles which sequence runs in which round (within each complete design)
+    and relabels the steps, so the design does not always put step 0 first in round 0.
+    Relabelling and reordering sequences keep every balance property.  Raises ``ValueError`` when
     ``repetitions`` is not a positive multiple of :func:`minimum_repetitions`.
     """
     minimum = minimum_repetitions(k, order)
@@ -76,6 +89,15 @@ def step_orders(k: int, order: Order, repetitions: int, seed: int) -> list[list[
     rng = random.Random(seed)
     if order == "listed":
         return [list(range(k)) for _ in range(repetitions)]
+    if order == "mirrored":
+        if repetitions % 2:
+            raise ValueError(
+                f"a mirrored order needs an even number of rounds (listed, then reversed), "
+                f"not {repetitions}"
+            )
+        return [
+            list(range(k)) if r % 2 == 0 else list(range(k - 1, -1, -1)) for r in range(repetitions)
+        ]
     if order == "random":
         rounds = []
         for _ in range(repetitions):
@@ -97,3 +119,23 @@ def step_orders(k: int, order: Order, repetitions: int, seed: int) -> list[list[
         rng.shuffle(block)
         rounds.extend([labels[item] for item in sequence] for sequence in block)
     return rounds
+
+
+def resolve(order: str, repetitions: int | None, fixed_schedule: bool) -> tuple[Order, int]:
+    """The order and the number of rounds a session's ``benchmark.order``/``repetitions`` mean.
+
+    ``auto`` is ``mirrored`` unless the steps' order is part of what is measured
+    (``fixed_schedule``: a Rally schedule, or steps that index while they run, so a later
+    step searches what an earlier one wrote): then ``listed``, as the track lists them.
+    ``repetitions`` left out is the order's own minimum for ``mirrored`` (2) and 1 otherwise
+    (a balanced order names its minimum in ``session check``).
+    """
+    if order == "auto":
+        chosen: Order = "listed" if fixed_schedule else "mirrored"
+    elif order in ORDERS:
+        chosen = order
+    else:
+        raise ValueError(f"unknown order {order!r}: use one of {', '.join(CHOICES)}")
+    if repetitions is None:
+        repetitions = 2 if chosen == "mirrored" else 1
+    return chosen, repetitions

@@ -22,7 +22,15 @@ from esdash.launch.slurm import session_time
 from esdash.plugin.api import ClientCodec, Distribution, QueryNotSupported, QueryStep, Track
 from esdash.plugin.planning import PlannedTask
 from esdash.prepare.timelimit import JobTime, job_time
-from esdash.prepare.walltime import BOUND, ESTIMATE, FIXED, StepTime, WallTime, estimate_wall_time
+from esdash.prepare.walltime import (
+    BOUND,
+    ESTIMATE,
+    FIXED,
+    StepTime,
+    WallTime,
+    estimate_wall_time,
+    task_steps,
+)
 from esdash.session import Session
 from esdash.view.format import duration
 
@@ -227,13 +235,14 @@ def session_plan(
         finally:
             codec.close()
     tasks = tuple(_with_session(task, session, ranks) for task in tasks)
-    rounds = f", {bench.repetitions} rounds" if bench.repetitions > 1 else ""
+    order, repetitions = session.rounds(track, task_steps(tasks)[0])
+    rounds = f", {repetitions} rounds" if repetitions > 1 else ""
     warmup = f"a global warm-up of at most {bench.warmup_max:g} s, " if bench.warmup_max else ""
     esdash_line = (
         f"esdash: {ranks} bench rank(s) ({bench.workers_per_node} per node x "
         f"{session.cluster.nodes} node(s)) are the clients, one connection each unless a task "
         f"sets its clients; {_cache_text(tasks)}; after the ingest: refresh, flush, "
-        f"{bench.after_ingest}, {warmup}then the query steps in {bench.order} order{rounds}"
+        f"{bench.after_ingest}, {warmup}then the query steps in {order} order{rounds}"
     )
     if unchecked:
         esdash_line += f"\n  {unchecked}"

@@ -91,11 +91,12 @@ def rounds_lines(results: Results) -> list[str]:
     rounds = results.rounds
     if rounds is None:
         return []
-    lines = [
-        "",
-        f"rounds: {rounds.repetitions} in {rounds.order} order (seed {rounds.seed}), "
-        "per query the median over rounds",
-    ]
+    how = (
+        "mirrored order (as listed, then reversed)"
+        if rounds.order == "mirrored"
+        else f"{rounds.order} order (seed {rounds.seed})"
+    )
+    lines = ["", f"rounds: {rounds.repetitions} in {how}, per query the median over rounds"]
     rows = [
         [entry.step, entry.query, fmt.rate(entry.median), interval_cell(entry), str(entry.n)]
         for entry in rounds.queries

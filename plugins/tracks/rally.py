@@ -123,6 +123,8 @@ class RallyTrack(Track):
     """A Rally track directory (``path``) run as an esdash track."""
 
     name = "rally"
+    #: A Rally schedule runs in the order its author wrote it, as Rally runs it.
+    ordered_schedule = True
     description = "a Rally track directory (track.json, corpora, challenges) run by esdash"
     options = (
         Option(

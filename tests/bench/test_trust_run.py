@@ -1,4 +1,5 @@
-"""Numbers you can trust, end to end: settle, global warm-up, balanced rounds, references.
+"""Numbers you can trust, end to end: settle, global warm-up, balanced and mirrored rounds,
+references.
 
 One `esdash run` against the session's shared secure 2-node cluster (real MPI ranks, real
 Elasticsearch) with a fresh ingest, a force-merge after it, a short global warm-up, two
@@ -111,4 +112,51 @@ def test_session_check_names_the_minimum_rounds_of_a_balanced_order(shared_tmp: 
     assert (
         'benchmark.repetitions: order = "balanced" over 3 step(s) needs a multiple of 6 '
         "rounds (minimum 6), found 4" in result.stdout + result.stderr
+    )
+
+
+def test_by_default_the_steps_run_listed_then_reversed_and_each_query_is_their_median(
+    shared_cluster: tuple[Path, Path], shared_tmp: Path
+):
+    """``order = "auto"`` (the default; the test helper otherwise asks for ``listed``):
+    two mirrored rounds on a real cluster, each query's figure the median of its two."""
+    cluster_run, runs = shared_cluster
+    (shared_tmp / "mirror-steps.json").write_text(json.dumps(STEPS))
+    bench = (
+        '[benchmark]\nworkers_per_node = 1\nbulk_size = 250\nqueries = "mirror-steps.json"\n'
+        'order = "auto"\n'
+    )
+    session = write_session(
+        shared_tmp, "mirror", 2, track='name = "mri"\ndocuments = 1500', tables=bench
+    )
+    out = esdash("run", str(session), "--cluster", str(cluster_run), env_runs=runs).stdout
+    assert "rounds: 2 in mirrored order (as listed, then reversed)" in out
+    results = json.loads((results_dir(out) / "results.json").read_text())
+    rounds = results["rounds"]
+    assert (rounds["order"], rounds["repetitions"]) == ("mirrored", 2)
+    assert rounds["sequences"] == [["everything", "mri"], ["mri", "everything"]]
+    ran = [(s["name"], s["round"], s["position"], s["status"]) for s in results["steps"]]
+    assert ran == [
+        ("everything", 0, 0, "measured"),
+        ("mri", 0, 1, "measured"),
+        ("mri", 1, 0, "measured"),
+        ("everything", 1, 1, "measured"),
+    ]
+    for query in rounds["queries"]:
+        values = query["values"]
+        assert len(values) == 2 and all(v > 0 for v in values)
+        assert query["median"] == pytest.approx(sum(values) / 2, abs=0.01)
+
+
+def test_session_check_names_the_pairs_a_mirrored_order_needs(shared_tmp: Path):
+    (shared_tmp / "two-steps.json").write_text(json.dumps(STEPS))
+    bench = '[benchmark]\nqueries = "two-steps.json"\norder = "auto"\nrepetitions = 3\n'
+    session = write_session(shared_tmp, "odd-mirror", 1, tables=bench)
+    result = esdash("session", "check", str(session), env_runs=shared_tmp / "runs", check=False)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert (
+        'benchmark.repetitions: order = "mirrored" over 2 step(s) needs a multiple of 2 '
+        'rounds (minimum 2), found 3; set repetitions = 4 or order = "listed"'
+        in result.stdout
+        + result.stderr
     )

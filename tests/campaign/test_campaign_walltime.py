@@ -80,8 +80,9 @@ def test_each_job_sums_its_clusters_once_and_its_points_runs(tmp_path: Path) -> 
         assert size.seconds == pytest.approx(cluster.cluster_seconds + runs)
         assert size.job_time.own is None
         assert size.job_time.text == time_limit(size.seconds).text
-        # a point's own run: corpus, ingest, settling, warm-up, 7 steps, results
-        assert first.run_seconds == pytest.approx(0.4 + 4.0 + 30.0 + 20.0 + 7 * 5.0 + 5.0)
+        # a point's own run: corpus, ingest, settling, warm-up, 7 steps in 2 mirrored rounds
+        # (order "auto"), results
+        assert first.run_seconds == pytest.approx(0.4 + 4.0 + 30.0 + 20.0 + 7 * 2 * 5.0 + 5.0)
 
 
 def test_only_the_selected_points_count_and_ingest_each_reingests(tmp_path: Path) -> None:

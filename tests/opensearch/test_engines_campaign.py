@@ -38,7 +38,7 @@ def base_session(root: Path) -> Path:
         f"http_port = {http}\ntransport_port = {transport}\n"
         '[track]\nname = "mri"\ndocuments = 500\n'
         '[benchmark]\nworkers_per_node = 1\nbulk_size = 250\nqueries = "steps.json"\n'
-        'after_ingest = "force-merge"\nwarmup_max = "0s"\n'
+        'after_ingest = "force-merge"\nwarmup_max = "0s"\norder = "listed"\n'
     )
     return path
 

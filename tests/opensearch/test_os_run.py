@@ -23,7 +23,7 @@ QUERIES = ("body_part", "vendor", "age", "body_part_resolution", "brain_age",
            "vendor_body_part", "age_weight")  # fmt: skip
 BENCH = (
     '[benchmark]\nworkers_per_node = 1\nwarmup = "1s"\nduration = "2s"\nbulk_size = 500\n'
-    "warmup_max = 0\n"
+    'warmup_max = 0\norder = "listed"\n'
 )
 
 

@@ -89,9 +89,10 @@ def kinds(wall: walltime.WallTime) -> dict[str, str]:
 def test_timed_steps_every_phase_in_the_order_a_run_takes_them(tmp_path: Path) -> None:
     wall = estimate(mri_session(tmp_path))
     assert [phase.key for phase in wall.phases] == ORDER
-    # a step with 0.5 s of warm-up first pauses for the rest of a second (STEP_PAUSE)
+    # a step with 0.5 s of warm-up first pauses for the rest of a second (STEP_PAUSE), in
+    # each of the two mirrored rounds order "auto" runs
     assert [(s.pause, s.warmup, s.duration, s.rounds, s.kind) for s in wall.steps] == [
-        (0.5, 0.5, 4.0, 1, FIXED)
+        (0.5, 0.5, 4.0, 2, FIXED)
     ] * MRI_STEPS
     assert seconds(wall) == {
         "corpus": 3000 / walltime.PREPARE_DOCS_PER_S,
@@ -99,7 +100,7 @@ def test_timed_steps_every_phase_in_the_order_a_run_takes_them(tmp_path: Path) -
         "ingest": 3000 / walltime.INGEST_DOCS_PER_S,
         "settle": 90.0,  # benchmark.settle_timeout
         "warmup": 45.0,  # benchmark.warmup_max
-        "steps": MRI_STEPS * 5.0,
+        "steps": MRI_STEPS * 2 * 5.0,
         "results": walltime.RESULTS_S,
         "cluster_stop": walltime.STOP_S,
     }

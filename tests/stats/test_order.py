@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdash.stats.order import minimum_repetitions, step_orders, williams_design
+from esdash.stats.order import minimum_repetitions, resolve, step_orders, williams_design
 
 
 def assert_balanced(rounds: list[list[int]], k: int) -> None:
@@ -86,3 +86,45 @@ def test_balanced_needs_a_multiple_of_the_minimum():
         williams_design(0)
     with pytest.raises(ValueError, match="unknown order"):
         minimum_repetitions(3, "sorted")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("k", [1, 2, 6, 7])
+def test_mirrored_rounds_alternate_the_listed_order_and_its_reverse(k):
+    rounds = step_orders(k, "mirrored", 4, seed=3)
+    listed, reverse = list(range(k)), list(range(k - 1, -1, -1))
+    assert rounds == [listed, reverse, listed, reverse]
+    # every step's positions add up to the same sum: a linear drift moves each step alike
+    sums = Counter()
+    for order in rounds:
+        for position, item in enumerate(order):
+            sums[item] += position
+    assert len(set(sums.values())) == 1
+    assert step_orders(k, "mirrored", 4, seed=99) == rounds  # the seed plays no part
+
+
+def test_mirrored_rounds_come_in_pairs():
+    assert minimum_repetitions(5, "mirrored") == 2
+    with pytest.raises(ValueError, match="even number of rounds"):
+        step_orders(5, "mirrored", 3, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("order", "repetitions", "fixed", "expected"),
+    [
+        ("auto", None, False, ("mirrored", 2)),
+        ("auto", None, True, ("listed", 1)),
+        ("auto", 4, False, ("mirrored", 4)),
+        ("auto", 3, True, ("listed", 3)),
+        ("listed", None, False, ("listed", 1)),
+        ("mirrored", None, True, ("mirrored", 2)),
+        ("random", None, False, ("random", 1)),
+        ("balanced", 6, False, ("balanced", 6)),
+    ],
+)
+def test_resolve_says_what_a_sessions_order_means(order, repetitions, fixed, expected):
+    assert resolve(order, repetitions, fixed) == expected
+
+
+def test_resolve_refuses_an_unknown_order():
+    with pytest.raises(ValueError, match="unknown order 'sorted': use one of auto, listed"):
+        resolve("sorted", None, False)

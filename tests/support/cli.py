@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -47,13 +48,20 @@ def free_port_blocks(count: int) -> tuple[int, int]:
     return http, free_port_block(count, avoid=http)
 
 
-def quick_warmup(tables: str) -> str:
-    """``tables`` with ``benchmark.warmup_max = "0s"`` unless it sets its own."""
-    if "warmup_max" in tables:
+def quick_benchmark(tables: str) -> str:
+    """``tables`` with ``benchmark.warmup_max = "0s"`` and ``order = "listed"`` unless it sets
+    its own: a test about something else runs its steps once, as listed, with no global
+    warm-up (mirrored rounds, the default, would run every step twice)."""
+    added = "".join(
+        line
+        for key, line in (("warmup_max", 'warmup_max = "0s"\n'), ("order", 'order = "listed"\n'))
+        if not re.search(rf"^\s*{key}\s*=", tables, re.MULTILINE)
+    )
+    if not added:
         return tables
     if "[benchmark]" in tables:
-        return tables.replace("[benchmark]\n", '[benchmark]\nwarmup_max = "0s"\n', 1)
-    return tables + '\n[benchmark]\nwarmup_max = "0s"\n'
+        return tables.replace("[benchmark]\n", f"[benchmark]\n{added}", 1)
+    return tables + f"\n[benchmark]\n{added}"
 
 
 def write_session(
@@ -72,11 +80,12 @@ def write_session(
     """A session file for a small test cluster on free ports.
 
     ``track`` is the body of the ``[track]`` table; ``tables`` is appended verbatim (e.g. an
-    ``[encryption]`` or ``[benchmark]`` table).  The global warm-up is off unless ``tables``
-    sets ``warmup_max``: run until steady (up to 5 minutes) it would dominate a short test.
+    ``[encryption]`` or ``[benchmark]`` table).  The global warm-up is off and the steps run
+    once, listed, unless ``tables`` sets ``warmup_max`` or ``order``: run until steady (up to
+    5 minutes) or twice, they would dominate a short test.
     ``ports=False`` leaves ``http_port`` and ``transport_port`` out: the ranks choose them.
     """
-    tables = quick_warmup(tables)
+    tables = quick_benchmark(tables)
     explicit = ""
     if ports:
         http, transport = free_port_blocks(nodes)
