@@ -22,7 +22,9 @@ The keys, in this order:
 * ``benchmark.*``: step durations, warm-up (per step and global), rounds and order, workers
   per node, bulk size, target throughput, seed, settling -- every key esdash declares for
   ``[benchmark]``, with its default when the session leaves it out and durations in
-  seconds, so ``"5s"``, ``"5000ms"`` and an omitted default of 5 s are one value;
+  seconds, so ``"5s"``, ``"5000ms"`` and an omitted default of 5 s are one value; the
+  order and rounds as the run's plan made them (``auto`` resolved, an older run's default
+  of one listed round as such);
 * ``cluster.*``: nodes, nodes per host, heap (bytes), interconnect, security, and the
   backend's options; ``engine`` and ``engine.version`` (as the cluster reported them, else
   as ``run.json`` recorded them);
@@ -187,6 +189,18 @@ def _steps(header: Header | None, results: Results) -> JsonValue:
     )
 
 
+def _rounds(plan: BenchPlan | None, results: Results) -> Fingerprint:
+    """The order and rounds the run used, not the words of its session: ``auto`` is
+    mirrored or listed depending on the track, and what an omitted key meant changed
+    (listed until mirrored rounds became the default).  None where the run does not say."""
+    if plan is not None:
+        return {"benchmark.order": plan.order, "benchmark.repetitions": plan.repetitions}
+    if results.rounds is not None:
+        rounds = results.rounds
+        return {"benchmark.order": rounds.order, "benchmark.repetitions": rounds.repetitions}
+    return {"benchmark.order": None, "benchmark.repetitions": None}
+
+
 def _bodies(plan: BenchPlan | None) -> JsonValue:
     if plan is None:
         return None
@@ -231,6 +245,7 @@ def fingerprint(
     found["steps"] = _steps(header, results)
     found["steps.bodies"] = _bodies(plan)
     found.update(_declared(session, "benchmark"))
+    found.update(_rounds(plan, results))
     found.update(_declared(session, "cluster"))
     options = cluster.get("backend_options")
     if isinstance(options, Mapping):

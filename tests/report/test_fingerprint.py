@@ -162,7 +162,7 @@ def declared() -> dict[str, Edit]:
     for section, options in (("cluster", CLUSTER), ("benchmark", BENCHMARK)):
         for option in options:
             key = f"{section}.{option.name}"
-            if key in NOT_MEASURED or option.kind == "path":
+            if key in NOT_MEASURED or option.kind == "path" or key in RECORDED:
                 continue
             found[key] = set_session(key, other_value(option))
     return found
@@ -192,6 +192,9 @@ RECORDED: dict[str, Edit] = {
     "encryption.layout": edit_json(
         "bench.json", lambda p: p.update(client_codec={"fields": {"age": "ope"}})
     ),
+    # the order and rounds the plan made (the session's "auto" resolved), not its words
+    "benchmark.order": edit_json("bench.json", lambda p: p.update(order="mirrored")),
+    "benchmark.repetitions": edit_json("bench.json", lambda p: p.update(repetitions=2)),
 }
 #: Options of plugins (the fixture sets none): present in one run, unset in the other.
 OPTIONS: dict[str, Edit] = {
@@ -312,3 +315,14 @@ def test_fingerprint_without_records_is_the_session_with_defaults() -> None:
     assert found["cluster.heap"] == 1024**3 and found["engine"] == "elasticsearch"
     assert found["encryption.mode"] == "none" and found["engine.version"] is None
     assert found["corpus.identity"] is None and found["steps"] is None
+
+
+def test_the_order_is_what_the_plan_made_whatever_the_session_called_it(tmp_path: Path) -> None:
+    """``order = "auto"`` and ``order = "listed"`` that planned the same rounds are one
+    configuration; the plan, not the words, is the measurement."""
+    a, b = copy(tmp_path, "a"), copy(tmp_path, "b")
+    set_session("benchmark.order", "auto")(a)
+    set_session("benchmark.order", "listed")(b)
+    first, second = load_inputs([str(a), str(b)]).entries
+    assert first.fingerprint["benchmark.order"] == "listed"  # the fixture's plan
+    assert first.key == second.key
