@@ -31,6 +31,22 @@ def pytest_configure(config: pytest.Config) -> None:
     procs.become_subreaper()
 
 
+#: Fixtures that start or need real infrastructure whatever the test's markers say.
+INFRA_FIXTURES = frozenset(
+    {"es_home", "java_home", "shared_cluster", "slurm_cluster", "netns_hosts", "es_node_factory"}
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tiers: a test that needs infrastructure (a prerequisite marker, or a fixture of
+    :data:`INFRA_FIXTURES`) is ``integration``; every other test is the unit tier, which
+    ``scripts/test`` runs first, alone (``-m "not integration"``), so it fails fast."""
+    for item in items:
+        needs = any(item.get_closest_marker(name) for name in prereqs.CHECKS)
+        if needs or INFRA_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip (or, under CI, fail) before any fixture starts infrastructure that can't work."""
