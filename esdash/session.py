@@ -38,7 +38,7 @@ from esdash.references import Reference, parse_references
 from esdash.rundir.files import TOO_DEEP, read_regular
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import JsonMapping, JsonObject
-from esdash.stats.order import Order, resolve
+from esdash.stats.order import CHOICES, Order, resolve
 
 #: The backend a session without ``cluster.backend`` uses.
 DEFAULT_BACKEND = "elasticsearch"
@@ -154,7 +154,7 @@ CLUSTER = (
 #: What ``benchmark.after_ingest`` may say (see :mod:`esdash.bench.settle`).
 AFTER_INGEST = ("force-merge", "wait", "none")
 #: What ``benchmark.order`` may say (see :mod:`esdash.stats.order`).
-ORDERS = ("auto", "listed", "mirrored", "random", "balanced")
+ORDERS = CHOICES
 BENCHMARK = (
     Option("workers_per_node", "int", "load-generating MPI ranks per search node", 1, (), 1, 1024),
     Option("warmup", "duration", "warm-up of each query step", 5.0, (), 0, 86400),
