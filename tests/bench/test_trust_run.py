@@ -101,20 +101,6 @@ def test_a_settled_warmed_balanced_run_reports_rounds_flags_and_a_missed_referen
     assert "MISS everything throughput (median of 2 rounds)" in compared.stdout
 
 
-def test_session_check_names_the_minimum_rounds_of_a_balanced_order(shared_tmp: Path):
-    (shared_tmp / "three-steps.json").write_text(
-        json.dumps([{**STEPS[0], "name": f"s{k}"} for k in range(3)])
-    )
-    bench = '[benchmark]\nqueries = "three-steps.json"\norder = "balanced"\nrepetitions = 4\n'
-    session = write_session(shared_tmp, "unbalanced", 1, tables=bench)
-    result = esdash("session", "check", str(session), env_runs=shared_tmp / "runs", check=False)
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert (
-        'benchmark.repetitions: order = "balanced" over 3 step(s) needs a multiple of 6 '
-        "rounds (minimum 6), found 4" in result.stdout + result.stderr
-    )
-
-
 def test_by_default_the_steps_run_listed_then_reversed_and_each_query_is_their_median(
     shared_cluster: tuple[Path, Path], shared_tmp: Path
 ):
@@ -148,15 +134,32 @@ def test_by_default_the_steps_run_listed_then_reversed_and_each_query_is_their_m
         assert query["median"] == pytest.approx(sum(values) / 2, abs=0.01)
 
 
-def test_session_check_names_the_pairs_a_mirrored_order_needs(shared_tmp: Path):
-    (shared_tmp / "two-steps.json").write_text(json.dumps(STEPS))
-    bench = '[benchmark]\nqueries = "two-steps.json"\norder = "auto"\nrepetitions = 3\n'
-    session = write_session(shared_tmp, "odd-mirror", 1, tables=bench)
+@pytest.mark.parametrize(
+    ("steps", "order", "expected"),
+    [
+        (
+            3,
+            'order = "balanced"\nrepetitions = 4',
+            'order = "balanced" over 3 step(s) needs a multiple of 6 rounds (minimum 6), found 4',
+        ),
+        (
+            2,
+            'order = "auto"\nrepetitions = 3',
+            'order = "mirrored" over 2 step(s) needs a multiple of 2 rounds (minimum 2), found '
+            '3; set repetitions = 4 or order = "listed"',
+        ),
+    ],
+    ids=["balanced", "mirrored"],
+)
+def test_session_check_names_the_rounds_an_order_needs(
+    shared_tmp: Path, steps: int, order: str, expected: str
+):
+    name = f"rounds-{steps}"
+    (shared_tmp / f"{name}.json").write_text(
+        json.dumps([{**STEPS[0], "name": f"s{k}"} for k in range(steps)])
+    )
+    bench = f'[benchmark]\nqueries = "{name}.json"\n{order}\n'
+    session = write_session(shared_tmp, name, 1, tables=bench)
     result = esdash("session", "check", str(session), env_runs=shared_tmp / "runs", check=False)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert (
-        'benchmark.repetitions: order = "mirrored" over 2 step(s) needs a multiple of 2 '
-        'rounds (minimum 2), found 3; set repetitions = 4 or order = "listed"'
-        in result.stdout
-        + result.stderr
-    )
+    assert f"benchmark.repetitions: {expected}" in result.stdout + result.stderr
