@@ -326,11 +326,13 @@ class Session:
         the rounds, unless the track's schedule is its definition or a step indexes while it
         runs, so the order decides what later steps search (a query file replacing the
         track's steps is no schedule of the track).  See :func:`esdash.stats.order.resolve`."""
-        bench = self.benchmark
-        fixed = (track.ordered_schedule and bench.queries is None) or any(
-            step.indexing for step in steps
-        )
-        return resolve(bench.order, bench.repetitions, fixed)
+        fixed = self.fixed_by_track(track) or any(step.indexing for step in steps)
+        return resolve(self.benchmark.order, self.benchmark.repetitions, fixed)
+
+    def fixed_by_track(self, track: Track) -> bool:
+        """Whether the track alone fixes the order: its schedule is its definition and no
+        query file replaces it (``auto`` is then listed whatever the steps are)."""
+        return track.ordered_schedule and self.benchmark.queries is None
 
 
 def _table(data: JsonMapping, key: str, problems: list[Problem]) -> JsonObject:

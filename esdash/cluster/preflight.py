@@ -296,8 +296,12 @@ class StepOrder(PreflightCheck):
 
     def run(self, context: CheckContext) -> Iterator[Finding]:
         session = context.session
+        if session.benchmark.order in ("listed", "random"):
+            return  # any number of rounds completes them: no need to read the steps
         try:
             track = context.plugins.track(session.track.name)
+            if session.benchmark.order == "auto" and session.fixed_by_track(track):
+                return  # listed, as the track's schedule says (a Rally track is not re-read)
             steps = session.query_steps(track)
         except BadInput:
             return  # the session's own validation reports a broken track or query file
@@ -310,8 +314,10 @@ class StepOrder(PreflightCheck):
             count = runnable_steps(steps, backend.inspect(resolve_home(session)))
         except BadInput:
             pass  # no distribution here yet: every step counts
-        needed = minimum_repetitions(count, order) if count else 0
-        if count and repetitions % needed:
+        if not count:
+            return
+        needed = minimum_repetitions(count, order)
+        if repetitions % needed:
             other = "random" if order == "balanced" else "listed"
             yield Finding(
                 "benchmark.repetitions",
