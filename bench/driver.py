@@ -163,8 +163,9 @@ def _raw_loop(spec: Spec, conn: http.client.HTTPConnection, headers: dict, until
 def worker(variant: str, spec: Spec, pipe: Any) -> None:
     """One connection: set up, say ready, wait for the start time, run, send the figures."""
     from esdash.bench import loadgen
-    from esdash.bench.rank import RankState, Reporter, Schedule
+    from esdash.bench.rank_state import RankState, Schedule
     from esdash.bench.recorder import Recorder
+    from esdash.bench.reporting import Reporter
     from esdash.cluster.http import Connection, Target
 
     query = loadgen.PreparedQuery(QUERY_NAME, spec.path, spec.body)

@@ -26,8 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from esdash.bench.slices import plan_slices, read_slice
-from esdash.plugin.api import Corpus
+from esdash.bench.slices import read_slice
+from esdash.plugin.corpus_slices import plan_slices
+from esdash.plugin.values import Corpus
 
 
 def generate(path: Path, docs: int, seed: int) -> None:

@@ -24,9 +24,9 @@ import random
 import statistics
 import time
 
-from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
 from esdash.rundir.hdr import new_histogram
+from esdash.stats.merge import Merged
 
 
 def _median_of(rounds: int, run) -> float:

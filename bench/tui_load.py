@@ -16,7 +16,7 @@ Targets (issue 6): under 15 % of one core at a 4 Hz redraw tick, lag under 1 s.
 The recorded stream is made once and cached (``<cache>/bench/tui-load-<ranks>.jsonl``): for
 every interval, each of ``--ranks`` ranks records a realistic number of requests with the
 real :class:`~esdash.bench.recorder.Recorder` (log-normal latencies, a few rejections),
-rank 0's merge (:class:`~esdash.bench.merge.Merged`) combines the payloads, and the records
+rank 0's merge (:class:`~esdash.stats.merge.Merged`) combines the payloads, and the records
 are built with the stream schema's builders — as ``esdash run`` writes them.  The plan:
 30 s of ingest, then three query steps of 10 s warm-up and 60 s measurement, one rank
 missing for a few intervals, cluster samples of 8 nodes every 2 s.
@@ -40,7 +40,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
 from esdash.paths import cache_dir
 from esdash.rundir import files
@@ -59,6 +58,7 @@ from esdash.rundir.records import (
     RankPayload,
     Topology,
 )
+from esdash.stats.merge import Merged
 
 NODES = 8
 INGEST_SECONDS = 30

@@ -15,23 +15,32 @@ Contents, by what a plugin provides:
 * every plugin: :data:`hookimpl`, :class:`Option` and :data:`REQUIRED` (session keys, whose
   values a plugin receives as :data:`OptionValues`), the errors (:class:`BadInput` for bad
   options, :class:`ClusterError`, :class:`EsdashError`);
+* the validated **session** the observer hooks and pre-flight checks are handed:
+  :class:`Session` and its parts (:class:`PluginChoice` for the backend, encryption mode and
+  track chosen with their options, :class:`ClusterSpec`, :class:`BenchmarkSpec`,
+  :class:`SlurmSpec`);
 * JSON as parsed (documents, mappings, query bodies, track files): :data:`JsonObject`,
   :data:`JsonMapping` (read-only) and :data:`JsonValue` (any one value);
-* a **track**: :class:`Track`, :class:`Corpus`, :class:`FieldSpec`, :class:`Query`,
+* a **track**: :class:`Track` (one that generates its corpus and takes its index's
+  :data:`SHARDS` and :data:`REPLICAS` from options: :class:`GeneratedTrack`, its
+  :data:`Generator`), :class:`Corpus`, :class:`FieldSpec`, :class:`Query`,
   :class:`QueryStep` (:class:`StepIndexing`: documents indexed during a step, from
   :meth:`Track.step_corpora`); its plan (:class:`PlannedTask`, :data:`REASON_KINDS`, and what a
   distribution lacks: :func:`query_refusal`, :func:`operation_refusal`,
   :func:`mapping_refusal` giving a :class:`Refusal`, :func:`adaptation_note`,
   :func:`plan_of_steps`) and what it can say of
   its corpus without writing files (:class:`CorpusStatus`); corpus helpers
-  (:func:`generated_corpus`, :func:`write_atomically` and :func:`keep_private` for private
-  cache files, :func:`check_corpus`,
+  (:func:`generated_corpus`, :func:`write_atomically`, :func:`keep_private` and
+  :func:`reuse_privately` for private cache files, :func:`check_corpus`,
   :func:`read_regular` that refuses a FIFO instead of blocking on it) and the
   query-file format (:func:`load_steps`, :func:`parse_steps`);
 * a **backend**: :class:`Backend`, :class:`Distribution`, :class:`NodeRequest`,
   :class:`NodeCommand`, :class:`NodeDirs`, :class:`Owner`, the cluster plan
   (:class:`Topology`, :class:`NodePlan`), the control-client contract
-  (:class:`ControlClient`, :class:`ControlError`, :class:`EngineInfo`, :func:`engine_of`);
+  (:class:`ControlClient`, :class:`ControlError`, :class:`EngineInfo`, :func:`engine_of`)
+  and its implementation over an engine's official client (:class:`EngineControl`, which a
+  backend fills in: :class:`ApiCall`, :data:`ClientApi`, :data:`UNBOUNDED`,
+  :func:`engine_reason`);
 * an **encryption mode**: :class:`EncryptionMode`, :class:`ClientCodec`,
   :class:`QueryNotSupported`; and the privilege boundary for whatever it does, as root, in
   directories the node account can write: :class:`Dir` (by descriptor, never following a
@@ -48,9 +57,17 @@ Contents, by what a plugin provides:
   :func:`install_into_cache`, :class:`FetchError`; Java: :func:`find_java`,
   :func:`java_version`, :func:`java_check`, :class:`JavaRuntime`; the JVM's own files
   (heap dumps, crash files, GC logs) put in one place: :func:`point_jvm_files`;
+  a JVM engine's node (Elasticsearch, OpenSearch and their kin): :class:`JvmBackend`, the
+  backend base that writes it from :class:`JvmEngine`'s names (with
+  :data:`ELASTICSEARCH_NAMES`, :data:`OPENSEARCH_NAMES`; its TLS files :data:`NODE_KEY`,
+  :data:`NODE_CERT`, :data:`NODE_CA_CERT` in :data:`NODE_CERTS_DIR`), :func:`jvm_node_settings`,
+  :func:`write_jvm_node_config`; and its distribution's layout: :func:`read_distribution`
+  (giving :class:`Unpacked`), :func:`engine_version`, :func:`is_jvm_distribution`,
+  :func:`unpack_integ_test_zip`;
 * **doctor checks** (backends and encryption modes): :class:`HostCheck`, :class:`HostProbe`,
   :func:`run_as_user`, :func:`last_line`, :func:`shorten`, :func:`user_name`,
-  :func:`group_name`;
+  :func:`group_name`; a JVM engine's distribution and node user: :func:`distribution_check`,
+  :func:`node_user_check`, :func:`unreadable_paths`, :func:`assumed_version`;
 * a **pre-flight check**: :class:`PreflightCheck`, :class:`CheckContext`, :class:`Finding`;
 * a plugin's **tests**: :func:`load_plugins` (``extra=[(name, module)]`` loads a module that
   is not installed) and the :class:`PluginSet` it returns.
@@ -62,36 +79,16 @@ from esdash.boundary import BoundaryViolation, Dir, describe, make_dirs
 from esdash.errors import BadInput, ClusterError, EsdashError
 from esdash.paths import default_distribution
 from esdash.plugin.api import (
-    ALL_PAGES,
-    REASON_KINDS,
-    REQUIRED,
     Backend,
     BrokenPlugin,
     ClientCodec,
-    Corpus,
-    CorpusStatus,
-    Distribution,
     EncryptionMode,
-    Endpoint,
-    FieldSpec,
     Interconnect,
     InterconnectError,
-    NodeCommand,
-    NodeDirs,
-    NodeRequest,
-    Option,
-    OptionValue,
-    OptionValues,
-    Owner,
-    PlannedTask,
     PluginInfo,
-    Query,
     QueryNotSupported,
-    QueryStep,
     Registrable,
-    StepIndexing,
     Track,
-    TrackIndex,
     interface_addresses,
 )
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck
@@ -103,7 +100,20 @@ from esdash.plugin.control import (
     EngineInfo,
     engine_of,
 )
-from esdash.plugin.corpus import check_corpus, generated_corpus, keep_private, write_atomically
+from esdash.plugin.corpus import (
+    check_corpus,
+    generated_corpus,
+    keep_private,
+    reuse_privately,
+    write_atomically,
+)
+from esdash.plugin.engine_control import (
+    UNBOUNDED,
+    ApiCall,
+    ClientApi,
+    EngineControl,
+    engine_reason,
+)
 from esdash.plugin.fetching import (
     FetchError,
     MavenMissing,
@@ -115,6 +125,7 @@ from esdash.plugin.fetching import (
     unzip_keeping_modes,
     workspace,
 )
+from esdash.plugin.generated_track import REPLICAS, SHARDS, GeneratedTrack, Generator
 from esdash.plugin.host import (
     HostCheck,
     HostProbe,
@@ -132,8 +143,36 @@ from esdash.plugin.java import (
     java_version,
     point_jvm_files,
 )
+from esdash.plugin.jvm_distribution import (
+    Unpacked,
+    engine_version,
+    is_jvm_distribution,
+    read_distribution,
+    unpack_integ_test_zip,
+)
+from esdash.plugin.jvm_doctor import (
+    assumed_version,
+    distribution_check,
+    node_user_check,
+    unreadable_paths,
+)
+from esdash.plugin.jvm_engine import (
+    ELASTICSEARCH_NAMES,
+    NODE_CA_CERT,
+    NODE_CERT,
+    NODE_CERTS_DIR,
+    NODE_KEY,
+    OPENSEARCH_NAMES,
+    JvmBackend,
+    JvmEngine,
+    jvm_node_settings,
+    write_jvm_node_config,
+)
 from esdash.plugin.manager import PluginSet, load_plugins
 from esdash.plugin.planning import (
+    REASON_KINDS,
+    CorpusStatus,
+    PlannedTask,
     Refusal,
     adaptation_note,
     mapping_refusal,
@@ -148,8 +187,34 @@ from esdash.plugin.secure_files import (
     write_private,
 )
 from esdash.plugin.security import Credentials, NodeSecurity, TlsFiles
+from esdash.plugin.session import (
+    BenchmarkSpec,
+    ClusterSpec,
+    PluginChoice,
+    Session,
+    SlurmSpec,
+)
 from esdash.plugin.spec import Register, hookimpl
 from esdash.plugin.steps import load_steps, parse_steps
+from esdash.plugin.values import (
+    ALL_PAGES,
+    REQUIRED,
+    Corpus,
+    Distribution,
+    Endpoint,
+    FieldSpec,
+    NodeCommand,
+    NodeDirs,
+    NodeRequest,
+    Option,
+    OptionValue,
+    OptionValues,
+    Owner,
+    Query,
+    QueryStep,
+    StepIndexing,
+    TrackIndex,
+)
 from esdash.rundir.files import TOO_DEEP, read_regular
 from esdash.rundir.records import (
     Health,
@@ -162,13 +227,43 @@ from esdash.rundir.records import (
 )
 
 __all__ = [
+    "GeneratedTrack",
+    "Generator",
+    "REPLICAS",
+    "SHARDS",
+    "assumed_version",
+    "NODE_CA_CERT",
+    "NODE_CERT",
+    "NODE_CERTS_DIR",
+    "NODE_KEY",
+    "distribution_check",
+    "node_user_check",
+    "unreadable_paths",
+    "Unpacked",
+    "engine_version",
+    "is_jvm_distribution",
+    "read_distribution",
+    "unpack_integ_test_zip",
+    "ELASTICSEARCH_NAMES",
+    "JvmBackend",
+    "JvmEngine",
+    "OPENSEARCH_NAMES",
+    "jvm_node_settings",
+    "write_jvm_node_config",
+    "ApiCall",
+    "ClientApi",
+    "EngineControl",
+    "UNBOUNDED",
+    "engine_reason",
     "Backend",
     "BadInput",
+    "BenchmarkSpec",
     "BoundaryViolation",
     "BrokenPlugin",
     "CheckContext",
     "ClientCodec",
     "ClusterError",
+    "ClusterSpec",
     "ControlClient",
     "ControlError",
     "Corpus",
@@ -205,6 +300,7 @@ __all__ = [
     "OptionValues",
     "Owner",
     "PlannedTask",
+    "PluginChoice",
     "CorpusStatus",
     "PluginInfo",
     "PluginSet",
@@ -222,6 +318,8 @@ __all__ = [
     "Register",
     "Registrable",
     "SecurityFilesError",
+    "Session",
+    "SlurmSpec",
     "TlsFiles",
     "Topology",
     "Track",
@@ -241,6 +339,7 @@ __all__ = [
     "java_check",
     "java_version",
     "keep_private",
+    "reuse_privately",
     "last_line",
     "load_plugins",
     "load_steps",

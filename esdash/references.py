@@ -1,7 +1,7 @@
 """References: the figures a session expects per query, with tolerances (as ReFrame has them).
 
 This module reads and checks the session's ``[references]`` table (it sits on the session's
-floor, so a session is checked when it is read); :mod:`esdash.report.references` judges
+floor, so a session is checked when it is read); :mod:`esdash.view.references` judges
 results against it.  The table::
 
     [references.age_weight]

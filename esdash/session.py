@@ -2,10 +2,13 @@
 
 A session describes one study: the cluster to spawn, how data is protected, the workload, how
 the benchmark is driven and how Slurm is asked for resources.  ``sessions/*.toml`` are
-examples.  Every problem is reported together, each naming the file, the key path, what was
-expected and what was found; unknown keys get a "did you mean" hint.  Relative paths are
-resolved against the session file's directory, so a session means the same thing whatever
-directory it is started from.
+examples.  The objects (:class:`~esdash.plugin.session.Session` and its parts) belong to the
+plugin contract, since plugins are handed them, and are defined in
+:mod:`esdash.plugin.session`; this module turns TOML into them and re-exports them.  Every
+problem is reported together, each naming the file, the key path, what was expected and what
+was found; unknown keys get a "did you mean" hint.  Relative paths are resolved against the
+session file's directory, so a session means the same thing whatever directory it is
+started from.
 
     name = "quickstart"
 
@@ -23,25 +26,31 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
 from esdash.errors import BadInput
-from esdash.plugin.api import REQUIRED, Option, OptionValues, QueryStep, Track
+from esdash.plugin.api import Track
 from esdash.plugin.checks import PreflightCheck
 from esdash.plugin.manager import PluginSet, get_plugins
-from esdash.plugin.options import Problem, describe, suggest, validate
+from esdash.plugin.options import Problem, describe, subtable, suggest, validate
+from esdash.plugin.order import CHOICES
+
+# The session's types belong to the plugin contract (plugins are handed a Session); they are
+# re-exported here, where most of esdash reads sessions.
+from esdash.plugin.session import DEFAULT_BACKEND as DEFAULT_BACKEND
+from esdash.plugin.session import TRUST_TRACK_CODE as TRUST_TRACK_CODE
+from esdash.plugin.session import BenchmarkSpec as BenchmarkSpec
+from esdash.plugin.session import ClusterSpec as ClusterSpec
+from esdash.plugin.session import PluginChoice as PluginChoice
+from esdash.plugin.session import Session as Session
+from esdash.plugin.session import SlurmSpec as SlurmSpec
 from esdash.plugin.steps import load_steps
+from esdash.plugin.values import REQUIRED, Option, OptionValues
 from esdash.references import Reference, parse_references
 from esdash.rundir.files import TOO_DEEP, read_regular
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import JsonMapping, JsonObject
-from esdash.stats.order import CHOICES, Order, resolve
-
-#: The backend a session without ``cluster.backend`` uses.
-DEFAULT_BACKEND = "elasticsearch"
+from esdash.rundir.records import JsonMapping
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -153,7 +162,7 @@ CLUSTER = (
 )
 #: What ``benchmark.after_ingest`` may say (see :mod:`esdash.bench.settle`).
 AFTER_INGEST = ("force-merge", "wait", "none")
-#: What ``benchmark.order`` may say (see :mod:`esdash.stats.order`).
+#: What ``benchmark.order`` may say (see :mod:`esdash.plugin.order`).
 ORDERS = CHOICES
 BENCHMARK = (
     Option("workers_per_node", "int", "load-generating MPI ranks per search node", 1, (), 1, 1024),
@@ -223,124 +232,6 @@ SLURM = (
     Option("account", "str", "account to charge"),
     Option("extra", "list[str]", "further sbatch options, e.g. ['--exclusive']", default=()),
 )
-
-
-#: The track option that lets a track run code of its input (a Rally track's ``track.py``);
-#: ``--trust-track-code`` sets it.
-TRUST_TRACK_CODE = "trust_code"
-
-
-@dataclass(frozen=True)
-class PluginChoice:
-    """The plugin a section chose and its validated options."""
-
-    name: str
-    options: OptionValues = field(default_factory=lambda: MappingProxyType({}))
-
-
-@dataclass(frozen=True)
-class ClusterSpec:
-    backend: PluginChoice
-    nodes: int
-    nodes_per_host: int
-    home: Path | None
-    heap: int
-    interconnect: str
-    interface: str | None
-    data_dir: Path | None
-    run_as: str | None
-    security: bool
-    #: ``security = false`` accepted off the loopback interface (the network is trusted).
-    insecure_ok: bool = False
-    #: Seconds a run's ranks wait, once its owner (``esdash run``) is gone, before they stop.
-    owner_grace: float = 3.0
-    #: Explicit base ports; None: chosen free on each host when the cluster starts ("auto").
-    http_port: int | None = None
-    transport_port: int | None = None
-
-    @property
-    def heap_option(self) -> str:
-        """The heap as a JVM option value (``512m``)."""
-        mib = self.heap // 1024**2
-        return f"{mib // 1024}g" if mib % 1024 == 0 else f"{mib}m"
-
-
-@dataclass(frozen=True)
-class BenchmarkSpec:
-    workers_per_node: int
-    warmup: float
-    duration: float
-    bulk_size: int
-    target_throughput: float | None
-    interval: float
-    seed: int | None
-    queries: Path | None = None
-    after_ingest: str = "wait"
-    max_num_segments: int = 1
-    settle_timeout: float = 600.0
-    warmup_max: float = 300.0
-    warmup_round: float = 5.0
-    #: As the session says it; :func:`esdash.stats.order.resolve` gives what it means.
-    order: str = "auto"
-    repetitions: int | None = None
-
-
-@dataclass(frozen=True)
-class SlurmSpec:
-    partition: str | None
-    time: str
-    account: str | None
-    extra: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Session:
-    """A validated session.  ``source`` keeps the parsed TOML for the run directory."""
-
-    name: str
-    description: str
-    path: Path
-    cluster: ClusterSpec
-    encryption: PluginChoice
-    track: PluginChoice
-    benchmark: BenchmarkSpec
-    slurm: SlurmSpec
-    source: JsonMapping
-    #: ``[references]``: figures per query the run is judged against (exit code 3 on a miss).
-    references: tuple[Reference, ...] = ()
-
-    @property
-    def trusts_track_code(self) -> bool:
-        """Whether the track may run its own code (``[track] trust_code``, or
-        ``--trust-track-code``): a command that starts another esdash passes the flag on."""
-        return bool(self.track.options.get(TRUST_TRACK_CODE))
-
-    def query_steps(self, track: Track) -> tuple[QueryStep, ...]:
-        """The steps the session runs: its ``benchmark.queries`` file if set, else the track's."""
-        if self.benchmark.queries is not None:
-            return load_steps(self.benchmark.queries)
-        return tuple(track.query_steps(self.track.options))
-
-    def rounds(self, track: Track, steps: Sequence[QueryStep]) -> tuple[Order, int]:
-        """What ``benchmark.order``/``repetitions`` mean for these steps: ``auto`` mirrors
-        the rounds, unless the track's schedule is its definition or a step indexes while it
-        runs, so the order decides what later steps search (a query file replacing the
-        track's steps is no schedule of the track).  See :func:`esdash.stats.order.resolve`."""
-        fixed = self.fixed_by_track(track) or any(step.indexing for step in steps)
-        return resolve(self.benchmark.order, self.benchmark.repetitions, fixed)
-
-    def fixed_by_track(self, track: Track) -> bool:
-        """Whether the track alone fixes the order: its schedule is its definition and no
-        query file replaces it (``auto`` is then listed whatever the steps are)."""
-        return track.ordered_schedule and self.benchmark.queries is None
-
-
-def _table(data: JsonMapping, key: str, problems: list[Problem]) -> JsonObject:
-    value = data.get(key, {})
-    if not isinstance(value, dict):
-        problems.append(Problem(key, f"expected a table [{key}], found {describe(value)}"))
-        return {}
-    return value
 
 
 def _plugin_choice(
@@ -517,7 +408,7 @@ def parse_session(
     if isinstance(name, str):
         problems.extend(_name_problems(name))
 
-    cluster_table = _table(data, "cluster", problems)
+    cluster_table = subtable(data, "cluster", problems)
     backend_options = cluster_table.get("backend_options", {})
     if not isinstance(backend_options, dict):
         problems.append(
@@ -556,7 +447,7 @@ def parse_session(
 
     encryption = _plugin_choice(
         "encryption",
-        _table(data, "encryption", problems),
+        subtable(data, "encryption", problems),
         "mode",
         "none",
         "encryption",
@@ -566,7 +457,7 @@ def parse_session(
     )
     track = _plugin_choice(
         "track",
-        _table(data, "track", problems),
+        subtable(data, "track", problems),
         "name",
         None,
         "track",
@@ -577,7 +468,7 @@ def parse_session(
     if trust_track_code:
         track = _trusting(track, plugins)
     bench_values, found = validate(
-        BENCHMARK, _table(data, "benchmark", problems), "benchmark", base_dir
+        BENCHMARK, subtable(data, "benchmark", problems), "benchmark", base_dir
     )
     problems.extend(found)
     if bench_values.get("queries") is not None:
@@ -587,11 +478,11 @@ def parse_session(
             problems.append(Problem("benchmark.queries", str(exc)))
     references: tuple[Reference, ...] = ()
     try:
-        references = parse_references(_table(data, "references", problems))
+        references = parse_references(subtable(data, "references", problems))
     except BadInput as exc:
         key, _, message = str(exc).partition(": ")
         problems.append(Problem(key, message))
-    slurm_values, found = validate(SLURM, _table(data, "slurm", problems), "slurm")
+    slurm_values, found = validate(SLURM, subtable(data, "slurm", problems), "slurm")
     problems.extend(found)
     problems.extend(slurm_problems(slurm_values))
 

@@ -1,8 +1,8 @@
 """The threshold grammar: ``--threshold "search:p99<500ms"`` parsed and checked before a run.
 
 On the floor of the session (as :mod:`esdash.references`), so the pre-flight checks
-(:mod:`esdash.cluster.preflight`) refuse a threshold that does not parse, or whose target
-names no query the session runs, before anything starts; :mod:`esdash.report.thresholds`
+(:mod:`esdash.prepare.checks`) refuse a threshold that does not parse, or whose target
+names no query the session runs, before anything starts; :mod:`esdash.view.thresholds`
 evaluates parsed thresholds against results.  The syntax is documented there.
 """
 

@@ -396,15 +396,16 @@ def test_each_figure_drawn_moves_the_open_phase_on(tmp_path):
 
 
 def test_fetch_says_it_downloads_before_maven_runs(tmp_path, monkeypatch, capsys):
-    from esdash_plugins.backends.elasticsearch import distribution
     from support.prereqs import find_tool, unavailable
+
+    from esdash.plugin import jvm_distribution  # where the backend's fetch calls Maven
 
     if find_tool("mvn") is None:
         unavailable("mvn is not installed (scripts/provision installs maven)")
     monkeypatch.setenv("ESDASH_CACHE", str(tmp_path / "cache"))
     seen: dict[str, str] = {}
     printed = lambda: capsys.readouterr().err  # noqa: E731
-    monkeypatch.setattr(distribution, "maven_copy", recorder(seen, "maven", printed))
+    monkeypatch.setattr(jvm_distribution, "maven_copy", recorder(seen, "maven", printed))
     with pytest.raises(Blocked):
         fetch_cmd.run(argparse.Namespace(backend="elasticsearch", version="8.19.3"))
     assert seen["maven"] == "esdash: downloading Elasticsearch 8.19.3 with Maven ...\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from esdash_plugins.tracks.rally import RallyTrack
 
-from esdash.plugin.api import QueryStep, StepIndexing
 from esdash.plugin.manager import get_plugins
+from esdash.plugin.values import QueryStep, StepIndexing
 from esdash.session import parse_session
 
 BASE = {

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from esdash.cluster import preflight
+from esdash.prepare import checks
+from esdash.prepare.checks.security import secret_warnings
 from esdash.session import SessionError, load_session
 
 CHECK = [sys.executable, "-m", "esdash", "session", "check"]
@@ -49,7 +50,7 @@ def refusal(path: Path, where: str) -> str:
 
 
 def security_lines(path: Path, stage: str) -> list[str]:
-    lines = preflight.findings(load_session(path), stage)  # type: ignore[arg-type]
+    lines = checks.findings(load_session(path), stage)  # type: ignore[arg-type]
     return [line for line in lines if "cluster.security" in line]
 
 
@@ -156,7 +157,7 @@ def test_an_echoed_password_is_warned_about_not_refused(tmp_path: Path, command:
 
 def test_an_echoed_abe_passphrase_is_warned_about(tmp_path: Path) -> None:
     path = session(tmp_path, "abeecho", encryption='mode = "abe"\npassphrase_command = "echo x"')
-    assert preflight.secret_warnings(load_session(path)) == [
+    assert secret_warnings(load_session(path)) == [
         f"{path}: encryption.passphrase_command: 'echo' prints the secret from the session "
         f"file itself, and esdash copies that file into every run directory and report; keep "
         f"the secret in a file only you can read (encryption.passphrase_file) or in a command "
@@ -172,7 +173,7 @@ def test_a_command_that_fetches_the_secret_is_not_warned_about(
 ) -> None:
     table = f'mode = "gocryptfs"\npassword_command = {repr_toml(command)}'
     path = session(tmp_path, "fetched", encryption=table)
-    assert preflight.secret_warnings(load_session(path)) == []
+    assert secret_warnings(load_session(path)) == []
 
 
 def repr_toml(text: str) -> str:

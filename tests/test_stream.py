@@ -15,11 +15,11 @@ from support.records import final as final_record
 from support.records import header as _header_record
 from support.records import interval as interval_record
 
-from esdash.bench.merge import merge_payloads
 from esdash.bench.recorder import Recorder
 from esdash.rundir.records import STREAM_SCHEMA as SCHEMA
 from esdash.rundir.records import StreamRecord
 from esdash.rundir.stream import StreamReader, StreamWriter
+from esdash.stats.merge import merge_payloads
 
 
 def header_record(**kwargs):

@@ -9,12 +9,12 @@ from support.records import final as final_record
 from support.records import header as header_record
 from support.records import interval as interval_record
 
-from esdash.bench.merge import merge_payloads
 from esdash.bench.recorder import Recorder
-from esdash.report.summary import render_live, render_record_line, render_summary
 from esdash.rundir import files
 from esdash.rundir.records import Results
+from esdash.stats.merge import merge_payloads
 from esdash.view import format as fmt
+from esdash.view.summary import render_live, render_record_line, render_summary
 
 
 def results(document) -> Results:

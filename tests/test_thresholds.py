@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 from esdash.errors import EXIT_THRESHOLD, BadInput
-from esdash.report.thresholds import (
+from esdash.rundir import files
+from esdash.rundir.records import Results
+from esdash.view.thresholds import (
     ThresholdsFailed,
     check_thresholds,
     evaluate_thresholds,
     parse_threshold,
     parse_thresholds,
 )
-from esdash.rundir import files
-from esdash.rundir.records import Results
 
 
 def _op(p99, error_rate=0.0, rps=100.0, count=500, docs_ps=1000.0):

@@ -1,9 +1,9 @@
 """Rank 0's timeline between ingest and the steps: settle, global warm-up, cache snapshots.
 
-The coordinator's loop (:class:`esdash.bench.rank.Coordinator`) must keep receiving interval
-payloads and writing the stream while the cluster settles (a force-merge of a large index
-takes minutes) and while the warm-up runs, so this conductor is polled from that loop and
-never blocks it: control operations (settle, index statistics) run one at a time on a
+The coordinator's loop (:class:`esdash.bench.coordinator.Coordinator`) must keep receiving
+interval payloads and writing the stream while the cluster settles (a force-merge of a large
+index takes minutes) and while the warm-up runs, so this conductor is polled from that loop
+and never blocks it: control operations (settle, index statistics) run one at a time on a
 single helper thread, and every message to the workers is written from the loop itself (to
 the coordinator's channel, :mod:`esdash.bench.channel`).
 

@@ -3,16 +3,10 @@
 Ingesting a large corpus takes longer than the benchmark, so ``esdash run`` keeps an index
 from an earlier run.  Checking the name and the document count alone let a session with
 another corpus seed or another shard count silently measure the old index.  So every index
-esdash creates carries one object in its mapping's ``_meta``, ``_meta.esdash``
-(``docs/stream.md``, "The index: ``_meta.esdash``")::
-
-    {"format": 1,
-     "fingerprint": {"corpus": {...}, "mapping": "<sha256>", "settings": {...}},
-     "layout": null | {what a client-side encryption codec records}}
-
+esdash creates carries its fingerprint, ``_meta.esdash`` (:mod:`esdash.plugin.index_stamp`),
 and an index is reused only when that object equals the planned one and the index holds the
-whole corpus.  The plan (:func:`stamp_index_body`, called by ``make_plan``) computes the
-object once; rank 0 only compares (:func:`prepare_index`).
+whole corpus.  The plan (:func:`~esdash.plugin.index_stamp.stamp_index_body`, called by
+``make_plan``) computes the object once; rank 0 only compares (:func:`prepare_index`).
 
 What to do about a difference is the user's choice (``esdash run --reuse-index``): ``auto``
 re-creates the index and says why, ``require`` refuses to run.  An index without
@@ -30,120 +24,21 @@ has, so every case is tested without a cluster.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from esdash.bench.slices import corpus_digest
 from esdash.errors import EsdashError
-from esdash.plugin.api import Corpus
 from esdash.plugin.control import ControlClient, ControlError
+from esdash.plugin.index_stamp import FORMAT, META_KEY, REUSE_MODES, planned_stamp
 from esdash.rundir.records import BenchPlan, JsonMapping, JsonObject, PlannedIndex
-
-#: Version of the ``_meta.esdash`` object; an index stamped with another is re-ingested.
-FORMAT = 1
-#: The key of esdash's object in the mapping's ``_meta``.
-META_KEY = "esdash"
-#: ``esdash run --reuse-index``: re-ingest on a difference, or refuse to run.
-REUSE_MODES = ("auto", "require")
 
 Action = Literal["create", "reuse", "recreate", "refuse"]
 
 
 class IndexRefused(EsdashError):
     """The existing index cannot be used and must not be replaced; the message says why."""
-
-
-# --------------------------------------------------------------------------- the plan
-
-
-def corpus_identity(corpus: Corpus, offsets_dir: Path | None = None) -> JsonObject:
-    """What identifies the corpus an index is ingested from.
-
-    The file's size, document count and a hash of its offsets (:func:`corpus_digest`),
-    plus, for a generated corpus, the generator and its seed (:attr:`Corpus.origin`): those
-    make a difference readable ("seed 5, planned 6"), the bytes catch a generator that
-    changed its output.  The path is left out: a moved corpus is the same corpus.
-    """
-    identity = corpus_digest(corpus, offsets_dir)
-    if corpus.origin:
-        identity["origin"] = json.loads(json.dumps(dict(corpus.origin), sort_keys=True))
-    return identity
-
-
-def _setting_text(value: Any) -> str:
-    """A setting value as the engines echo it: strings, ``true``/``false``, JSON for lists."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)):
-        return str(value)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def flat_settings(settings: JsonMapping) -> dict[str, str]:
-    """Index settings as flat ``index.*`` names with text values, sorted.
-
-    A track may write ``{"number_of_shards": 3}``, ``{"index": {"number_of_shards": 3}}`` or
-    ``{"index.number_of_shards": 3}``; all mean one setting, and a difference is named by it.
-    """
-    flat: dict[str, str] = {}
-
-    def visit(node: JsonMapping, prefix: str) -> None:
-        for key, value in node.items():
-            name = f"{prefix}.{key}" if prefix else str(key)
-            if isinstance(value, Mapping):
-                visit(value, name)
-            else:
-                flat[name if name.startswith("index.") else f"index.{name}"] = _setting_text(value)
-
-    visit(settings, "")
-    return dict(sorted(flat.items()))
-
-
-def _digest(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def stamp_index_body(index_body: JsonMapping, corpus: JsonMapping) -> JsonObject:
-    """``index_body`` with its ``_meta.esdash`` object, the index's fingerprint.
-
-    ``index_body`` is the body as it is sent (after a client codec encoded it): what a
-    codec put into ``_meta.esdash`` (ABE: its ciphertext layout, so an index written with
-    another key or in plaintext is never read with this one) moves to ``layout``.  The
-    mapping is kept as a hash (it can be large, and only whether it changed matters); the
-    settings are kept whole, so a difference names the setting.
-    """
-    body = dict(index_body)
-    mappings = dict(body.get("mappings") or {})
-    meta = dict(mappings.get("_meta") or {})
-    layout = meta.pop(META_KEY, None)
-    bare = (
-        {**mappings, "_meta": meta} if meta else {k: v for k, v in mappings.items() if k != "_meta"}
-    )
-    meta[META_KEY] = {
-        "format": FORMAT,
-        "fingerprint": {
-            "corpus": dict(corpus),
-            "mapping": _digest(bare),
-            "settings": flat_settings(body.get("settings") or {}),
-        },
-        "layout": layout,
-    }
-    mappings["_meta"] = meta
-    body["mappings"] = mappings
-    return body
-
-
-def planned_stamp(index_body: JsonMapping) -> JsonObject | None:
-    """The ``_meta.esdash`` object of a planned index body (None: the plan has none)."""
-    found = ((index_body.get("mappings") or {}).get("_meta") or {}).get(META_KEY)
-    return found if isinstance(found, dict) else None
 
 
 # ----------------------------------------------------------------------- the decision

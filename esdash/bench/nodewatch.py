@@ -28,11 +28,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from esdash.bench.merge import Merged
 from esdash.cluster.http import Connection, RequestFailed, Target
 from esdash.plugin.security import Credentials
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import HealthPoint, NodeEvent, NodePlan
+from esdash.stats.merge import Merged
 
 #: Error classes that say the node could not be reached at all.
 UNREACHABLE = frozenset({"connection"})

@@ -6,7 +6,7 @@ attributes (``record`` a batch of requests at a time) and nothing else: no I/O, 
 calls, no histogram objects.  Every
 ``interval`` seconds the rank calls :meth:`Recorder.drain`, which turns what was counted into a
 small JSON/pickle-friendly *payload* and starts a new interval.  Rank 0 merges payloads
-(:mod:`esdash.bench.merge`); statistics come from :mod:`esdash.stats`.
+(:mod:`esdash.stats.merge`); statistics come from :mod:`esdash.stats`.
 
 Definitions (Rally's, so numbers compare one to one):
 
@@ -65,12 +65,12 @@ from esdash.rundir.records import (
     RankPayload,
     SeriesPayload,
 )
+from esdash.stats.merge import LAST_ERRORS
 
 #: Successful requests :meth:`Recorder.record` keeps before it counts them (see there).
 RECORD_BATCH = 1024
 
-#: How many recent messages are kept per error class, and how long each may be.
-LAST_ERRORS = 3
+#: How long each kept error message may be (how many are kept: :data:`LAST_ERRORS`).
 MESSAGE_LIMIT = 300
 
 _REQUEST_ERROR_RE = re.compile(r"^(timeout|connection|other|partial|open|http_[1-5][0-9][0-9])$")

@@ -3,7 +3,7 @@
 Rank 0 feeds every interval payload it receives into a :class:`RunAccumulator`, which keeps,
 per *part* of the run (``("ingest", None)``, ``("warmup", k)``, ``("measure", k)``):
 
-* one cumulative :class:`~esdash.bench.merge.Merged` per rank (per-rank breakdowns; their
+* one cumulative :class:`~esdash.stats.merge.Merged` per rank (per-rank breakdowns; their
   merge is the part's total, and per-node counters are inside every ``Merged``);
 * per interval ``seq``: successful requests and docs per op, and each rank's covered time
   (the per-interval throughput series, for "mean ± std over intervals");
@@ -47,7 +47,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from esdash.bench.merge import Merged, NodeData, OpData
 from esdash.rundir import hdr
 from esdash.rundir.records import (
     RESULTS_FORMAT,
@@ -82,6 +81,7 @@ from esdash.stats import (
     summarize,
     throughput,
 )
+from esdash.stats.merge import Merged, NodeData, OpData
 from esdash.stats.metrics import REQUESTS_PER_S
 from esdash.stats.trend import steadiness
 

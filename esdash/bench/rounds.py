@@ -1,7 +1,7 @@
 """Rounds inside one run: each query's median over the rounds, its interval, the position effect.
 
 With ``benchmark.repetitions = N`` every step runs N times on the same cluster, in the order
-``benchmark.order`` gives each round (:mod:`esdash.stats.order`).  One round's figure is one
+``benchmark.order`` gives each round (:mod:`esdash.plugin.order`).  One round's figure is one
 observation; the run reports per query the median over the rounds with the distribution-free
 confidence interval of the median (order statistics; for N >= 6 its coverage is >= 96.9 %),
 and below 6 rounds only the range, labelled ``range, n=N`` -- too few rounds for an interval.

@@ -99,6 +99,14 @@ def settle(
             "info" if ok else "warning",
         )
 
+    def refresh() -> str:
+        control.refresh(index)
+        return ""
+
+    def flush() -> str:
+        control.flush(index)
+        return ""
+
     def force_merge() -> str:
         control.force_merge(index, max_num_segments=max_num_segments)
         return f"merged to at most {max_num_segments} segment(s) per shard"
@@ -111,8 +119,8 @@ def settle(
         return detail
 
     if ingested:
-        step("refresh", lambda: control.refresh(index) or "")
-        step("flush", lambda: control.flush(index) or "")
+        step("refresh", refresh)
+        step("flush", flush)
     if after_ingest == "force-merge":
         step("force-merge", force_merge)
     if after_ingest in ("force-merge", "wait"):

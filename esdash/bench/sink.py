@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 import msgspec
 
 from esdash.bench import pause
-from esdash.bench.merge import Merged
 from esdash.bench.nodewatch import NodeWatch
 from esdash.bench.rejections import ingest_flag
 from esdash.bench.results import RunAccumulator, build_results, export_authors_format
@@ -56,6 +55,7 @@ from esdash.rundir.records import (
 )
 from esdash.rundir.stream import StreamReader, StreamWriter
 from esdash.session import load_run_session
+from esdash.stats.merge import Merged
 
 #: The phases interval records carry; ranks report others (starting, sync, done) too.
 PHASES: tuple[Phase, ...] = ("ingest", "warmup", "measure")

@@ -36,12 +36,13 @@ from esdash.rundir.records import PlannedIndexing
 
 if TYPE_CHECKING:
     from esdash.bench.recorder import Recorder
-    from esdash.bench.slices import Batch, Slice
+    from esdash.bench.slices import Batch
+    from esdash.plugin.corpus_slices import Slice
 
 
 def client_numbers(clients: int, workers: int, index: int) -> range:
     """The numbers (0-based, over all ranks) of the clients of a load bench rank ``index``
-    runs: contiguous, as many as :func:`esdash.bench.rank.rank_share` gives it."""
+    runs: contiguous, as many as :func:`esdash.bench.worker.rank_share` gives it."""
     share, extra = divmod(clients, workers)
     start = index * share + min(index, extra)
     return range(start, start + share + (1 if index < extra else 0))
@@ -96,7 +97,7 @@ def index_until(
     client stops.
     """
     from esdash.bench.slices import read_slice
-    from esdash.plugin.api import Corpus
+    from esdash.plugin.values import Corpus
 
     load = client.load
     corpus = Corpus(Path(load.corpus_path), load.corpus_documents, load.corpus_has_actions)

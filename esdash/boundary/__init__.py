@@ -27,6 +27,7 @@ from esdash.boundary.anchored import (
     account,
     clean_text,
     describe,
+    fill_new_file,
     make_dirs,
     private_files,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "account",
     "clean_text",
     "describe",
+    "fill_new_file",
     "make_dirs",
     "private_files",
     "require_trusted_path",

@@ -105,6 +105,19 @@ def _owned_by(owners: Iterable[int] | None) -> set[int]:
     return {os.geteuid()} if owners is None else set(owners)
 
 
+def fill_new_file(fd: int, data: bytes, mode: int, ids: Ids | None = None) -> None:
+    """Give the new file open as ``fd`` its owner ``ids`` and ``mode`` first, then ``data``,
+    synced: nobody else can read it at any moment, and it is on disk when this returns.
+    The caller opened ``fd`` (how decides what a planted link does) and closes it."""
+    if ids is not None:
+        os.fchown(fd, *ids)
+    os.fchmod(fd, mode)
+    with os.fdopen(fd, "wb", closefd=False) as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
 class Dir:
     """A directory held open by descriptor (see the module); close it, or use ``with``."""
 
@@ -242,13 +255,7 @@ class Dir:
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=self.fd
         )
         try:
-            if ids is not None and os.geteuid() == 0:
-                os.fchown(fd, *ids)
-            os.fchmod(fd, mode)
-            with os.fdopen(fd, "wb", closefd=False) as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+            fill_new_file(fd, data, mode, ids if os.geteuid() == 0 else None)
             os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
         except BaseException:
             with contextlib.suppress(OSError):

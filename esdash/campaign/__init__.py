@@ -9,9 +9,8 @@ session and one ``esdash run``.  The package is split the way the work is:
 * :mod:`~esdash.campaign.plan` orders the points so clusters and ingested data are reused
   where the axes allow (pure functions, unit-tested without any cluster);
 * :mod:`~esdash.campaign.state` is the campaign directory: per-point state files and the
-  ``campaign.json`` summary the dashboard reads;
-* :mod:`~esdash.campaign.progress` reads ``campaign.json`` back, for the dashboard and
-  other viewers (tolerant of fields it does not know, a clear error for anything else);
+  ``campaign.json`` summary the dashboard reads (through :mod:`esdash.view.campaign`, with
+  every other viewer: reading is the view's, not the campaign's);
 * :mod:`~esdash.campaign.sweep` runs the plan inside one allocation (or locally), and
   :mod:`~esdash.campaign.submit` turns it into one Slurm job per cluster size.
 """

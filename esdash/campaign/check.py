@@ -2,7 +2,7 @@
 
 ``esdash sweep --dry-run`` and ``esdash session check CAMPAIGN`` both come here, so a point
 either command passes is not refused later by the run that starts it: each point's session
-goes through :func:`esdash.cluster.preflight.findings` at the ``session`` stage, the very
+goes through :func:`esdash.prepare.checks.findings` at the ``session`` stage, the very
 function ``esdash session check SESSION`` calls (a check added to that registry is run here
 without any change).
 
@@ -37,8 +37,8 @@ def point_findings(
     Findings that name a session key name the file that sets it, the campaign file or the
     base session (:func:`_attributed`).  ``trust_track_code``: ``--trust-track-code``.
     """
-    from esdash.cluster import preflight
     from esdash.plugin.manager import get_plugins
+    from esdash.prepare import checks
 
     plugins = get_plugins()
     found: dict[str, list[str]] = {}
@@ -46,7 +46,7 @@ def point_findings(
         session = parse_session(
             point.session, campaign.base_path, plugins, trust_track_code=trust_track_code
         )
-        lines = preflight.findings(session, "session", plugins=plugins)
+        lines = checks.findings(session, "session", plugins=plugins)
         found[point.id] = [_attributed(line, campaign, point) for line in lines]
     return found
 

@@ -27,10 +27,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from esdash.campaign.spec import Campaign, Point, digest, value_key
+from esdash.campaign.spec import Campaign, Point
 from esdash.errors import BadInput
 from esdash.prepare.timelimit import JobTime, job_time
 from esdash.prepare.walltime import WallTime
+from esdash.rundir.keys import digest, value_key
 
 #: Ingest actions of a planned point.
 FIRST = "first"  # first point on its index in this cluster: ingests unless the index is complete

@@ -37,14 +37,15 @@ import itertools
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from esdash.errors import BadInput
-from esdash.plugin.api import REQUIRED, Option
-from esdash.plugin.options import Problem, describe, suggest, validate
+from esdash.plugin.options import Problem, describe, subtable, suggest, validate
+from esdash.plugin.values import REQUIRED, Option
 from esdash.rundir.files import TOO_DEEP, read_regular
 from esdash.rundir.keys import digest, value_key
 from esdash.rundir.records import JsonMapping, JsonObject, JsonValue
@@ -57,8 +58,12 @@ from esdash.session import (
     SessionError,
     parse_session,
     slurm_problems,
-    tomllib,
 )
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 if TYPE_CHECKING:
     from esdash.plugin.manager import PluginSet
@@ -371,8 +376,9 @@ def _root_label(data: JsonMapping) -> str:
     with any heap); a different size or mode gets its own root, so no point ever needs
     ``--fresh`` to switch between them.
     """
-    cluster = data.get("cluster") if isinstance(data.get("cluster"), Mapping) else {}
-    encryption = data.get("encryption") if isinstance(data.get("encryption"), Mapping) else {}
+    found_cluster, found_encryption = data.get("cluster"), data.get("encryption")
+    cluster = found_cluster if isinstance(found_cluster, Mapping) else {}
+    encryption = found_encryption if isinstance(found_encryption, Mapping) else {}
     nodes = cluster.get("nodes", 1)
     mode = encryption.get("mode", "none")
     label = f"{nodes}n-{_SLUG.sub('-', str(mode))}"
@@ -450,14 +456,6 @@ def _check_path(path: tuple[str, ...], where: str, problems: list[Problem]) -> b
             )
             return False
     return True
-
-
-def _table(data: JsonMapping, key: str, problems: list[Problem]) -> JsonMapping:
-    value = data.get(key, {})
-    if not isinstance(value, Mapping):
-        problems.append(Problem(key, f"expected a table [{key}], found {describe(value)}"))
-        return {}
-    return value
 
 
 def _parse_axes(table: JsonMapping, problems: list[Problem]) -> list[Axis]:
@@ -611,10 +609,10 @@ def parse_campaign(data: JsonMapping, path: Path, plugins: PluginSet | None = No
             Problem("name", f"expected letters, digits, '_', '.', '-' (max 48), found {name!r}")
         )
     overrides: list[Override] = []
-    for key_path, value in _leaves(_table(data, "set", problems)):
+    for key_path, value in _leaves(subtable(data, "set", problems)):
         if _check_path(key_path, "set." + ".".join(key_path), problems):
             overrides.append((key_path, value))
-    axes = _parse_axes(_table(data, "axes", problems), problems)
+    axes = _parse_axes(subtable(data, "axes", problems), problems)
     for axis in axes:
         for key_path, _value in overrides:
             if key_path[: len(axis.path)] == axis.path or axis.path[: len(key_path)] == key_path:
@@ -624,11 +622,11 @@ def parse_campaign(data: JsonMapping, path: Path, plugins: PluginSet | None = No
                         f"is also the axis {axis.dotted}; set it in one place",
                     )
                 )
-    per_value = _parse_per_value(_table(data, "per_value", problems), axes, problems)
-    slurm, found = validate(SLURM, _table(data, "slurm", problems), "slurm")
+    per_value = _parse_per_value(subtable(data, "per_value", problems), axes, problems)
+    slurm, found = validate(SLURM, subtable(data, "slurm", problems), "slurm")
     problems.extend(found)
     problems.extend(slurm_problems(slurm))
-    slurm_raw = dict(_table(data, "slurm", []))
+    slurm_raw = dict(subtable(data, "slurm", []))
 
     base: JsonObject = {}
     base_path = values.get("session")

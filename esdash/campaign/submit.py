@@ -26,6 +26,7 @@ from esdash.campaign.spec import Campaign, Point
 from esdash.campaign.state import CampaignDir
 from esdash.errors import BadInput
 from esdash.launch import slurm
+from esdash.prepare.slurm_job import job_request, session_time
 from esdash.prepare.timelimit import slurm_time
 from esdash.rundir import files
 from esdash.rundir.layout import RunDir
@@ -148,7 +149,7 @@ def job_scripts(
         data = _job_session_data(campaign, members)
         session = parse_session(data, campaign.base_path)
         size = by_size.get(nodes)
-        if size is None and slurm.session_time(session) is None:
+        if size is None and session_time(session) is None:
             made = wall_times(campaign, directory, points, only, trust_track_code)
             by_size.update({each.nodes: each for each in made})
             size = by_size.get(nodes)
@@ -173,7 +174,7 @@ def job_scripts(
             *extra_args,
         )
         job_dir = RunDir(directory.files.job_dir(nodes))
-        text = slurm.batch_script(session, job_dir, command, default_time=default)
+        text = slurm.batch_script(job_request(session), job_dir, command, default_time=default)
         script = JobScript(nodes, len(members), directory.files.job_script(nodes), text, size)
         scripts.append(script)
     return scripts

@@ -1,10 +1,11 @@
 """The ``esdash`` command line.
 
 Each sub-command lives in its own module in this package (``<name>_cmd.py``; modules whose
-name starts with ``_`` are shared helpers) and exposes
-``register(subparsers)``, which adds its parser and sets ``func`` to the function that runs
-it.  Modules keep heavy imports inside their functions so that ``esdash --help`` and the
-headless commands stay fast on compute nodes; nothing here imports Textual.
+name starts with ``_`` are shared helpers) and exposes ``register(subparsers)``, which adds
+its parser with :func:`esdash.cli._command.add_command` (setting ``func`` to the function
+that runs it) and then its own arguments.  Modules keep heavy imports inside their
+functions so that ``esdash --help`` and the headless commands stay fast on compute nodes;
+nothing here imports Textual.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -16,6 +17,13 @@ def require_terminal(command: str) -> None:
         )
 
 
+def add_fps(parser: argparse.ArgumentParser) -> None:
+    """``--fps``: how often the dashboard redraws (checked by :func:`check_fps`)."""
+    parser.add_argument(
+        "--fps", type=float, default=4.0, help="redraws per second (default %(default)s)"
+    )
+
+
 def check_fps(fps: float) -> float:
     if not 0.5 <= fps <= 30:
         raise BadInput(f"--fps {fps:g}: use 0.5 to 30 redraws per second")
@@ -27,8 +35,8 @@ def resolve_campaign(value: str, runs_root: Path | None = None) -> Path | None:
 
     A campaign file that has not run yet is an error: there is nothing to show.
     """
-    from esdash.campaign.progress import summary_of
     from esdash.paths import runs_dir
+    from esdash.view.campaign import summary_of
 
     summary = summary_of(value, runs_root or runs_dir())
     if summary is not None and not summary.is_file():

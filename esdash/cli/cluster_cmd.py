@@ -12,6 +12,7 @@ import json
 import sys
 import time
 
+from esdash.cli._command import Subcommands, add_command, add_seconds, add_session
 from esdash.cli._defaults import DEFAULT_TIMEOUT, STOP_GRACE
 from esdash.cli._foreign import add_flag as add_foreign_flag
 from esdash.cli._trust import add_flag as add_trust_flag
@@ -19,19 +20,14 @@ from esdash.cli._trust import trusted
 from esdash.errors import EXIT_ABORT
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser("cluster", help="start, inspect and stop search clusters")
     actions = parser.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
 
-    up = actions.add_parser("up", help="start a cluster and return once it is healthy")
-    up.add_argument("session", metavar="SESSION", help="session file")
+    up = add_command(actions, "up", run_up, "start a cluster and return once it is healthy")
+    add_session(up)
     up.add_argument("--fresh", action="store_true", help="delete reused data of the data root")
-    up.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        help="seconds to wait for a healthy cluster (default %(default)s)",
-    )
+    add_seconds(up, "--timeout", DEFAULT_TIMEOUT, "seconds to wait for a healthy cluster")
     up.add_argument(
         "--foreground",
         action="store_true",
@@ -39,24 +35,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     up.add_argument("--run-dir", help="use this prepared run directory (as `esdash submit` does)")
     add_trust_flag(up)
-    up.set_defaults(func=run_up)
 
-    status = actions.add_parser("status", help="show a run's nodes, health and endpoints")
+    status = add_command(actions, "status", run_status, "show a run's nodes, health and endpoints")
     status.add_argument("run", metavar="RUN", help="run directory")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     add_foreign_flag(status)
-    status.set_defaults(func=run_status)
 
-    down = actions.add_parser("down", help="stop every node of a run")
+    down = add_command(actions, "down", run_down, "stop every node of a run")
     down.add_argument("run", metavar="RUN", help="run directory")
-    down.add_argument(
-        "--grace",
-        type=float,
-        default=STOP_GRACE,
-        help="seconds before the launcher is killed (default %(default)s)",
-    )
+    add_seconds(down, "--grace", STOP_GRACE, "seconds before the launcher is killed")
     add_foreign_flag(down)
-    down.set_defaults(func=run_down)
 
 
 def run_up(args: argparse.Namespace) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from esdash.cli._command import Subcommands, add_command
+
 #: The default margin of equivalence, in percent (esdash.stats.verdicts.MARGIN; not
 #: imported: parsing the arguments must not load numpy).
 MARGIN_PCT = 5.0
@@ -22,24 +24,22 @@ def _percent(text: str) -> float:
     return value
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "compare",
-        help="per-query effects of one or more contenders against a baseline, with verdicts",
-        description=(
-            "Each argument is a run directory, a campaign directory narrowed to one "
-            "configuration (DIR#setup=abe,nodes=3: its repetitions; a side whose runs differ "
-            "in any measured setting is refused, naming the settings), or an authors' result "
-            "file. Every cell gives the ratio contender / baseline with its 95 % interval "
-            "(bootstrap over a side's runs or rounds, or over blocks of a single run's "
-            "intervals), a verdict -- equivalent (the interval within +-MARGIN), better or "
-            "worse (p < 0.05 after Holm's correction over the queries), else inconclusive -- "
-            "and the repetitions per side an interval of +-PRECISION needs. Percentiles of "
-            "several runs come from their merged histograms. A run whose session declares "
-            "[references] is judged against them (within / better / worse); a missed "
-            "reference exits 3. Details: docs/campaign.md."
-        ),
-    )
+DESCRIPTION = """
+Each argument is a run directory, a campaign directory narrowed to one configuration
+(DIR#setup=abe,nodes=3: its repetitions; a side whose runs differ in any measured setting is
+refused, naming the settings), or an authors' result file. Every cell gives the ratio
+contender / baseline with its 95 % interval (bootstrap over a side's runs or rounds, or over
+blocks of a single run's intervals), a verdict -- equivalent (the interval within +-MARGIN),
+better or worse (p < 0.05 after Holm's correction over the queries), else inconclusive -- and
+the repetitions per side an interval of +-PRECISION needs. Percentiles of several runs come
+from their merged histograms. A run whose session declares [references] is judged against
+them (within / better / worse); a missed reference exits 3. Details: docs/campaign.md.
+"""
+
+
+def register(subparsers: Subcommands) -> None:
+    summary = "per-query effects of one or more contenders against a baseline, with verdicts"
+    parser = add_command(subparsers, "compare", run, summary, DESCRIPTION)
     parser.add_argument("baseline", metavar="BASELINE")
     parser.add_argument("contenders", nargs="+", metavar="CONTENDER")
     parser.add_argument(
@@ -58,14 +58,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="PCT",
         help="the interval width, +-PCT %%, the repetitions needed are for (default: the margin)",
     )
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from esdash.errors import EXIT_OK, EXIT_THRESHOLD
-    from esdash.report.references import judge, misses, render_references
     from esdash.report.trust import session_references
     from esdash.view.compare import compare, load_side, render
+    from esdash.view.references import judge, misses, render_references
 
     baseline = load_side(args.baseline)
     contenders = [load_side(spec) for spec in args.contenders]

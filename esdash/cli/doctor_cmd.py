@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from esdash.cli._command import Subcommands, add_command
 from esdash.errors import EXIT_FAILURE, EXIT_OK
 
 if TYPE_CHECKING:
@@ -27,15 +28,16 @@ if TYPE_CHECKING:
 _STYLES = {"pass": "green", "warn": "yellow", "fail": "red"}
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "doctor",
-        help="check Java, the distribution, MPI, Slurm, FUSE, limits and the node user",
-        description="Check whether this machine can spawn search clusters: what the backend "
-        "needs (distribution, its modules, Java, the node user's access), MPI, Slurm, what "
-        "the encryption modes need (FUSE, gocryptfs), vm.max_map_count and the open-files "
-        "limit. Exits 1 if any check fails.",
-    )
+DESCRIPTION = """
+Check whether this machine can spawn search clusters: what the backend needs (distribution,
+its modules, Java, the node user's access), MPI, Slurm, what the encryption modes need
+(FUSE, gocryptfs), vm.max_map_count and the open-files limit. Exits 1 if any check fails.
+"""
+
+
+def register(subparsers: Subcommands) -> None:
+    summary = "check Java, the distribution, MPI, Slurm, FUSE, limits and the node user"
+    parser = add_command(subparsers, "doctor", run, summary, DESCRIPTION)
     parser.add_argument(
         "--home",
         type=Path,
@@ -62,7 +64,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the search engine to check for (default: the session's, else elasticsearch)",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON list of checks")
-    parser.set_defaults(func=run)
 
 
 def resolve_target(args: argparse.Namespace) -> tuple[Path | None, str, str]:

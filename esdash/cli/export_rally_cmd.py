@@ -14,12 +14,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from esdash.cli._command import Subcommands, add_command, doc_body
 from esdash.cli._trust import add_flag as add_trust_flag
 from esdash.cli._trust import trusted
 from esdash.errors import BadInput
 
 if TYPE_CHECKING:
-    from esdash.plugin.api import OptionValue, OptionValues, Track
+    from esdash.plugin.api import Track
+    from esdash.plugin.values import OptionValue, OptionValues
     from esdash.rundir.records import JsonValue
     from esdash.session import Session
 
@@ -29,12 +31,9 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "export-rally",
-        help="write a track (or a session's track) as a Rally track directory",
-        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
-    )
+def register(subparsers: Subcommands) -> None:
+    summary = "write a track (or a session's track) as a Rally track directory"
+    parser = add_command(subparsers, "export-rally", run, summary, doc_body(__doc__))
     parser.add_argument("source", metavar="TRACK_OR_SESSION", help="track name or session file")
     parser.add_argument("out_dir", metavar="OUT_DIR", type=Path, help="directory to write")
     parser.add_argument(
@@ -57,7 +56,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="where generated corpora are kept (default: esdash's cache, as `esdash run`)",
     )
     add_trust_flag(parser)
-    parser.set_defaults(func=run)
 
 
 def parse_option(text: str) -> tuple[str, JsonValue]:

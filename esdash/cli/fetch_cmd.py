@@ -7,21 +7,19 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from esdash import paths
+from esdash.cli._command import Subcommands, add_command
 
 if TYPE_CHECKING:
     from esdash.plugin.fetching import ArtifactNotFound
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "fetch",
-        help="download a search-engine distribution into the cache",
-        description=(
-            "Download the backend's distribution (with Maven) into the esdash cache "
-            f"({paths.cache_dir()}) and print its home directory. "
-            "Does nothing when it is already there."
-        ),
-    )
+def register(subparsers: Subcommands) -> None:
+    description = f"""
+    Download the backend's distribution (with Maven) into the esdash cache
+    ({paths.cache_dir()}) and print its home directory. Does nothing when it is already there.
+    """
+    summary = "download a search-engine distribution into the cache"
+    parser = add_command(subparsers, "fetch", run, summary, description)
     parser.add_argument(
         "backend", help="the backend whose engine to fetch, e.g. elasticsearch (esdash plugins)"
     )
@@ -34,7 +32,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="install a file whose repository publishes no checksum, unverified, with a "
         "warning naming it (a checksum that does not match is refused all the same)",
     )
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from esdash.cli._command import Subcommands, add_command, add_session
 from esdash.cli._trust import add_flag as add_trust_flag
 from esdash.cli._trust import trusted
 from esdash.errors import EXIT_OK
@@ -19,21 +20,20 @@ if TYPE_CHECKING:
 PIPE_WIDTH = 160
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "leakage",
-        help="what a client-side encryption mode (abe) leaks, measured on a generated sample",
-        description=(
-            "Runs the leakage analysis of `esdash run` before any data is ingested: the "
-            "session's track, corpus and key, encrypted on this machine, then the classic "
-            "inference attacks an honest-but-curious cluster operator could run on the "
-            "stored ciphertexts (their lengths included), each field beside its majority "
-            "guess (the most frequent value, guessed for every record). No cluster is "
-            "started. Exit codes: 0 success, 1 failure, "
-            "2 bad input (also a mode that sends plaintext), 5 a plugin is missing or broken."
-        ),
-    )
-    parser.add_argument("session", metavar="SESSION", help="session file")
+DESCRIPTION = """
+Runs the leakage analysis of `esdash run` before any data is ingested: the session's track,
+corpus and key, encrypted on this machine, then the classic inference attacks an
+honest-but-curious cluster operator could run on the stored ciphertexts (their lengths
+included), each field beside its majority guess (the most frequent value, guessed for every
+record). No cluster is started. Exit codes: 0 success, 1 failure, 2 bad input (also a mode
+that sends plaintext), 5 a plugin is missing or broken.
+"""
+
+
+def register(subparsers: Subcommands) -> None:
+    summary = "what a client-side encryption mode (abe) leaks, measured on a generated sample"
+    parser = add_command(subparsers, "leakage", run, summary, DESCRIPTION)
+    add_session(parser)
     parser.add_argument(
         "--documents",
         type=_positive,
@@ -46,7 +46,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--out", type=Path, metavar="FILE", help="also write the report (JSON) to FILE"
     )
     add_trust_flag(parser)
-    parser.set_defaults(func=run)
 
 
 def _positive(text: str) -> int:

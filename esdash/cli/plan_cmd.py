@@ -17,31 +17,29 @@ import argparse
 import json
 import sys
 
+from esdash.cli._command import Subcommands, add_command, add_session, doc_body
 from esdash.cli._trust import add_flag as add_trust_flag
 from esdash.cli._trust import code_line, trusted
 from esdash.errors import BadInput
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "plan",
-        help="show what each task of a session's track will run, or why not (no cluster)",
-        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
-    )
-    parser.add_argument("session", metavar="SESSION", help="session file")
+def register(subparsers: Subcommands) -> None:
+    summary = "show what each task of a session's track will run, or why not (no cluster)"
+    parser = add_command(subparsers, "plan", run, summary, doc_body(__doc__))
+    add_session(parser)
     parser.add_argument(
         "--json",
         action="store_true",
         help="one JSON object: the tasks, the wall-time estimate and the Slurm time limit",
     )
     add_trust_flag(parser)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from esdash.cluster.preflight import track_finding
+    from esdash.cli._time_lines import time_line, wall_time_lines
+    from esdash.prepare.checks.track import track_finding
+    from esdash.prepare.preview import schedule_text, session_plan
     from esdash.session import load_session
-    from esdash.view.plan import schedule_text, session_plan, time_line, wall_time_lines
 
     session = load_session(args.session, trust_track_code=trusted(args))
     try:

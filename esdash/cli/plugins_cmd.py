@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from esdash.cli._command import Subcommands, add_command
 
 if TYPE_CHECKING:
     from esdash.plugin.manager import PluginSet
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("plugins", help="list plugins, what they register, broken ones")
+def register(subparsers: Subcommands) -> None:
+    summary = "list plugins, what they register, broken ones"
+    parser = add_command(subparsers, "plugins", run, summary)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.set_defaults(func=run)
 
 
-def as_dict(plugin_set: PluginSet) -> dict:
+def as_dict(plugin_set: PluginSet) -> dict[str, Any]:
     return {
         "plugins": [
             {

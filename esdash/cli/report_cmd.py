@@ -5,21 +5,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from esdash.cli._command import Subcommands, add_command
 from esdash.cli._foreign import add_flag as add_foreign_flag
 from esdash.cli._foreign import require_trusted
 
+DESCRIPTION = """
+Writes a report directory from run directories, campaign directories (or campaign files) and
+the authors' result files. INPUT#key=value,... selects campaign points (#setup=abe,nodes=3)
+or describes an authors' file (#nodes=3,workers_per_node=1,setup=none,docs=N). Definitions:
+docs/campaign.md.
+"""
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "report",
-        help="tables, figures, environment and sessions of runs and campaigns",
-        description=(
-            "Writes a report directory from run directories, campaign directories (or "
-            "campaign files) and the authors' result files. INPUT#key=value,... selects "
-            "campaign points (#setup=abe,nodes=3) or describes an authors' file "
-            "(#nodes=3,workers_per_node=1,setup=none,docs=N). Definitions: docs/campaign.md."
-        ),
-    )
+
+def register(subparsers: Subcommands) -> None:
+    summary = "tables, figures, environment and sessions of runs and campaigns"
+    parser = add_command(subparsers, "report", run, summary, DESCRIPTION)
     parser.add_argument("inputs", nargs="+", metavar="RUN_OR_CAMPAIGN", help="what to report on")
     parser.add_argument(
         "--format",
@@ -40,7 +40,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--self-contained", action="store_true", help="HTML: embed the figures in the page"
     )
     add_foreign_flag(parser)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

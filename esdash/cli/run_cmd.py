@@ -5,23 +5,23 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from esdash.cli._command import Subcommands, add_command, add_seconds, add_session
 from esdash.cli._defaults import DEFAULT_TIMEOUT
 from esdash.cli._foreign import add_flag as add_foreign_flag
 from esdash.cli._trust import add_flag as add_trust_flag
 from esdash.cli._trust import trusted
 
+DESCRIPTION = """
+Exit codes: 0 success, 1 failure, 2 bad input, 3 a threshold failed, 4 the cluster failed,
+5 a plugin is missing or broken, 130 aborted by a signal (Ctrl-C, SIGTERM, SIGHUP:
+everything started is stopped).
+"""
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "run",
-        help="run a session's benchmark headless (starts and stops the cluster)",
-        description=(
-            "Exit codes: 0 success, 1 failure, 2 bad input, 3 a threshold failed, "
-            "4 the cluster failed, 5 a plugin is missing or broken, 130 aborted by a signal "
-            "(Ctrl-C, SIGTERM, SIGHUP: everything started is stopped)."
-        ),
-    )
-    parser.add_argument("session", metavar="SESSION", help="session file")
+
+def register(subparsers: Subcommands) -> None:
+    summary = "run a session's benchmark headless (starts and stops the cluster)"
+    parser = add_command(subparsers, "run", run, summary, DESCRIPTION)
+    add_session(parser)
     parser.add_argument(
         "--cluster", type=Path, metavar="RUN", help="use the running cluster of this run directory"
     )
@@ -48,16 +48,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SPEC",
         help='fail (exit 3) unless e.g. "age:p99<500ms"; repeatable',
     )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        help="seconds to wait for a healthy cluster (default %(default)s)",
-    )
+    add_seconds(parser, "--timeout", DEFAULT_TIMEOUT, "seconds to wait for a healthy cluster")
     parser.add_argument("--run-dir", type=Path, help=argparse.SUPPRESS)  # from esdash submit
     add_foreign_flag(parser)
     add_trust_flag(parser)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

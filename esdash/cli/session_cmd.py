@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 
+from esdash.cli._command import Subcommands, add_command
 from esdash.cli._trust import add_flag as add_trust_flag
 from esdash.cli._trust import code_line, trusted
 from esdash.errors import EXIT_BAD_INPUT, BadInput
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser("session", help="work with session files")
     actions = parser.add_subparsers(dest="session_command", metavar="ACTION", required=True)
-    check = actions.add_parser("check", help="validate session files; errors name file and key")
+    check = add_command(
+        actions, "check", run_check, "validate session files; errors name file and key"
+    )
     check.add_argument("files", nargs="+", metavar="FILE")
     check.add_argument(
         "--threshold",
@@ -23,18 +26,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help='check a threshold `esdash run --threshold` would use, e.g. "age:p99<500ms"',
     )
     add_trust_flag(check)
-    check.set_defaults(func=run_check)
 
 
 def run_check(args: argparse.Namespace) -> int:
     """Keys and values of every file, then the pre-flight checks of the session stage.
 
     They are the checks every run makes before it launches anything
-    (:mod:`esdash.cluster.preflight`), so a session that passes here is not refused later for
+    (:mod:`esdash.prepare.checks`), so a session that passes here is not refused later for
     its keys, keys files or passwords on this machine.
     """
-    from esdash.cluster import preflight
     from esdash.cluster.ports import describe
+    from esdash.prepare import checks
+    from esdash.prepare.checks.security import secret_warnings
     from esdash.session import load_session
 
     failed = 0
@@ -48,10 +51,10 @@ def run_check(args: argparse.Namespace) -> int:
             failed += 1
             print(f"esdash: error: {exc}", file=sys.stderr)
             continue
-        problems = preflight.findings(session, "session", thresholds=tuple(args.threshold))
+        problems = checks.findings(session, "session", thresholds=tuple(args.threshold))
         for problem in problems:
             print(f"esdash: error: {problem}", file=sys.stderr)
-        for warning in preflight.secret_warnings(session):
+        for warning in secret_warnings(session):
             print(f"esdash: warning: {warning}", file=sys.stderr)
         code = code_line(session)  # the files that would run, trusted or not
         if problems:

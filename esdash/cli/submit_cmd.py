@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from esdash.cli._command import Subcommands, add_command, add_session
 from esdash.cli._trust import add_flag as add_trust_flag
 from esdash.cli._trust import trusted
 
@@ -19,9 +20,10 @@ if TYPE_CHECKING:
     from esdash.session import Session
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("submit", help="submit a session's cluster as a Slurm job")
-    parser.add_argument("session", metavar="SESSION", help="session file")
+def register(subparsers: Subcommands) -> None:
+    summary = "submit a session's cluster as a Slurm job"
+    parser = add_command(subparsers, "submit", run, summary)
+    add_session(parser)
     parser.add_argument("--fresh", action="store_true", help="delete reused data of the data root")
     parser.add_argument(
         "--bench",
@@ -35,7 +37,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "time of every phase; write and submit nothing",
     )
     add_trust_flag(parser)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     session = load_session(args.session, trust_track_code=trusted(args))
     if args.dry_run:
         return _dry_run(session, args)
-    from esdash.view.plan import time_line
+    from esdash.cli._time_lines import time_line
 
     submitted = start.submit(session, bench=args.bench, fresh=args.fresh)
     print(f"submitted job {submitted.job}; run directory: {submitted.run.path}")
@@ -62,8 +63,8 @@ def _dry_run(session: Session, args: argparse.Namespace) -> int:
     run: the script is shown rather than written, and the note on stderr says where the
     real submit would put it.
     """
+    from esdash.cli._time_lines import time_line, wall_time_lines
     from esdash.run import start
-    from esdash.view.plan import time_line, wall_time_lines
 
     preview = start.preview_submit(session, bench=args.bench, fresh=args.fresh)
     print(preview.script, end="")

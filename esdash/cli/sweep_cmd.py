@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from esdash.cli._command import Subcommands, add_command, add_seconds
 from esdash.cli._defaults import DEFAULT_TIMEOUT
 from esdash.cli._trust import FLAG as TRUST_FLAG
 from esdash.cli._trust import add_flag as add_trust_flag
@@ -18,17 +19,16 @@ if TYPE_CHECKING:
     from esdash.campaign.sweep import Sweep
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "sweep",
-        help="run a campaign: every combination of its axes, resumably",
-        description=(
-            "Runs the points of a campaign file, reusing clusters and ingested indices where "
-            "the axes allow. Completed points are skipped, so running it again resumes. "
-            "Exit codes: 0 every selected point completed, 1 some failed, 2 bad input, "
-            "130 interrupted."
-        ),
-    )
+DESCRIPTION = """
+Runs the points of a campaign file, reusing clusters and ingested indices where the axes
+allow. Completed points are skipped, so running it again resumes. Exit codes: 0 every
+selected point completed, 1 some failed, 2 bad input, 130 interrupted.
+"""
+
+
+def register(subparsers: Subcommands) -> None:
+    summary = "run a campaign: every combination of its axes, resumably"
+    parser = add_command(subparsers, "sweep", run, summary, DESCRIPTION)
     parser.add_argument("campaign", metavar="CAMPAIGN", help="campaign file (TOML)")
     parser.add_argument(
         "--dir",
@@ -72,14 +72,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--quiet", action="store_true", help="only the sweep's own lines, not each run's output"
     )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        help="seconds to wait for each cluster to become healthy (default %(default)s)",
+    add_seconds(
+        parser, "--timeout", DEFAULT_TIMEOUT, "seconds to wait for each cluster to become healthy"
     )
     add_trust_flag(parser)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -162,8 +158,8 @@ def _wall_times(sweep: Sweep) -> list[SizeTime]:
 def _show_wall_times(sweep: Sweep, sizes: Sequence[SizeTime]) -> None:
     """Per Slurm job (one per cluster size), its clusters and points with their estimated
     wall times, the sum, and the ``--time`` that ``--submit`` asks for."""
+    from esdash.cli._time_lines import phases_brief, time_line
     from esdash.view.format import duration
-    from esdash.view.plan import phases_brief, time_line
 
     out = sweep.out
     if not sizes:

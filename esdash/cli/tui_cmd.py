@@ -5,22 +5,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from esdash.cli._dashboard import check_fps, require_terminal, resolve_campaign
+from esdash.cli._command import Subcommands, add_command
+from esdash.cli._dashboard import add_fps, check_fps, require_terminal, resolve_campaign
 from esdash.errors import BadInput
 from esdash.rundir.layout import CAMPAIGN_SUMMARY, CAMPAIGNS
 
+DESCRIPTION = f"""
+The dashboard's home screen. Sessions come from ./sessions, every --sessions DIR and
+ESDASH_SESSIONS; runs from the runs directory (ESDASH_RUNS, default ./runs), campaigns from
+its {CAMPAIGNS}/ and every --campaign. Quitting never stops a run.
+"""
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "tui",
-        help="open the dashboard: sessions, campaigns, runs, plugins; launch, watch, stop",
-        description=(
-            "The dashboard's home screen. Sessions come from ./sessions, every --sessions "
-            "DIR and ESDASH_SESSIONS; runs from the runs directory (ESDASH_RUNS, default "
-            f"./runs), campaigns from its {CAMPAIGNS}/ and every --campaign. Quitting never "
-            "stops a run."
-        ),
-    )
+
+def register(subparsers: Subcommands) -> None:
+    summary = "open the dashboard: sessions, campaigns, runs, plugins; launch, watch, stop"
+    parser = add_command(subparsers, "tui", run, summary, DESCRIPTION)
     parser.add_argument(
         "--sessions",
         action="append",
@@ -40,10 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "(repeatable)"
         ),
     )
-    parser.add_argument(
-        "--fps", type=float, default=4.0, help="redraws per second (default %(default)s)"
-    )
-    parser.set_defaults(func=run)
+    add_fps(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
             )
         campaigns.append(summary)
     require_terminal("tui")
+    from esdash.prepare.sessions import session_dirs
     from esdash.tui import run_home
-    from esdash.view.runs import session_dirs
 
     run_home(session_dirs(args.sessions), runs_root, fps=check_fps(args.fps), campaigns=campaigns)
     return 0

@@ -6,33 +6,30 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from esdash.cli._dashboard import check_fps, require_terminal, resolve_campaign
+from esdash.cli._command import Subcommands, add_command
+from esdash.cli._dashboard import add_fps, check_fps, require_terminal, resolve_campaign
 from esdash.cli._foreign import add_flag as add_foreign_flag
 from esdash.cli._foreign import require_trusted
 from esdash.errors import BadInput
 from esdash.rundir.layout import CAMPAIGN_SUMMARY, CAMPAIGNS
 
+DESCRIPTION = f"""
+RUN is a run directory, or the name of one in the runs directory (ESDASH_RUNS). A run that is
+over opens with its timeline at the end, ready to replay. A campaign (its directory, its
+{CAMPAIGN_SUMMARY}, the campaign file, or its name under RUNS/{CAMPAIGNS}) opens the campaign
+screen. Quitting never stops the run.
+"""
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "watch",
-        help="follow a run or a campaign in the dashboard, replay a run, or compare two",
-        description=(
-            "RUN is a run directory, or the name of one in the runs directory (ESDASH_RUNS). "
-            "A run that is over opens with its timeline at the end, ready to replay. "
-            f"A campaign (its directory, its {CAMPAIGN_SUMMARY}, the campaign file, or its name "
-            f"under RUNS/{CAMPAIGNS}) opens the campaign screen. Quitting never stops the run."
-        ),
-    )
+
+def register(subparsers: Subcommands) -> None:
+    summary = "follow a run or a campaign in the dashboard, replay a run, or compare two"
+    parser = add_command(subparsers, "watch", run, summary, DESCRIPTION)
     parser.add_argument("run", metavar="RUN", help="run directory (or its name), or a campaign")
     parser.add_argument(
         "--compare", metavar="RUN2", help="show RUN (baseline) and RUN2 side by side"
     )
-    parser.add_argument(
-        "--fps", type=float, default=4.0, help="redraws per second (default %(default)s)"
-    )
+    add_fps(parser)
     add_foreign_flag(parser)
-    parser.set_defaults(func=run)
 
 
 def resolve_run(value: str) -> Path:

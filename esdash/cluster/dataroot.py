@@ -30,7 +30,8 @@ from esdash.boundary import (
 )
 from esdash.errors import BadInput
 from esdash.paths import runs_dir
-from esdash.plugin.api import EncryptionMode, Owner
+from esdash.plugin.api import EncryptionMode
+from esdash.plugin.values import Owner
 from esdash.rundir import files
 from esdash.rundir.layout import DATA, PASSABLE
 from esdash.rundir.records import DataRootEncryption, DataRootMarker

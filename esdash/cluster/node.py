@@ -20,7 +20,7 @@ from pathlib import Path
 
 from esdash.boundary import PRIVATE_UMASK
 from esdash.launch import process
-from esdash.plugin.api import NodeCommand, Owner
+from esdash.plugin.values import NodeCommand, Owner
 from esdash.rundir.records import ProcessRecord
 
 #: Seconds from SIGTERM to SIGKILL for a node's processes.  A search node shuts down in a

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from esdash.boundary import BoundaryViolation, Dir
-from esdash.plugin.api import Owner
+from esdash.plugin.values import Owner
 from esdash.rundir.layout import NODE_CONFIG, NODE_LOGS, NODE_STDOUT, NODE_TMP, RunDir
 
 #: Mode of a node's directory in the run directory: the node passes through, lists nothing.

@@ -46,8 +46,8 @@ from esdash.cluster.topology import RankReport, plan_topology
 from esdash.cluster.users import node_owner, remove_account
 from esdash.errors import EsdashError
 from esdash.launch.owner import OwnerWatch
-from esdash.plugin.api import NodeDirs, NodeRequest
 from esdash.plugin.manager import get_plugins
+from esdash.plugin.values import NodeDirs, NodeRequest
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import NodePlan, Topology
 from esdash.session import Session, load_run_session

@@ -31,7 +31,7 @@ import psutil
 
 from esdash.boundary import Dir
 from esdash.errors import BadInput, ClusterError
-from esdash.plugin.api import Owner
+from esdash.plugin.values import Owner
 from esdash.rundir.records import NodeAccount, RunInfo
 
 #: ``cluster.run_as`` value for an account made for each cluster (the default as root).

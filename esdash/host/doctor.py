@@ -114,7 +114,8 @@ def _probe_mpi4py(python: str) -> JsonObject | str:
     if proc.returncode != 0:
         return last_line(proc.stderr) or f"exited with {proc.returncode}"
     try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        found: JsonObject = json.loads(proc.stdout.strip().splitlines()[-1])
+        return found
     except (ValueError, IndexError):
         return f"unexpected output: {proc.stdout.strip()[:200]!r}"
 

@@ -3,6 +3,10 @@
 The job runs ``esdash cluster up --foreground`` on the run directory that already exists, so
 ``esdash cluster status RUN`` can show the job's state (pending, running) before any node is
 up, and the dashboard can follow the run through the shared file system.
+
+Launching sits below the session: what a job asks for arrives as a :class:`JobRequest`
+(:func:`esdash.prepare.slurm_job.job_request` makes one of a session), so this module knows
+the values it writes and nothing of the session file or the plugins that validated it.
 """
 
 from __future__ import annotations
@@ -13,11 +17,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 from esdash.errors import BadInput, EsdashError
 from esdash.rundir.layout import JOB_SCRIPT, RunDir
-from esdash.session import Session
 
 #: A value sbatch reads back unchanged from an #SBATCH line: it splits such a line at white
 #: space, drops quotes, reads a backslash as an escape and ``#`` as the start of a comment, and
@@ -31,6 +35,25 @@ _DIRECTIVE_PATH = re.compile(r"[A-Za-z0-9_.,:=@+/~-]+")
 _SEPARATORS = ("hetjob", "packjob")
 
 
+@dataclass(frozen=True)
+class JobRequest:
+    """What a batch job asks Slurm for: the session's values that go on #SBATCH lines."""
+
+    #: The session's name: the job is ``esdash-<name>``.
+    name: str
+    #: The session file, named when a value cannot be written.
+    source: Path
+    hosts: int
+    tasks_per_host: int
+    #: ``slurm.time`` as the session resolved it (the option's default when it sets none).
+    time: str
+    #: The session's own ``[slurm] time``; None when its table sets none.
+    own_time: str | None
+    partition: str | None
+    account: str | None
+    extra: tuple[str, ...]
+
+
 def _unreadable(value: str, pattern: re.Pattern[str]) -> str | None:
     """Why sbatch would not read ``value`` back as written, or None."""
     if not pattern.fullmatch(value):
@@ -40,15 +63,15 @@ def _unreadable(value: str, pattern: re.Pattern[str]) -> str | None:
     return f"sbatch reads {word!r} as the start of a heterogeneous job" if word else None
 
 
-def _directive(session: Session, key: str, option: str, value: str) -> str:
+def _directive(job: JobRequest, key: str, option: str, value: str) -> str:
     """``#SBATCH option=value``; a :class:`BadInput` naming ``key`` if sbatch would read it
     otherwise (the session checks refuse such values first; this keeps a programmatic
-    :class:`Session` to the same rule)."""
+    session to the same rule)."""
     why = _unreadable(value, _DIRECTIVE_VALUE)
     if why:
         raise BadInput(
-            f"{session.path}: {key}: {value!r} cannot be written on an #SBATCH line: {why}; "
-            f"run `esdash session check {session.path}` for the accepted form"
+            f"{job.source}: {key}: {value!r} cannot be written on an #SBATCH line: {why}; "
+            f"run `esdash session check {job.source}` for the accepted form"
         )
     return f"#SBATCH {option}={value}" if option else f"#SBATCH {value}"
 
@@ -76,48 +99,38 @@ def _command_line(command: list[str]) -> str:
     return f"exec {shlex.join(command)}"
 
 
-def session_time(session: Session) -> str | None:
-    """The session's own ``[slurm] time``, or None when its table sets none (then
-    ``session.slurm.time`` is the option's default, which nobody chose for this run)."""
-    table = session.source.get("slurm")
-    value = table.get("time") if isinstance(table, Mapping) else None
-    return None if value is None else str(value)
-
-
 def batch_script(
-    session: Session, run: RunDir, command: list[str], default_time: str | None = None
+    job: JobRequest, run: RunDir, command: list[str], default_time: str | None = None
 ) -> str:
-    """The sbatch script: resources from the session, the command, output into the run dir.
+    """The sbatch script: the resources ``job`` asks for, the command, output into the run dir.
 
     sbatch takes its options from the #SBATCH lines before the first command line and
     cannot unquote them as a shell would, so every value there must read back as written
     (:func:`_directive`); the command line is quoted with :func:`shlex.join`.
 
-    ``--time`` is the session's ``slurm.time`` when it sets one, else ``default_time`` (the
-    run's estimated wall time with its margin, :func:`esdash.prepare.timelimit.job_time`),
+    ``--time`` is the session's own ``slurm.time`` when it sets one, else ``default_time``
+    (the run's estimated wall time with its margin, :func:`esdash.prepare.timelimit.job_time`),
     else the option's default.
     """
-    cluster, slurm = session.cluster, session.slurm
-    hosts = -(-cluster.nodes // cluster.nodes_per_host)
     directory = _run_directory(run)
-    time = slurm.time if default_time is None or session_time(session) else default_time
+    time = job.time if default_time is None or job.own_time else default_time
     lines = [
         "#!/bin/bash",
-        _directive(session, "name", "--job-name", f"esdash-{session.name}"),
-        f"#SBATCH --nodes={hosts}",
-        f"#SBATCH --ntasks-per-node={cluster.nodes_per_host}",
-        _directive(session, "slurm.time", "--time", time),
+        _directive(job, "name", "--job-name", f"esdash-{job.name}"),
+        f"#SBATCH --nodes={job.hosts}",
+        f"#SBATCH --ntasks-per-node={job.tasks_per_host}",
+        _directive(job, "slurm.time", "--time", time),
         f"#SBATCH --output={directory}/{run.slurm_output_pattern.name}",
         f"#SBATCH --chdir={directory}",
     ]
-    if slurm.partition:
-        lines.append(_directive(session, "slurm.partition", "--partition", slurm.partition))
-    if slurm.account:
-        lines.append(_directive(session, "slurm.account", "--account", slurm.account))
-    for index, option in enumerate(slurm.extra):
+    if job.partition:
+        lines.append(_directive(job, "slurm.partition", "--partition", job.partition))
+    if job.account:
+        lines.append(_directive(job, "slurm.account", "--account", job.account))
+    for index, option in enumerate(job.extra):
         if not option.startswith("-"):
-            raise BadInput(f"{session.path}: slurm.extra[{index}]: {option!r} is not an option")
-        lines.append(_directive(session, f"slurm.extra[{index}]", "", option))
+            raise BadInput(f"{job.source}: slurm.extra[{index}]: {option!r} is not an option")
+        lines.append(_directive(job, f"slurm.extra[{index}]", "", option))
     lines += [
         "",
         "# Written by `esdash submit`; the job's state and output stay in this directory.",

@@ -1,6 +1,6 @@
 """What a distribution can run: queries and their parts against its modules.
 
-The plan (:mod:`esdash.bench.plan`) keeps a query the distribution cannot run, with the
+The plan (:mod:`esdash.prepare.plan`) keeps a query the distribution cannot run, with the
 reason, so it is reported as unsupported instead of silently missing; pre-flight checks ask
 the same question before a launch (how many steps a balanced order has to balance).  A
 track's plan asks it too, and more (:mod:`esdash.plugin.planning`, whose tables this module
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from esdash.plugin.api import Distribution, QueryStep
 from esdash.plugin.planning import MODULE_PARTS, body_parts
+from esdash.plugin.values import Distribution, QueryStep
 from esdash.rundir.records import JsonMapping
 
 

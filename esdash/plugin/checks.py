@@ -2,7 +2,7 @@
 
 ``esdash session check``, ``esdash sweep --dry-run``, the dashboard's validate key and
 ``esdash run`` / ``cluster up`` / ``submit`` run the same checks
-(:func:`esdash.run.preflight.preflight` assembles them: esdash's own and every plugin's from
+(:func:`esdash.prepare.checks.findings` assembles them: esdash's own and every plugin's from
 the ``esdash_register_checks`` hook), so what one of them accepts the others never refuse
 for a reason a check knows.
 
@@ -19,15 +19,28 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
 if TYPE_CHECKING:
-    from esdash.plugin.api import Owner
-    from esdash.plugin.manager import PluginSet
-    from esdash.session import Session
+    from esdash.plugin.api import Backend, EncryptionMode, Interconnect, Track
+    from esdash.plugin.session import Session
+    from esdash.plugin.values import Owner
 
 Stage = Literal["session", "launch"]
 STAGES: tuple[Stage, ...] = ("session", "launch")
+
+
+class Plugins(Protocol):
+    """What a check may ask of the loaded plugins: the registered objects the session chose,
+    by name (:class:`esdash.plugin.manager.PluginSet` is one; a check needs no more of it)."""
+
+    def backend(self, name: str) -> Backend: ...
+
+    def interconnect(self, name: str) -> Interconnect: ...
+
+    def encryption(self, name: str) -> EncryptionMode: ...
+
+    def track(self, name: str) -> Track: ...
 
 
 @dataclass(frozen=True)
@@ -46,7 +59,7 @@ class CheckContext:
     """What a check may look at: the session, the loaded plugins and the launch options."""
 
     session: Session
-    plugins: PluginSet
+    plugins: Plugins
     #: The account nodes run as (None when it cannot be resolved: a check names that itself).
     owner: Owner | None = None
     #: ``--fresh``: the run may delete the data root's old data.

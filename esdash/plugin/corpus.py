@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, TypeGuard
 
 from esdash.errors import BadInput
-from esdash.plugin.api import Corpus
+from esdash.plugin.values import Corpus
 from esdash.rundir.records import JsonObject, JsonValue
 
 #: Longest line accepted (bytes).  Longer lines are almost always a file that is not NDJSON
@@ -449,10 +449,36 @@ def keep_private(path: Path) -> None:
         return
     try:
         info = os.fstat(fd)
-        if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & 0o077:
+        if _readable_by_others(info):
             os.fchmod(fd, stat.S_IMODE(info.st_mode) & ~0o077)
     finally:
         os.close(fd)
+
+
+def _readable_by_others(info: os.stat_result) -> bool:
+    """Whether :func:`keep_private` changes the file of ``info``: the caller's own regular
+    file with group or other bits."""
+    return stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and bool(info.st_mode & 0o077)
+
+
+def reuse_privately(path: Path) -> None:
+    """Make a corpus found in esdash's cache private (:func:`keep_private`), once every line
+    of it is known to be good.
+
+    Bad input never changes an input file, mode included, and a cache file is input: a
+    crash, a full disk or a hand can leave it empty, truncated or not NDJSON at all.  So a
+    file whose mode would change is read in full first (:func:`check_corpus`, every line;
+    once, since it is private afterwards) and a damaged one is refused with the file named,
+    left exactly as it is.  A file that is already private, or not the caller's regular
+    file, is not read here: its mode does not change, and whoever ingests it checks it.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return  # gone meanwhile: whoever reads it reports it
+    if _readable_by_others(info):
+        check_corpus(path, sample_lines=0)
+        keep_private(path)
 
 
 def generated_corpus(
@@ -464,8 +490,10 @@ def generated_corpus(
     """The corpus at ``path``, written from ``documents`` (one JSON line each) if absent.
 
     Track generators use this: the first call writes the file atomically, later calls (with
-    the same file name, i.e. the same options) reuse it.  ``origin`` (the generator and its
-    seed) becomes :attr:`Corpus.origin`, part of the index's fingerprint.
+    the same file name, i.e. the same options) reuse it (:func:`reuse_privately`: a file an
+    older esdash left readable by others is checked before its mode is narrowed, a damaged
+    one refused and left as it is).  ``origin`` (the generator and its seed) becomes
+    :attr:`Corpus.origin`, part of the index's fingerprint.
     """
     path = Path(path)
     if path.is_symlink() and not path.exists():
@@ -486,5 +514,5 @@ def generated_corpus(
             ),
         )
     else:
-        keep_private(path)
+        reuse_privately(path)  # an older esdash left it readable; a damaged one is refused
     return Corpus(path, documents=count, origin=origin)

@@ -29,18 +29,18 @@ from esdash.plugin.api import (
     Backend,
     BrokenPlugin,
     ClientCodec,
-    Corpus,
     EncryptionMode,
     Interconnect,
     PluginInfo,
     Track,
 )
 from esdash.plugin.checks import PreflightCheck
+from esdash.plugin.values import Corpus
 from esdash.rundir.layout import LEAKAGE
 from esdash.rundir.records import Interval, Leakage, Results
 
 if TYPE_CHECKING:
-    from esdash.session import Session
+    from esdash.plugin.session import Session
 
 ENTRY_POINT_GROUP = "esdash"
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from esdash.plugin.api import REQUIRED, Option, OptionValue, _Required
+from esdash.plugin.values import REQUIRED, Option, OptionValue, _Required
 from esdash.rundir.records import JsonMapping
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
@@ -48,6 +48,16 @@ def describe(value: object) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{text} ({kind})"
+
+
+def subtable(data: JsonMapping, key: str, problems: list[Problem]) -> JsonMapping:
+    """The table ``[key]`` of a TOML document (empty when absent); anything else there is
+    a problem, and the parse goes on with an empty table to find the others too."""
+    value = data.get(key, {})
+    if not isinstance(value, Mapping):
+        problems.append(Problem(key, f"expected a table [{key}], found {describe(value)}"))
+        return {}
+    return value
 
 
 def parse_duration(value: object) -> float:

@@ -6,10 +6,11 @@ the record (:class:`PlannedTask`) and the questions asked of a distribution: whi
 query needs (:func:`query_refusal`), which field types a mapping needs
 (:func:`mapping_refusal`), and what a run adapts instead of refusing
 (:func:`adapt_index_body`).  A run asks the same of the same tables
-(:mod:`esdash.plugin.capabilities`, :mod:`esdash.bench.plan`), so a plan and a run agree.
+(:mod:`esdash.plugin.capabilities`, :mod:`esdash.prepare.plan`), so a plan and a run agree.
 
-This module imports the plugin types only for type checking: :mod:`esdash.plugin.api` builds
-its default :meth:`~esdash.plugin.api.Track.plan` on it.
+It reads the records of :mod:`esdash.plugin.values` and never the base classes of
+:mod:`esdash.plugin.api`, which builds its default :meth:`~esdash.plugin.api.Track.plan` on
+this module.
 """
 
 from __future__ import annotations
@@ -17,12 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from esdash.plugin.values import Distribution, QueryStep
 from esdash.rundir.records import JsonMapping, JsonObject, JsonValue
-
-if TYPE_CHECKING:
-    from esdash.plugin.api import Distribution, QueryStep
 
 #: Why a task of a plan does not run (:attr:`PlannedTask.reason_kind`): a module the
 #: distribution lacks for a query, a field type from a module it lacks (``mapper``) or one it
@@ -237,7 +236,7 @@ OPERATION_MODULES = {
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a distribution cannot run something: a :data:`~esdash.plugin.api.REASON_KINDS`
+    """Why a distribution cannot run something: a :data:`REASON_KINDS`
     kind, the reason's text and the module or field type it lacks."""
 
     kind: str
@@ -247,6 +246,12 @@ class Refusal:
 
 def _lacks(distribution: Distribution) -> str:
     return f"this {distribution.flavor} distribution {distribution.version} does not have"
+
+
+def _lacking(kind: str, need: str, distribution: Distribution, subject: str) -> Refusal:
+    """A ``kind`` refusal of ``subject``: what it needs, and that ``distribution`` lacks it
+    (every refusal for a missing module reads the same way)."""
+    return Refusal(kind, f"{need}, which {_lacks(distribution)}", subject)
 
 
 def query_refusal(
@@ -262,20 +267,14 @@ def query_refusal(
         return None
     modules = set(distribution.modules)
     if "scripting" in requires and not distribution.scripting:
-        return Refusal(
-            "module",
-            f"needs the lang-painless module (scripting), which {_lacks(distribution)}",
-            "lang-painless",
+        return _lacking(
+            "module", "needs the lang-painless module (scripting)", distribution, "lang-painless"
         )
     for lang in sorted(script_languages(body)):
         needed = SCRIPT_LANGUAGE_MODULES.get(lang)
         if needed is not None and needed not in modules:
-            return Refusal(
-                "module",
-                f"its script's lang {lang!r} needs the {needed} module, which "
-                f"{_lacks(distribution)}",
-                needed,
-            )
+            need = f"its script's lang {lang!r} needs the {needed} module"
+            return _lacking("module", need, distribution, needed)
     parts = body_parts(body) if body is not None else set()
     table = dict(PLAN_MODULE_PARTS)
     if distribution.flavor.startswith("integ-test-zip"):
@@ -283,11 +282,8 @@ def query_refusal(
     for part in sorted(parts & set(table)):
         module = table[part]
         if module not in modules:
-            return Refusal(
-                "module",
-                f"needs the {module} module ({part}), which {_lacks(distribution)}",
-                module,
-            )
+            need = f"needs the {module} module ({part})"
+            return _lacking("module", need, distribution, module)
     return None
 
 
@@ -298,12 +294,8 @@ def operation_refusal(operation: str, distribution: Distribution | None) -> Refu
     module = OPERATION_MODULES.get(operation)
     if distribution is None or module is None or module in distribution.modules:
         return None
-    return Refusal(
-        "module",
-        f"Rally's {operation!r} operation needs the {module} module (an Elasticsearch "
-        f"API), which {_lacks(distribution)}",
-        module,
-    )
+    need = f"Rally's {operation!r} operation needs the {module} module (an Elasticsearch API)"
+    return _lacking("module", need, distribution, module)
 
 
 def field_types(body: JsonMapping) -> Iterator[tuple[str, str]]:
@@ -362,12 +354,8 @@ def mapping_refusal(body: JsonObject, distribution: Distribution | None) -> Refu
             continue
         module = MAPPER_MODULES.get(kind)
         if module is not None and module not in modules:
-            return Refusal(
-                "mapper",
-                f"field {path} is of type {kind}, from the {module} module, which "
-                f"{_lacks(distribution)}",
-                kind,
-            )
+            need = f"field {path} is of type {kind}, from the {module} module"
+            return _lacking("mapper", need, distribution, kind)
         if mappers:
             return Refusal(
                 "field_type",

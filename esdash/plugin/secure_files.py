@@ -13,6 +13,7 @@ import os
 import pwd
 from pathlib import Path
 
+from esdash.boundary import fill_new_file
 from esdash.errors import ClusterError
 
 
@@ -56,13 +57,7 @@ def write_private(
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_EXCL if exclusive else os.O_TRUNC)
     fd = os.open(path, flags, mode)
     try:
-        if ids is not None:
-            os.fchown(fd, *ids)
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb", closefd=False) as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        fill_new_file(fd, data, mode, ids)
     finally:
         os.close(fd)
 

@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import pluggy
 
-from esdash.plugin.api import Backend, ClientCodec, Corpus, EncryptionMode, Interconnect, Track
+from esdash.plugin.api import Backend, ClientCodec, EncryptionMode, Interconnect, Track
 from esdash.plugin.checks import PreflightCheck
+from esdash.plugin.values import Corpus
 from esdash.rundir.records import Interval, JsonObject, Results
 
 if TYPE_CHECKING:
-    from esdash.session import Session
+    from esdash.plugin.session import Session
 
 #: The project name of every hook marker.
 PROJECT = "esdash"
@@ -121,7 +122,7 @@ def esdash_register_checks(register: Register[PreflightCheck]) -> None:
 def esdash_session_started(session: Session, run_dir: Path) -> None:
     """Called once when ``esdash run`` starts a session, before the cluster is launched.
 
-    ``session`` is the validated :class:`esdash.session.Session`; ``run_dir`` the run's
+    ``session`` is the validated :class:`esdash.plugin_api.Session`; ``run_dir`` the run's
     directory (a :class:`pathlib.Path`), where a plugin may write extra artefacts.
     """
 

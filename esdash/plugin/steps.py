@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from esdash.errors import BadInput
-from esdash.plugin.api import Query, QueryStep
 from esdash.plugin.options import suggest
+from esdash.plugin.values import Query, QueryStep
 from esdash.rundir.records import JsonMapping, JsonObject, JsonValue
 
 STEP_KEYS = (

@@ -107,6 +107,6 @@ class JobTime:
 
 def job_time(own: str | None, total: float) -> JobTime:
     """``--time`` for a job whose runs take ``total`` seconds: the session's own ``own``
-    (:func:`esdash.launch.slurm.session_time`) when it sets one, else the total with the
+    (:func:`esdash.prepare.slurm_job.session_time`) when it sets one, else the total with the
     margin of :func:`time_limit`."""
     return JobTime(own, time_limit(total), total)

@@ -30,11 +30,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from esdash.bench.plan import global_warmup_bound, step_pause, step_timing
 from esdash.errors import BadInput, EsdashError
 from esdash.paths import cache_dir, runs_dir
-from esdash.plugin.api import Corpus, Distribution, QueryStep, Track
+from esdash.plugin.api import Track
 from esdash.plugin.planning import PlannedTask
+from esdash.plugin.values import Corpus, Distribution, QueryStep
+from esdash.prepare.plan import global_warmup_bound, step_pause, step_timing
 from esdash.rundir import files
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import BenchPlan, JsonObject, Results, RunInfo
@@ -244,7 +245,7 @@ def _corpus_size(session: Session, track: Track, previous: Sequence[_Previous]) 
     """The corpus' documents and bytes: from the files the track reads as they are (its
     ``corpus_check``), else from the corpus a previous run of the session planned, else
     the track's ``documents`` option (the generators' count); whatever is unknown is None."""
-    from esdash.cluster.preflight import corpus_checked
+    from esdash.plugin.corpus_scan import corpus_checked
 
     options = session.track.options
     try:
@@ -403,8 +404,8 @@ def _settle_phase(session: Session) -> PhaseTime:
 
 def warmup_bound(session: Session, queries: int) -> float:
     """The longest the global warm-up may take before the steps
-    (:func:`esdash.bench.plan.global_warmup_bound`; none without a query to warm up)."""
-    return global_warmup_bound(session) if queries else 0.0
+    (:func:`esdash.prepare.plan.global_warmup_bound`; none without a query to warm up)."""
+    return global_warmup_bound(session.benchmark, session.track.options) if queries else 0.0
 
 
 def _warmup_phase(session: Session, steps: Sequence[QueryStep], runnable: set[str]) -> PhaseTime:
@@ -426,12 +427,12 @@ def _warmup_phase(session: Session, steps: Sequence[QueryStep], runnable: set[st
 def _step_times(
     session: Session, steps: Sequence[QueryStep], runnable: set[str], rounds: int
 ) -> tuple[StepTime, ...]:
-    """Each step as a run schedules it (:func:`esdash.bench.plan.step_timing`): a timed
+    """Each step as a run schedules it (:func:`esdash.prepare.plan.step_timing`): a timed
     step's pause, warm-up and measured seconds; a counted step's limits; ``rounds`` times
     (:meth:`esdash.session.Session.rounds`)."""
     times = []
     for step in steps:
-        warmup, duration, _target = step_timing(step, session)
+        warmup, duration, _target = step_timing(step, session.benchmark)
         counted = step.iterations is not None
         pause = step_pause(step, warmup)
         times.append(
@@ -468,7 +469,7 @@ def _steps_phase(steps: Sequence[StepTime], rounds: int) -> PhaseTime:
 def task_steps(tasks: Sequence[PlannedTask]) -> tuple[tuple[QueryStep, ...], set[str]]:
     """The query steps of the track's plan in order (a ``parallel`` block's tasks share one),
     and the names of those some task runs: a step whose every task is refused stays in the
-    run's plan with the reason but takes no time (:func:`esdash.bench.plan.in_rounds`)."""
+    run's plan with the reason but takes no time (:func:`esdash.prepare.plan.in_rounds`)."""
     steps: dict[str, QueryStep] = {}
     running: set[str] = set()
     for task in tasks:
@@ -504,7 +505,7 @@ def estimate_wall_time(
     ``runs``: where previous runs of the session are (default: the runs directory).
     """
     if tasks is None:
-        from esdash.cluster.preflight import track_tasks
+        from esdash.prepare.checks.tasks import track_tasks
 
         tasks = track_tasks(session, track, distribution)
     steps, runnable = task_steps(tasks)

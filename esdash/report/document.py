@@ -31,10 +31,10 @@ import html
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import jinja2
 from jinja2 import pass_eval_context
@@ -197,35 +197,32 @@ def write_json(report: Report, out: Path) -> Path:
 
 
 def write_csv(report: Report, out: Path) -> list[Path]:
-    written = []
     extra = sorted({k for row in report.runs for k in row if k not in RUN_FIELDS})
-    path = out / "report.csv"
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=[*RUN_FIELDS, *extra], extrasaction="ignore")
-        writer.writeheader()
-        for row in report.runs:
-            writer.writerow(row)
-    written.append(path)
+    written = [_write_rows(out / "report.csv", [*RUN_FIELDS, *extra], report.runs)]
     if report.ingest_runs:
-        path = out / "ingest.csv"
         fields: list[str] = []
         for row in report.ingest_runs:
             fields += [k for k in row if k not in fields and not isinstance(row[k], dict)]
-        with path.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
-            writer.writeheader()
-            for row in report.ingest_runs:
-                writer.writerow(row)
-        written.append(path)
+        written.append(_write_rows(out / "ingest.csv", fields, report.ingest_runs))
     if report.leakage:
-        path = out / "leakage.csv"
-        with path.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=leakage.CSV_FIELDS)
-            writer.writeheader()
-            for run, reading in report.leakage:
-                writer.writerows(leakage.csv_rows(run, reading))
-        written.append(path)
+        rows = [row for run, reading in report.leakage for row in leakage.csv_rows(run, reading)]
+        written.append(_write_rows(out / "leakage.csv", leakage.CSV_FIELDS, rows, "raise"))
     return written
+
+
+def _write_rows(
+    path: Path,
+    fields: Sequence[str],
+    rows: Iterable[Mapping[str, object]],
+    extras: Literal["ignore", "raise"] = "ignore",
+) -> Path:
+    """``rows`` as a CSV file with a header; keys outside ``fields`` are left out, or refused
+    where every key must have its column (``extras="raise"``)."""
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields, extrasaction=extras)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
 
 
 # Markdown and HTML: templates/*.j2 (see the module docstring); here only their context.

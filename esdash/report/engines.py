@@ -6,10 +6,11 @@ When a report holds runs of more than one engine (a campaign with the axis
 * ``engines``: per query, each engine's req/s (successful requests / seconds measured, mean
   over its runs and rounds), p50 and p99 latency; the ingest rate; the nodes' mean CPU and
   heap use during the run (from ``cluster.jsonl``);
-* ``fairness``: what each cluster said it was, read back after settling
-  (:mod:`esdash.bench.facts`): engine version, JVM, heap, and the index's shards, replicas,
-  refresh interval and codec.  A row whose values differ between the engines is flagged, so
-  a reader sees at once whether a difference in the numbers may come from the setup.
+* ``fairness``: what each cluster said it was, read back after settling (the ``facts`` the
+  ranks write into ``results.json``): engine version, JVM, heap, and the index's shards,
+  replicas, refresh interval and codec.  A row whose values differ between the engines is
+  flagged, so a reader sees at once whether a difference in the numbers may come from the
+  setup.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from esdash.progress import advance
 from esdash.report.tables import group_configs, merged_histogram
 from esdash.rundir import hdr
 from esdash.rundir.records import JsonMapping
-from esdash.view.inputs import Entry, config_label, op_of, queries_of, query_label
+from esdash.view.inputs import Entry, config_label, op_of, queries_of, query_label, setting_label
 
 if TYPE_CHECKING:
     import matplotlib.figure
@@ -231,14 +231,8 @@ def _series_key(record: JsonMapping, axis: str) -> str:
         parts.append(f"[{record.get('source')}]")
     for name in ("interconnect", "nodes", "workers_per_node"):
         value = record.get(name)
-        if name == axis or value is None:
-            continue
-        if name == "nodes":
-            parts.append(f"{value} node{'s' if value != 1 else ''}")
-        elif name == "workers_per_node":
-            parts.append(f"{value} workers/node")
-        else:
-            parts.append(str(value))
+        if name != axis and value is not None:
+            parts.append(setting_label(name, value))
     if record.get("other"):  # the settings that tell configurations apart
         parts.append(str(record["other"]))
     return ", ".join(parts)
@@ -246,7 +240,7 @@ def _series_key(record: JsonMapping, axis: str) -> str:
 
 def scaling(drawer: Drawer, records: Sequence[JsonMapping], axis: str) -> None:
     """Throughput and latency against ``axis`` (``nodes`` or ``workers_per_node``)."""
-    values = {r.get(axis) for r in records if isinstance(r.get(axis), int | float)}
+    values: set[float] = {value for r in records if isinstance(value := r.get(axis), int | float)}
     if len(values) < 2:
         return
     queries: list[tuple[str, str]] = []

@@ -38,7 +38,8 @@ from urllib.parse import parse_qsl, unquote
 
 import esdash
 from esdash.errors import BadInput
-from esdash.plugin.api import Corpus, OptionValues, Query, QueryStep, Track
+from esdash.plugin.api import Track
+from esdash.plugin.values import Corpus, OptionValues, Query, QueryStep
 from esdash.rundir.records import JsonObject, JsonValue
 
 if TYPE_CHECKING:
@@ -207,12 +208,12 @@ def build_track(
         key = json.dumps(op, sort_keys=True, default=str)
         if key in by_query:
             return by_query[key]  # the same query in several steps: one operation
-        op["name"] = op_names.take(query.name)
-        if op["name"] != query.name:
-            notes.append(f"query {query.name!r} differs between steps; one is {op['name']!r}")
+        name = op["name"] = op_names.take(query.name)
+        if name != query.name:
+            notes.append(f"query {query.name!r} differs between steps; one is {name!r}")
         operations.append(op)
-        by_query[key] = op["name"]
-        return op["name"]
+        by_query[key] = name
+        return name
 
     clients = settings.clients
     schedule: list[JsonObject] = [

@@ -41,14 +41,16 @@ from esdash.rundir.records import (
     Results,
     Spread,
 )
-from esdash.stats import geometric, metrics, supported_percentiles
+from esdash.stats import error_rate, geometric, metrics, supported_percentiles
 from esdash.stats.metrics import OpFigures
 from esdash.view import compare
 from esdash.view import format as fmt
 from esdash.view.inputs import (
     BASELINE,
     CONFIG_FIELDS,
+    ConfigKey,
     Entry,
+    MissingPoint,
     config_label,
     configurations_note,
     encryption_derived,
@@ -81,7 +83,11 @@ def setup_order(entries: Iterable[Entry], baseline: str = BASELINE) -> dict[str,
     return order
 
 
-def _sort_value(value: object) -> tuple[int, float, str]:
+#: A value's place in the tables' order: numbers first, by value, then text.
+_Sort = tuple[int, float, str]
+
+
+def _sort_value(value: object) -> _Sort:
     return (0, value, "") if isinstance(value, int | float) else (1, 0, str(value))
 
 
@@ -92,12 +98,12 @@ def group_configs(entries: Sequence[Entry], baseline: str = BASELINE) -> list[li
     runs equal in every measured setting are pooled; the settings that tell the others
     apart label them (:func:`esdash.view.inputs.mark_differences`, the ``other`` field).
     """
-    groups: dict[tuple, list[Entry]] = {}
+    groups: dict[ConfigKey, list[Entry]] = {}
     for entry in entries:
         groups.setdefault(entry.key, []).append(entry)
     order = setup_order(entries, baseline)
 
-    def key(group: list[Entry]) -> tuple:
+    def key(group: list[Entry]) -> tuple[int, str, _Sort, _Sort, tuple[_Sort, ...], bool]:
         config = group[0].config
         extra = tuple(_sort_value(v) for k, v in sorted(config.items()) if k not in CONFIG_FIELDS)
         return (
@@ -224,10 +230,10 @@ def pooled_percentiles(ops: Sequence[OpResult], names: Sequence[str]) -> JsonObj
 
 
 def _mean_std(values: Sequence[float | None]) -> tuple[float | None, float | None]:
-    values = [v for v in values if v is not None]
-    if not values:
+    found = [v for v in values if v is not None]
+    if not found:
         return None, None
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None
+    return statistics.fmean(found), statistics.stdev(found) if len(found) > 1 else None
 
 
 def pm(mean: float | None, std: float | None, fmt: Callable[[float | None], str]) -> str:
@@ -289,7 +295,7 @@ def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonO
                     "run_ids": list(dict.fromkeys(e.id for e, _op in pairs)),
                     "requests": requests,
                     "failed": failed,
-                    "error_rate": metrics.error_rate(failed, requests),
+                    "error_rate": error_rate(failed, requests),
                     "throughput_mean": mean,
                     "throughput_std": std,
                     "throughput_n": n,
@@ -361,7 +367,7 @@ def query_table(records: Sequence[JsonMapping]) -> Table:
 def wide_tables(records: Sequence[JsonMapping]) -> list[Table]:
     """The paper's layout: one row per setup x cluster size, one column per query."""
     queries: list[tuple[str, str]] = []
-    rows: dict[tuple, dict[tuple[str, str], JsonMapping]] = {}
+    rows: dict[tuple[str, ...], dict[tuple[str, str], JsonMapping]] = {}
     for r in records:
         if (r["step"], r["query"]) not in queries:
             queries.append((r["step"], r["query"]))
@@ -383,17 +389,17 @@ def wide_tables(records: Sequence[JsonMapping]) -> list[Table]:
     for key, cells in rows.items():
         t_row, l_row = list(key), list(key)
         for query in queries:
-            r = cells.get(query)
-            if r is None:
+            cell = cells.get(query)
+            if cell is None:
                 t_row.append(NA)
                 l_row.append(NA)
                 continue
-            t_row.append(pm(r["throughput_mean"], r["throughput_std"], fmt.rate))
-            gmean = fmt.ms(fmt.from_ms(r["latency_gmean_ms"]))
+            t_row.append(pm(cell["throughput_mean"], cell["throughput_std"], fmt.rate))
+            gmean = fmt.ms(fmt.from_ms(cell["latency_gmean_ms"]))
             l_row.append(
                 gmean
-                if r["latency_gstd"] is None
-                else f"{gmean} x/ {fmt.factor(r['latency_gstd'])}"
+                if cell["latency_gstd"] is None
+                else f"{gmean} x/ {fmt.factor(cell['latency_gstd'])}"
             )
         throughput.rows.append(t_row)
         latency.rows.append(l_row)
@@ -542,11 +548,11 @@ def overhead_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[Js
             theirs = [get_ingest(i) for e in base if (i := _ingested(e)) is not None]
             items.append(("ingest", "bulk", metric, theirs, mine))
         for step, query, metric, theirs_found, mine_found in items:
-            theirs = [v for v in theirs_found if v is not None]
-            mine = [v for v in mine_found if v is not None]
-            if not theirs or not mine:
+            theirs_values = [v for v in theirs_found if v is not None]
+            mine_values = [v for v in mine_found if v is not None]
+            if not theirs_values or not mine_values:
                 continue
-            b, s = _spread3(theirs), _spread3(mine)
+            b, s = _spread3(theirs_values), _spread3(mine_values)
             records.append(
                 {
                     **_config_record(group),
@@ -563,8 +569,8 @@ def overhead_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[Js
                         judged.get((step, query, metric))
                         if (step, query, metric) in judged
                         else compare.judge_values(
-                            theirs,
-                            mine,
+                            theirs_values,
+                            mine_values,
                             metric == "ingest docs/s",
                             f"{group[0].id}/{base[0].id}/{metric}",
                         )
@@ -865,16 +871,16 @@ def environment_table(env: JsonMapping) -> Table:
     return table
 
 
-def notes(entries: Sequence[Entry], missing: Sequence[tuple]) -> list[str]:
+def notes(entries: Sequence[Entry], missing: Sequence[MissingPoint]) -> list[str]:
     """What a reader must know: runs that are not one configuration, points without a run,
     runs not ok, queries not run."""
     found = []
     apart = configurations_note(entries)
     if apart:
         found.append(apart)
-    for campaign, label, status, reason in missing:
+    for campaign, label, point_status, reason in missing:
         found.append(
-            f"campaign {campaign}: point {label} has no completed run ({status}"
+            f"campaign {campaign}: point {label} has no completed run ({point_status}"
             + (f": {reason}" if reason else "")
             + ")"
         )

@@ -1,7 +1,7 @@
 """The report's account of whether each number can be trusted.
 
-Four tables beside the numbers, from what every run recorded (:mod:`esdash.bench.settle`,
-:mod:`esdash.bench.warmup`, :mod:`esdash.bench.rounds`, steadiness per step):
+Four tables beside the numbers, from what every run recorded in ``results.json`` (the
+ranks' settling, global warm-up and rounds, and steadiness per step):
 
 * ``settling``: per run, what was done after ingest and how long it took, and the global
   warm-up (rounds, seconds, converged or not);
@@ -14,16 +14,21 @@ Four tables beside the numbers, from what every run recorded (:mod:`esdash.bench
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 from esdash.errors import BadInput
 from esdash.references import Reference, parse_references
-from esdash.report.references import judge
 from esdash.report.tables import Table
 from esdash.rundir.records import INCOMPLETE_STEP, GlobalWarmup
-from esdash.session import tomllib
 from esdash.view import format as fmt
 from esdash.view.inputs import Entry
+from esdash.view.references import judge
 
 
 def settling_table(entries: Sequence[Entry]) -> Table:

@@ -19,10 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from esdash.bench.plan import make_plan
 from esdash.bench.sink import results_from_stream
-from esdash.bench.slices import plan_slices
-from esdash.cluster import preflight
 from esdash.errors import (
     EXIT_ABORT,
     EXIT_FAILURE,
@@ -34,8 +31,13 @@ from esdash.errors import (
 )
 from esdash.launch import mpi, owner, process
 from esdash.paths import cache_dir
-from esdash.plugin.api import ClientCodec, Corpus, QueryStep, Track
+from esdash.plugin.api import ClientCodec, Track
+from esdash.plugin.corpus_scan import check_whole_corpus
+from esdash.plugin.corpus_slices import plan_slices
 from esdash.plugin.manager import get_plugins
+from esdash.plugin.values import Corpus, QueryStep
+from esdash.prepare import checks
+from esdash.prepare.plan import make_plan
 from esdash.progress import CHECKS_GRACE, for_stderr
 from esdash.progress import Progress as Lines
 from esdash.run import start, stop
@@ -79,7 +81,7 @@ def prepare_workload(session: Session) -> tuple[Track, Corpus, tuple[QueryStep, 
     corpus = track.corpus(session.track.options, cache_dir() / "corpora")
     if not Path(corpus.path).is_file():
         raise BadInput(f"track {track.name}: corpus {corpus.path} does not exist")
-    preflight.check_whole_corpus(corpus)  # every line, once per file identity (cached)
+    check_whole_corpus(corpus)  # every line, once per file identity (cached)
     # Scan once here; the ranks then only read the cached offsets.
     ranks = session.benchmark.workers_per_node * session.cluster.nodes
     plan_slices(corpus, ranks, cache_dir() / "offsets")
@@ -96,7 +98,7 @@ def client_codec_for(
     """
     from esdash.cluster.dataroot import data_root
 
-    preflight.require(session, "session", thresholds=thresholds)
+    checks.require(session, "session", thresholds=thresholds)
     mode = get_plugins().encryption(session.encryption.name)
     return mode.client_codec(
         session.encryption.options,
@@ -247,7 +249,7 @@ def follow(
     still starting, an index settling) a line says what is awaited.  Returns True when the
     run was interrupted.
     """
-    from esdash.report.live import LivePrinter
+    from esdash.view.live import LivePrinter
 
     progress = progress or Progress()
     lines = lines or Lines(out, tty=False)
@@ -319,8 +321,8 @@ def run_session(session: Session, options: RunOptions, out: TextIO = sys.stdout)
 def _run_session(
     session: Session, options: RunOptions, out: TextIO, interrupts: stop.Interrupts
 ) -> int:
-    from esdash.report.references import judge, misses, render_references
-    from esdash.report.summary import evaluate_thresholds, parse_thresholds, render_summary
+    from esdash.view.references import judge, misses, render_references
+    from esdash.view.summary import evaluate_thresholds, parse_thresholds, render_summary
 
     thresholds = parse_thresholds(options.thresholds)
     lines = for_stderr()

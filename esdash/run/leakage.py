@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from esdash.plugin.api import ClientCodec, Corpus, Track
+from esdash.plugin.api import ClientCodec, Track
 from esdash.plugin.manager import get_plugins
+from esdash.plugin.values import Corpus
 from esdash.rundir.layout import RunDir
 from esdash.session import Session
 

@@ -1,7 +1,7 @@
 """Starting a run: check, prepare the run directory, start the cluster here or submit it.
 
 Every way into a run passes :func:`prepare`: it runs the pre-flight checks of the launch
-stage (:mod:`esdash.cluster.preflight`), then creates the run directory with the session,
+stage (:mod:`esdash.prepare.checks`), then creates the run directory with the session,
 the distribution and the node account recorded.  Then either
 
 * :func:`start_cluster` starts one rank per node (``mpiexec`` here, ``srun`` inside an
@@ -37,13 +37,15 @@ from esdash.errors import BadInput, ClusterError
 from esdash.launch import mpi, owner, process, slurm
 from esdash.paths import runs_dir
 from esdash.plugin.manager import get_plugins
+from esdash.prepare.slurm_job import job_request, session_time
 from esdash.progress import CHECKS_GRACE, Phase, Progress, for_stderr
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import Health, LaunchRecord, NodeAccount, NodeStatus
 from esdash.session import Session, load_session
 
 if TYPE_CHECKING:
-    from esdash.plugin.api import Backend, Distribution, Owner
+    from esdash.plugin.api import Backend
+    from esdash.plugin.values import Distribution, Owner
     from esdash.prepare.timelimit import JobTime
     from esdash.prepare.walltime import WallTime
 
@@ -57,9 +59,9 @@ def check(session: Session, fresh: bool = False) -> tuple[Backend, Owner, Distri
     backend = plugins.backend(session.cluster.backend.name)
     plugins.interconnect(session.cluster.interconnect)
     owner = resolve_owner(session.cluster.run_as, session_file=session.path)
-    from esdash.cluster import preflight  # numpy and more: not for every `esdash` command
+    from esdash.prepare import checks  # numpy and more: not for every `esdash` command
 
-    preflight.require(session, "launch", fresh=fresh, owner=owner, plugins=plugins)
+    checks.require(session, "launch", fresh=fresh, owner=owner, plugins=plugins)
     return backend, owner, backend.inspect(resolve_home(session))
 
 
@@ -325,7 +327,7 @@ def _time_for(
     wall = estimate_wall_time(
         session, track, distribution=distribution, cluster_first=not bench, runs=root
     )
-    return wall, job_time(slurm.session_time(session), wall.total)
+    return wall, job_time(session_time(session), wall.total)
 
 
 def _job_command(session: Session, run: RunDir, bench: bool, fresh: bool) -> list[str]:
@@ -354,7 +356,7 @@ def preview_submit(
     run = RunDir((root or runs_dir()) / f"{session.name}-{stamp}")
     wall, limit = _time_for(session, distribution, bench, root)
     command = _job_command(session, run, bench, fresh)
-    script = slurm.batch_script(session, run, command, default_time=limit.limit.text)
+    script = slurm.batch_script(job_request(session), run, command, default_time=limit.limit.text)
     return SubmitPreview(run, script, wall, limit)
 
 
@@ -378,7 +380,7 @@ def submit(
         backend = get_plugins().backend(session.cluster.backend.name)
         distribution = backend.inspect(Path(str(run.read_info().home)))
         wall, limit = _time_for(session, distribution, bench, root)
-        text = slurm.batch_script(session, run, command, default_time=limit.limit.text)
+        text = slurm.batch_script(job_request(session), run, command, default_time=limit.limit.text)
     except BadInput:  # a value sbatch would misread: nothing was submitted from the directory
         shutil.rmtree(run.path, ignore_errors=True)
         raise

@@ -39,7 +39,7 @@ _US = hdr.US
 
 
 class Samples(Protocol):
-    """What :func:`summarize` needs; :class:`esdash.bench.merge.SeriesData` provides it."""
+    """What :func:`summarize` needs; :class:`esdash.stats.merge.SeriesData` provides it."""
 
     counts: hdr.Counts
     count: int

@@ -45,7 +45,6 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from esdash.rundir import hdr
 from esdash.rundir.records import (
     RESULTS_FORMAT,
     Header,
@@ -55,7 +54,6 @@ from esdash.rundir.records import (
     OpPayload,
     OpResult,
     Results,
-    SeriesPayload,
     StepResult,
 )
 from esdash.stats import (
@@ -66,6 +64,7 @@ from esdash.stats import (
     summarize,
     throughput,
 )
+from esdash.stats.merge import LENIENT, OpData
 
 #: The run's figure (``results.json``).
 RUN = "run"
@@ -268,29 +267,6 @@ def run_ingest(ingest: IngestResult) -> IngestFigures:
 # ----------------------------------------------------------------- from the stream
 
 
-@dataclass
-class SeriesSamples:
-    """One timed series of a stream record, decoded (satisfies :class:`Samples`)."""
-
-    counts: hdr.Counts
-    count: int
-    min: float | None
-    max: float | None
-    sum: float
-    ln_sum: float
-    ln_sq_sum: float
-
-    @classmethod
-    def of(cls, data: SeriesPayload) -> SeriesSamples:
-        counts = hdr.empty()
-        if data.count:
-            try:
-                counts = hdr.decode(data.hdr)
-            except ValueError:  # damaged past its pattern: no percentiles from it
-                counts = hdr.empty()
-        return cls(counts, data.count, data.min, data.max, data.sum, data.ln_sum, data.ln_sq_sum)
-
-
 def _stats(samples: Samples | None, percentiles: Sequence[float]) -> LatencyStats:
     if samples is None or samples.count <= 0:
         return LatencyStats()
@@ -331,6 +307,31 @@ def from_samples(
     )
 
 
+def op_figures(
+    data: OpData,
+    seconds: float | None,
+    *,
+    kind: str = NOW,
+    indexing: bool = False,
+    percentiles: Sequence[float] = PERCENTILES,
+    service_time: bool = True,
+) -> OpFigures:
+    """Figures of one operation merged from stream records (:mod:`esdash.stats.merge`) over
+    ``seconds``: one record, a window, a part so far.  ``service_time=False`` leaves its
+    statistics out (a reader that skipped decoding that series)."""
+    return from_samples(
+        kind,
+        requests=data.requests,
+        failed=data.failed,
+        docs=data.docs,
+        seconds=seconds,
+        latency=data.latency,
+        service_time=data.service_time if service_time else None,
+        indexing=indexing,
+        percentiles=percentiles,
+    )
+
+
 def payload_figures(
     data: OpPayload,
     seconds: float | None,
@@ -339,18 +340,11 @@ def payload_figures(
     indexing: bool = False,
     percentiles: Sequence[float] = PERCENTILES,
 ) -> OpFigures:
-    """Figures of one operation of one stream record (``kind`` :data:`NOW`)."""
-    return from_samples(
-        kind,
-        requests=data.requests,
-        failed=sum(data.errors.values()),
-        docs=data.docs,
-        seconds=seconds,
-        latency=SeriesSamples.of(data.latency),
-        service_time=SeriesSamples.of(data.service_time),
-        indexing=indexing,
-        percentiles=percentiles,
-    )
+    """Figures of one operation of one stream record (``kind`` :data:`NOW`); a histogram
+    damaged past its pattern gives no percentiles (:data:`esdash.stats.merge.LENIENT`)."""
+    merged = OpData()
+    merged.add_payload(data, LENIENT)
+    return op_figures(merged, seconds, kind=kind, indexing=indexing, percentiles=percentiles)
 
 
 def indexes_documents(header: Header | None, phase: str, step: int | None, name: str) -> bool:

@@ -3,8 +3,8 @@
 The only package of esdash that imports Textual, textual-plotext and plotext (a test
 enforces it); the command line imports it inside the commands that need it.  What it shows
 is folded by the Textual-free :mod:`esdash.view.model` from what
-:mod:`esdash.view.source` polls; sessions and runs come from :mod:`esdash.view.runs`, campaigns
-from :mod:`esdash.campaign.progress`.
+:mod:`esdash.view.source` polls; sessions come from :mod:`esdash.prepare.sessions`, runs
+from :mod:`esdash.view.runs`, campaigns from :mod:`esdash.view.campaign`.
 """
 
 from __future__ import annotations

@@ -13,13 +13,12 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 
-from esdash.rundir.layout import RESULTS
 from esdash.tui.screens.campaign import CampaignScreen
 from esdash.tui.screens.compare import CompareScreen
 from esdash.tui.screens.dialogs import ConfirmScreen, HelpScreen
 from esdash.tui.screens.home import HomeScreen
 from esdash.tui.screens.live import LiveScreen
-from esdash.view.source import RunSource
+from esdash.view.source import RESULTS, RunSource
 
 if TYPE_CHECKING:
     from esdash.plugin.manager import PluginSet
@@ -146,14 +145,18 @@ class EsdashApp(App[None]):
             return
         self.push_screen(HelpScreen(self.screen))
 
-    def action_screenshot(self) -> None:
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Save an SVG of this view, named after its run or campaign and the time, in the
+        screenshot directory (``filename`` and ``path``, Textual's arguments, when given)."""
         screen = self.screen
         name = getattr(screen, "run_path", None) or getattr(screen, "campaign_dir", None)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         prefix = f"esdash-{Path(name).name}" if name is not None else "esdash"
         directory = str(self.screenshot_dir) if self.screenshot_dir else None
-        path = self.save_screenshot(filename=f"{prefix}-{stamp}.svg", path=directory)
-        self.notify(path, title="Screenshot saved")
+        saved = self.save_screenshot(
+            filename=filename or f"{prefix}-{stamp}.svg", path=path or directory
+        )
+        self.notify(saved, title="Screenshot saved")
 
     def confirm_stop(self, run_path: Path) -> None:
         """Ask, then stop the run in a worker thread (it may take a minute or two)."""
@@ -184,7 +187,7 @@ class EsdashApp(App[None]):
         self.call_from_thread(self.notify, outcome, title=f"Stopped {run_path.name}")
 
     # ------------------------------------------------------------------ palette
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """The built-ins (theme, keys, quit) and every action the current screen offers."""
         yield from super().get_system_commands(screen)
         yield SystemCommand(

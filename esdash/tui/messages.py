@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from esdash.campaign.progress import CampaignReading
+from esdash.view.campaign import CampaignReading
 from esdash.view.model import Snapshot, ViewParams
 
 

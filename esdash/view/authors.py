@@ -10,9 +10,9 @@ Two formats (``reference-impl.md`` §2b and §2c):
   list reprs of ``"H:MM:SS.ff"`` strings, glued together (``['0:00:00.49', ...]['0:00:00.51',
   ...]``) or one list per line.
 
-Both become a ``results.json``-shaped document (:mod:`esdash.bench.results`), so reports and
-comparisons treat them like runs.  The statistics follow esdash's definitions, applied to
-what the authors stored (their files hold every latency, so these are exact):
+Both become a ``results.json``-shaped document (:class:`esdash.rundir.records.Results`), so
+reports and comparisons treat them like runs.  The statistics follow esdash's definitions,
+applied to what the authors stored (their files hold every latency, so these are exact):
 
 * throughput = successful requests / ``execution_time_secs`` (the authors had no timestamps,
   so there is no per-interval spread: ``intervals.n`` is 0);
@@ -37,11 +37,11 @@ from typing import Annotated
 
 import msgspec
 
-from esdash.bench.merge import SeriesData
 from esdash.errors import BadInput
 from esdash.rundir import files, hdr
-from esdash.rundir.records import JsonMapping, JsonObject, Results
+from esdash.rundir.records import JsonMapping, JsonObject, JsonValue, Results
 from esdash.stats import latency_stats, spread, summarize
+from esdash.stats.merge import SeriesData
 
 SCHEMA = "esdash.results/1"
 _LIST = re.compile(r"\[[^\[\]]*\]")
@@ -101,7 +101,7 @@ def sniff(path: Path) -> str | None:
 
 def _op(
     latencies: list[float], docs: int, errors: Mapping[str, int], seconds: float | None
-) -> dict:
+) -> JsonObject:
     """A results.json ``<op>`` from exact per-request values (latencies in seconds)."""
     series = SeriesData()
     counts: dict[int, int] = {}
@@ -147,7 +147,8 @@ def _op(
 
 
 def _query_name(query: JsonMapping, taken: set[str], index: int) -> str:
-    name = query.get("name") if isinstance(query.get("name"), str) else f"q{index}"
+    given = query.get("name")
+    name = given if isinstance(given, str) else f"q{index}"
     while name in taken:
         name += "'"
     taken.add(name)
@@ -161,7 +162,7 @@ def load_queries(path: Path, label: str) -> Results:
     :class:`~esdash.rundir.files.RunFileError` naming the file and the JSON path.
     """
     steps = files.read(path, list[AuthorsStep])
-    out_steps = []
+    out_steps: list[JsonValue] = []
     ranks = 0
     for k, step in enumerate(steps):
         seconds = step.execution_time_secs or None
@@ -200,19 +201,7 @@ def load_queries(path: Path, label: str) -> Results:
                 "queries": queries,
             }
         )
-    document = {
-        "schema": SCHEMA,
-        "run_id": label,
-        "started": None,
-        "ended": None,
-        "status": "ok",
-        "reason": None,
-        "ranks": ranks,
-        "ingest": None,
-        "steps": out_steps,
-        "imported_from": {"format": "authors-queries", "path": str(path)},
-    }
-    return files.convert(document, Results, path)
+    return _imported(path, "authors-queries", label, ranks, None, out_steps)
 
 
 def _seconds(text: object) -> float:
@@ -246,23 +235,32 @@ def load_ingest(path: Path, label: str, docs: int | None = None) -> Results:
     op = _op([t for rank in ranks for t in rank], docs or 0, {}, duration)
     if docs is None:
         op["throughput"]["docs_per_s"] = None
-    document = {
+    ingest: JsonObject = {
+        "duration_s": round(duration, 3),
+        "docs": docs,
+        "docs_per_s": None if docs is None or not duration else round(docs / duration, 3),
+        "rejected_docs": {},
+        "ops": {"bulk": op},
+        "cpu_time_s": round(sum(sum(rank) for rank in ranks), 3),
+    }
+    return _imported(path, "authors-ingest", label, len(ranks), ingest, [])
+
+
+def _imported(
+    path: Path, kind: str, label: str, ranks: int, ingest: JsonObject | None, steps: list[JsonValue]
+) -> Results:
+    """A results document of one of the authors' files: what ``esdash run`` would have
+    written, with no times of its own (their files have none) and where it came from."""
+    document: JsonObject = {
         "schema": SCHEMA,
         "run_id": label,
         "started": None,
         "ended": None,
         "status": "ok",
         "reason": None,
-        "ranks": len(ranks),
-        "ingest": {
-            "duration_s": round(duration, 3),
-            "docs": docs,
-            "docs_per_s": None if docs is None or not duration else round(docs / duration, 3),
-            "rejected_docs": {},
-            "ops": {"bulk": op},
-            "cpu_time_s": round(sum(sum(rank) for rank in ranks), 3),
-        },
-        "steps": [],
-        "imported_from": {"format": "authors-ingest", "path": str(path)},
+        "ranks": ranks,
+        "ingest": ingest,
+        "steps": steps,
+        "imported_from": {"format": kind, "path": str(path)},
     }
     return files.convert(document, Results, path)

@@ -67,6 +67,7 @@ from esdash.stats.verdicts import (
 from esdash.view import fingerprint as fingerprints
 from esdash.view import format as fmt
 from esdash.view.inputs import (
+    ConfigKey,
     Entry,
     align_queries,
     config_label,
@@ -118,7 +119,7 @@ def load_side(spec: str) -> Side:
 def refuse_mixed(spec: str, entries: Sequence[Entry]) -> None:
     """A side is repetitions of one configuration, or it is refused in one line naming the
     settings that differ (its runs' fingerprints, or the labels an authors' file gave)."""
-    groups: dict[tuple, Entry] = {}
+    groups: dict[ConfigKey, Entry] = {}
     for entry in entries:
         groups.setdefault(entry.key, entry)
     if len(groups) < 2:
@@ -338,32 +339,25 @@ def _pooled(
     return found
 
 
-def _unit_rows(
-    groups: Sequence[tuple[Sequence[OpResult], float | None]],
-) -> dict[str, list]:
-    """Units (runs or rounds) as the lists :meth:`Units.build` takes."""
-    rows: dict[str, list] = {k: [] for k in ("ok", "seconds", "rate", "count", "ln", "hist")}
-    for ops, rate in groups:
+def _units(kind: UnitKind, groups: Sequence[tuple[Sequence[OpResult], float | None]]) -> Units:
+    """Units (runs or rounds) from each one's operations and rate, for :meth:`Units.build`."""
+    counts: list[float] = []
+    ln_sums: list[float] = []
+    histograms: list[hdr.Counts] = []
+    for ops, _rate in groups:
         sums = [_ln_sum(op) for op in ops]
         histogram = _histogram(ops)
-        rows["ok"].append(0.0)
-        rows["seconds"].append(1.0)
-        rows["rate"].append(rate)
-        rows["count"].append(sum(c for c, _l in sums))
-        rows["ln"].append(sum(s for _c, s in sums))
-        rows["hist"].append(hdr.empty() if histogram is None else histogram)
-    return rows
-
-
-def _units(kind: UnitKind, rows: dict[str, list]) -> Units:
+        counts.append(sum(c for c, _l in sums))
+        ln_sums.append(sum(s for _c, s in sums))
+        histograms.append(hdr.empty() if histogram is None else histogram)
     return Units.build(
         kind,
-        ok=rows["ok"],
-        seconds=rows["seconds"],
-        rate=rows["rate"],
-        count=rows["count"],
-        ln_sum=rows["ln"],
-        histograms=rows["hist"],
+        ok=[0.0] * len(groups),
+        seconds=[1.0] * len(groups),
+        rate=[rate for _ops, rate in groups],
+        count=counts,
+        ln_sum=ln_sums,
+        histograms=histograms,
     )
 
 
@@ -421,15 +415,18 @@ def measure(
             for _e, _o, found in per_entry
         ]
         figures = _pooled(ops, run_rates, metrics_)
-        rows = _unit_rows(
-            [(found, rate) for (_e, found, _r), rate in zip(per_entry, run_rates, strict=True)]
+        units = _units(
+            "runs",
+            [(found, rate) for (_e, found, _r), rate in zip(per_entry, run_rates, strict=True)],
         )
-        return Measured(figures, values, _units("runs", rows), f"{len(per_entry)} runs")
+        return Measured(figures, values, units, f"{len(per_entry)} runs")
     entry, found, found_rates = per_entry[0]
     if len(found) >= 2:
         figures = _pooled(found, found_rates, metrics_)
-        rows = _unit_rows([([op], rate) for op, rate in zip(found, found_rates, strict=True)])
-        return Measured(figures, values, _units("rounds", rows), f"{len(found)} rounds")
+        units = _units(
+            "rounds", [([op], rate) for op, rate in zip(found, found_rates, strict=True)]
+        )
+        return Measured(figures, values, units, f"{len(found)} rounds")
     intervals = measured(side.intervals(entry), step, query) if entry.stream else None
     found_single = single(found[0], found_rates[0], intervals, metrics_)
     if entry.source != "esdash":

@@ -45,8 +45,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
-from esdash.plugin.api import Option
 from esdash.plugin.options import parse_duration, parse_size
+from esdash.plugin.values import Option
 from esdash.rundir.keys import digest
 from esdash.rundir.records import (
     BenchPlan,

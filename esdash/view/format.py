@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rich.box import Box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -113,7 +113,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) 
         header_style="",
     )
     for index, header in enumerate(headers):
-        justify = "left" if index < left else "right"
+        justify: JustifyMethod = "left" if index < left else "right"
         grid.add_column(Text(header), justify=justify, no_wrap=True)
     for row in rows:
         grid.add_row(*(Text(cell) for cell in row))  # text, never markup: "[x]" stays "[x]"

@@ -26,12 +26,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 from esdash.errors import BadInput, EsdashError
 from esdash.paths import runs_dir
@@ -51,7 +57,6 @@ from esdash.rundir.records import (
     Results,
 )
 from esdash.rundir.stream import read_header
-from esdash.session import tomllib
 from esdash.view import fingerprint as fingerprints
 
 #: Configuration fields every entry has, in display order.
@@ -61,6 +66,13 @@ DEFAULT_ENGINE = "elasticsearch"
 #: Baseline setup for overheads: the encryption mode without encryption.
 BASELINE = "none"
 _ALIASES = {"ppn": "workers_per_node", "workers": "workers_per_node", "mode": "setup"}
+
+#: What identifies a configuration (:attr:`Entry.key`): source, labels, fingerprint.
+ConfigKey = tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+#: A campaign point without a completed run: campaign, point label, status, reason.
+MissingPoint = tuple[str, str, str, "str | None"]
+#: What makes two planned steps one (:func:`_step_key`): their request bodies, think time.
+StepKey = tuple[tuple[str, ...], float]
 
 
 @dataclass
@@ -87,7 +99,7 @@ class Entry:
     axes: tuple[str, ...] = ()
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> ConfigKey:
         """Identifies the configuration: entries with equal keys are repetitions (same
         source, same labels, same fingerprint)."""
         return (
@@ -101,25 +113,27 @@ class Entry:
 class Inputs:
     entries: list[Entry]
     #: campaign points without a completed run, as (campaign, label, status, reason)
-    missing: list[tuple[str, str, str, str | None]] = field(default_factory=list)
+    missing: list[MissingPoint] = field(default_factory=list)
     campaigns: list[CampaignSummary] = field(default_factory=list)
 
 
 def config_label(config: JsonMapping) -> str:
     """``none, loopback, 3 nodes, 2 workers/node`` (+ other axes)."""
-    parts = []
-    for name in CONFIG_FIELDS:
-        value = config.get(name)
-        if value is None:
-            continue
-        if name == "nodes":
-            parts.append(f"{value} node{'s' if value != 1 else ''}")
-        elif name == "workers_per_node":
-            parts.append(f"{value} workers/node")
-        else:
-            parts.append(str(value))
+    parts = [
+        setting_label(name, config[name]) for name in CONFIG_FIELDS if config.get(name) is not None
+    ]
     parts += [f"{k}={v}" for k, v in config.items() if k not in CONFIG_FIELDS]
     return ", ".join(parts)
+
+
+def setting_label(name: str, value: JsonValue) -> str:
+    """One setting of :data:`CONFIG_FIELDS` as labels show it: ``3 nodes``, ``1 node``,
+    ``2 workers/node``, else the value itself (``none``, ``loopback``)."""
+    if name == "nodes":
+        return f"{value} node{'s' if value != 1 else ''}"
+    if name == "workers_per_node":
+        return f"{value} workers/node"
+    return str(value)
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -555,7 +569,7 @@ def _body(body: JsonValue) -> str:
     return json.dumps(body, sort_keys=True)
 
 
-def _step_key(step: JsonMapping) -> tuple:
+def _step_key(step: JsonMapping) -> StepKey:
     bodies = tuple(sorted(_body(b) for b in step["queries"].values()))
     return bodies, round(float(step.get("think_time") or 0.0), 6)
 
@@ -569,7 +583,7 @@ def align_queries(entries: Iterable[Entry]) -> None:
     look alike (the nyc_taxis sleep steps share one body) are matched in order.
     """
     entries = list(entries)
-    candidates: dict[tuple, list[JsonObject]] = {}
+    candidates: dict[StepKey, list[JsonObject]] = {}
     for entry in entries:
         if entry.source != "esdash":
             continue
@@ -582,8 +596,8 @@ def align_queries(entries: Iterable[Entry]) -> None:
     for entry in entries:
         if entry.source != "authors":
             continue
-        used: dict[tuple, int] = {}
-        for planned, step in zip(entry.plan, entry.results.steps, strict=False):
+        used: dict[StepKey, int] = {}
+        for planned, measured in zip(entry.plan, entry.results.steps, strict=False):
             key = _step_key(planned)
             options = candidates.get(key, [])
             index = used.get(key, 0)
@@ -592,11 +606,11 @@ def align_queries(entries: Iterable[Entry]) -> None:
                 continue
             match = options[index]
             names = {_body(body): name for name, body in match["queries"].items()}
-            step.name = planned["name"] = match["name"]
-            step.queries = {
-                names.get(_body(op.body), name): op for name, op in step.queries.items()
+            measured.name = planned["name"] = match["name"]
+            measured.queries = {
+                names.get(_body(op.body), name): op for name, op in measured.queries.items()
             }
-            step.planned.queries = list(step.queries)
+            measured.planned.queries = list(measured.queries)
 
 
 def queries_of(entries: Iterable[Entry]) -> list[tuple[str, str]]:

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from esdash.bench.merge import Merged
 from esdash.rundir import hdr
 from esdash.rundir.records import Header, Interval
 from esdash.rundir.stream import StreamReader
 from esdash.stats import geometric
+from esdash.stats.merge import Merged
 
 
 @dataclass

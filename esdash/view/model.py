@@ -7,7 +7,9 @@ following a live run, or any earlier one when replaying (``ViewParams.upto``).
 
 Folding (``_Fold``) keeps, per *scope* — ingest, the warm-up of step k, the measurement of
 step k — and per operation, the cumulative counters and latency histogram of the scope, plus
-the records of the last :data:`MAX_WINDOW` seconds for the sliding window.  Statistics are
+the records of the last :data:`MAX_WINDOW` seconds for the sliding window, each merged by
+:mod:`esdash.stats.merge` (the accumulator rank 0 merges the ranks' payloads with, so the
+dashboard adds up exactly what the results do).  Statistics are
 those of :mod:`esdash.stats` (percentiles only where the sample count supports them, exact
 gmean/gstd from the ``ln`` sums), computed on HDR counts (:mod:`esdash.rundir.hdr`): a
 record's histogram is decoded once, and adding counts arrays is what keeps a 4 Hz redraw of
@@ -34,7 +36,7 @@ from bisect import bisect_right
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeGuard
+from typing import Any, ClassVar, TypeGuard
 
 import msgspec
 
@@ -51,13 +53,14 @@ from esdash.rundir.records import (
     JsonMapping,
     JsonObject,
     NodeStatus,
-    OpPayload,
     PlannedStepInfo,
     Results,
     RunInfo,
     StreamRecord,
 )
-from esdash.stats import Bucket, Summary, bucket_counts, metrics, summarize
+from esdash.stats import PERCENTILES, Summary, bucket_counts, metrics, summarize
+from esdash.stats import Bucket as Bucket  # a histogram's bar, as viewers draw it
+from esdash.stats.merge import LAST_ERRORS, LENIENT, SKIP, OpData
 from esdash.stats.metrics import OpFigures, StreamSeconds
 from esdash.view.leakage import LeakageReading
 from esdash.view.trust import trust_lines
@@ -78,6 +81,12 @@ MAX_POINTS = 600
 CLUSTER_SAMPLES = 1200
 
 Scope = tuple[str, "int | None"]
+
+#: The kind of a figure (:mod:`esdash.stats.metrics`), which viewers label: the run's (from
+#: ``results.json``), the stream's "so far" until then, the sliding window's "now".
+RUN, SO_FAR, NOW = metrics.RUN, metrics.SO_FAR, metrics.NOW
+#: The counts of a latency histogram (:mod:`esdash.rundir.hdr`), as viewers pass them on.
+LatencyCounts = hdr.Counts
 
 
 # --------------------------------------------------------------------- statistics
@@ -126,108 +135,29 @@ class Latency:
         )
 
 
-class OpAcc:
-    """Counters and latency of one operation over some records (merged by addition)."""
+def op_latency(data: OpData, percentiles: Sequence[float] = SHOWN_PERCENTILES) -> Latency:
+    """Latency statistics of merged records, as :func:`esdash.stats.summarize` gives them."""
+    if data.latency.count <= 0:
+        return Latency()
+    return Latency.of_summary(summarize(data.latency, percentiles))
 
-    __slots__ = (
-        "requests",
-        "docs",
-        "errors",
-        "doc_errors",
-        "count",
-        "sum",
-        "ln_sum",
-        "ln_sq_sum",
-        "min",
-        "max",
-        "counts",
+
+def _figures(
+    data: OpData,
+    kind: str,
+    seconds: float | None,
+    indexing: bool,
+    percentiles: Sequence[float] = PERCENTILES,
+) -> OpFigures:
+    """An operation's figures over ``seconds``; the model decodes no service time."""
+    return metrics.op_figures(
+        data,
+        seconds,
+        kind=kind,
+        indexing=indexing,
+        percentiles=percentiles,
+        service_time=False,
     )
-
-    def __init__(self) -> None:
-        self.requests = 0
-        self.docs = 0
-        self.errors: dict[str, int] = {}
-        self.doc_errors: dict[str, int] = {}
-        self.count = 0
-        self.sum = 0.0
-        self.ln_sum = 0.0
-        self.ln_sq_sum = 0.0
-        self.min: float | None = None
-        self.max: float | None = None
-        self.counts: hdr.Counts = hdr.empty()
-
-    @classmethod
-    def from_payload(cls, data: OpPayload, decode: bool = True) -> OpAcc:
-        """One op payload of an interval record (its latency histogram decoded if asked)."""
-        acc = cls()
-        acc.requests = data.requests
-        acc.docs = data.docs
-        acc.errors = dict(data.errors)
-        acc.doc_errors = dict(data.doc_errors)
-        latency = data.latency
-        acc.count = latency.count
-        acc.sum = latency.sum
-        acc.ln_sum = latency.ln_sum
-        acc.ln_sq_sum = latency.ln_sq_sum
-        acc.min, acc.max = latency.min, latency.max
-        if decode and acc.count:
-            try:
-                acc.counts = hdr.decode(latency.hdr)
-            except ValueError:  # damaged in a way its pattern passed: no percentiles from it
-                acc.counts = hdr.empty()
-        return acc
-
-    def merge(self, other: OpAcc) -> OpAcc:
-        self.requests += other.requests
-        self.docs += other.docs
-        for key, value in other.errors.items():
-            self.errors[key] = self.errors.get(key, 0) + value
-        for key, value in other.doc_errors.items():
-            self.doc_errors[key] = self.doc_errors.get(key, 0) + value
-        self.count += other.count
-        self.sum += other.sum
-        self.ln_sum += other.ln_sum
-        self.ln_sq_sum += other.ln_sq_sum
-        if other.min is not None:
-            self.min = other.min if self.min is None else min(self.min, other.min)
-        if other.max is not None:
-            self.max = other.max if self.max is None else max(self.max, other.max)
-        if other.counts.size:
-            self.counts = hdr.add(self.counts, other.counts)
-        return self
-
-    @property
-    def failed(self) -> int:
-        return sum(self.errors.values())
-
-    @property
-    def ok(self) -> int:
-        return self.requests - self.failed
-
-    def latency(self, percentiles: Sequence[float] = SHOWN_PERCENTILES) -> Latency:
-        """Statistics as :func:`esdash.stats.summarize` gives them (it is the one)."""
-        if self.count <= 0:
-            return Latency()
-        return Latency.of_summary(summarize(self, percentiles))
-
-    def figures(
-        self,
-        kind: str,
-        seconds: float | None,
-        indexing: bool,
-        percentiles: Sequence[float] = metrics.PERCENTILES,
-    ) -> OpFigures:
-        """This operation's figures over ``seconds`` (:func:`esdash.stats.metrics.from_samples`)."""
-        return metrics.from_samples(
-            kind,
-            requests=self.requests,
-            failed=self.failed,
-            docs=self.docs,
-            seconds=seconds,
-            latency=self,
-            indexing=indexing,
-            percentiles=percentiles,
-        )
 
 
 # ------------------------------------------------------------------------ folding
@@ -263,7 +193,7 @@ class _Scope:
     records: int = 0
     first_t: float | None = None
     last_t: float | None = None
-    ops: dict[str, OpAcc] = field(default_factory=dict)
+    ops: dict[str, OpData] = field(default_factory=dict)
     #: The scope's seconds as the stream tells them (figures "so far").
     seconds: StreamSeconds = field(default_factory=StreamSeconds)
 
@@ -273,7 +203,7 @@ class _Recent:
     t: float
     scope: Scope
     elapsed: float
-    ops: dict[str, OpAcc]
+    ops: dict[str, OpData]
 
 
 def scope_of(record: Interval) -> Scope:
@@ -311,15 +241,15 @@ class _Fold:
         entry.records += 1
         entry.first_t = t if entry.first_t is None else entry.first_t
         entry.last_t = t
-        ops: dict[str, OpAcc] = {}
+        ops: dict[str, OpData] = {}
         points: dict[str, OpPoint] = {}
-        decode = self.only is None or scope == self.only
+        decoding = LENIENT if self.only is None or scope == self.only else SKIP
         for name, data in record.ops.items():
-            acc = OpAcc.from_payload(data, decode)
-            ops[name] = acc
+            acc = ops[name] = OpData()
+            acc.add_payload(data, decoding, service_time=SKIP)
             target = entry.ops.get(name)
             if target is None:
-                target = entry.ops[name] = OpAcc()
+                target = entry.ops[name] = OpData()
             target.merge(acc)
             for cls, value in acc.errors.items():
                 self.errors[cls] = self.errors.get(cls, 0) + value
@@ -329,10 +259,10 @@ class _Fold:
                 kept = self.last_errors.setdefault(cls, [])
                 kept.extend(msgspec.structs.replace(item, op=name) for item in items)
                 kept.sort(key=lambda item: item.wall or 0.0)
-                del kept[:-3]
+                del kept[:-LAST_ERRORS]
             if point:
                 indexing = metrics.indexes_documents(self.header, scope[0], scope[1], name)
-                now = acc.figures(metrics.NOW, elapsed, indexing, (50.0, 99.0))
+                now = _figures(acc, metrics.NOW, elapsed, indexing, (50.0, 99.0))
                 points[name] = OpPoint(
                     requests=now.requests,
                     errors=now.failed,
@@ -359,10 +289,10 @@ class _Fold:
             ops=points,
         )
 
-    def window(self, scope: Scope, t: float, seconds: float) -> tuple[float, dict[str, OpAcc]]:
+    def window(self, scope: Scope, t: float, seconds: float) -> tuple[float, dict[str, OpData]]:
         """Seconds covered and per-op totals of the scope's records in ``(t - seconds, t]``."""
         elapsed = 0.0
-        ops: dict[str, OpAcc] = {}
+        ops: dict[str, OpData] = {}
         for recent in reversed(self.recent):
             if recent.t <= t - seconds:
                 break
@@ -370,7 +300,7 @@ class _Fold:
                 continue
             elapsed += recent.elapsed
             for name, acc in recent.ops.items():
-                ops.setdefault(name, OpAcc()).merge(acc)
+                ops.setdefault(name, OpData()).merge(acc)
         return elapsed, ops
 
 
@@ -394,19 +324,22 @@ class Update:
     #: ``leakage.json`` when it appeared or changed (a run in a client-side mode).
     leakage: LeakageReading | None = None
 
+    #: The fields a poll fills only when it found something new (None: nothing this time);
+    #: the model takes each one found whole, in place of what it had.
+    REPLACING: ClassVar[tuple[str, ...]] = (
+        "run_info",
+        "session",
+        "nodes",
+        "slurm_state",
+        "log",
+        "stream_exists",
+        "results",
+        "leakage",
+    )
+
     def __bool__(self) -> bool:
-        return bool(
-            self.records
-            or self.cluster
-            or self.run_info is not None
-            or self.session is not None
-            or self.nodes is not None
-            or self.slurm_state is not None
-            or self.log is not None
-            or self.problems
-            or self.stream_exists is not None
-            or self.results is not None
-            or self.leakage is not None
+        return bool(self.records or self.cluster or self.problems) or any(
+            getattr(self, name) is not None for name in self.REPLACING
         )
 
 
@@ -612,22 +545,10 @@ class RunModel:
             self.add_record(record)
         if update.cluster:
             self.cluster.extend(update.cluster)
-        if update.run_info is not None:
-            self.run_info = update.run_info
-        if update.session is not None:
-            self.session = update.session
-        if update.nodes is not None:
-            self.nodes = update.nodes
-        if update.slurm_state is not None:
-            self.slurm_state = update.slurm_state
-        if update.log is not None:
-            self.log = update.log
-        if update.stream_exists is not None:
-            self.stream_exists = update.stream_exists
-        if update.results is not None:
-            self.results = update.results
-        if update.leakage is not None:
-            self.leakage = update.leakage
+        for name in Update.REPLACING:
+            found = getattr(update, name)
+            if found is not None:
+                setattr(self, name, found)
         self.problems.extend(update.problems)
         del self.problems[:-50]
         self.version += 1
@@ -719,11 +640,11 @@ class RunModel:
             finals = self._final_figures(scope) if over else {}
             for name in sorted(entry.ops):
                 total = entry.ops[name]
-                recent = window_ops.get(name) or OpAcc()
+                recent = window_ops.get(name) or OpData()
                 indexing = metrics.indexes_documents(header, scope[0], scope[1], name)
-                latest = recent.figures(metrics.NOW, window_elapsed, indexing)
-                whole = finals.get(name) or total.figures(
-                    metrics.SO_FAR, entry.seconds.seconds(ended=over), indexing
+                latest = _figures(recent, metrics.NOW, window_elapsed, indexing)
+                whole = finals.get(name) or _figures(
+                    total, metrics.SO_FAR, entry.seconds.seconds(ended=over), indexing
                 )
                 ops.append(
                     OpRow(
@@ -747,9 +668,9 @@ class RunModel:
                 selected = names[0] if names else None
             if selected is not None:
                 source = entry.ops[selected] if params.hist_cumulative else window_ops.get(selected)
-                if source is not None and source.counts.size:
-                    histogram = bucket_counts(source.counts, params.hist_rows)
-                    hist_count = source.count
+                if source is not None and source.latency.counts.size:
+                    histogram = bucket_counts(source.latency.counts, params.hist_rows)
+                    hist_count = source.latency.count
 
         final = self.final
         last_wall = self._last_wall()
@@ -1146,7 +1067,7 @@ def step_queries(model: RunModel) -> list[StepQuery]:
         for query, acc in sorted(entry.ops.items()):
             indexing = metrics.indexes_documents(header, phase, step, query)
             rows.append(
-                _step_query(step, name, query, acc.figures(metrics.SO_FAR, seconds, indexing))
+                _step_query(step, name, query, _figures(acc, metrics.SO_FAR, seconds, indexing))
             )
     return rows
 
@@ -1176,7 +1097,7 @@ def _from_results(results: Results) -> list[StepQuery]:
     ]
 
 
-def step_counts(model: RunModel, step: int, query: str) -> hdr.Counts:
+def step_counts(model: RunModel, step: int, query: str) -> LatencyCounts:
     """The latency counts of one query of one measured step (empty if unknown)."""
     if model.results is not None:
         for entry in model.results.steps:
@@ -1186,4 +1107,28 @@ def step_counts(model: RunModel, step: int, query: str) -> hdr.Counts:
         return hdr.empty()
     scope = model._live.scopes.get(("measure", step))
     acc = scope.ops.get(query) if scope is not None else None
-    return acc.counts if acc is not None else hdr.empty()
+    return acc.latency.counts if acc is not None else hdr.empty()
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """A latency histogram as bars (:func:`esdash.stats.bucket_counts`) and its sample count."""
+
+    buckets: tuple[Bucket, ...]
+    total: int
+
+
+def shared_histograms(
+    counts: Sequence[LatencyCounts | None], rows: Sequence[int]
+) -> list[Histogram] | None:
+    """Several latency histograms on one shared log axis (``rows[k]`` bars for the k-th), so
+    that a shift between them shows at a glance; None when none has a sample."""
+    found = [c if c is not None else hdr.empty() for c in counts]
+    ranges = [r for r in (hdr.value_range(c) for c in found) if r is not None]
+    if not ranges:
+        return None
+    low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    return [
+        Histogram(tuple(bucket_counts(c, bars, low, high)), hdr.total(c))
+        for c, bars in zip(found, rows, strict=True)
+    ]

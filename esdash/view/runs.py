@@ -1,133 +1,34 @@
-"""Sessions and runs as the dashboard's home screen lists them.
+"""Runs as the dashboard's home screen lists them.
 
-Textual-free, so it is unit-tested like the rest of the core:
+Textual-free, so it is unit-tested like the rest of the core: :func:`list_runs` /
+:func:`run_entry` read run directories under ``runs_dir()`` with their state (running,
+finished, failed, aborted, pending in Slurm, stopped, stalled ...) from ``run.json``,
+``results.json``, the stream's last record and, for a submitted job, ``squeue``; a run whose
+``run.json`` or ``results.json`` is damaged is listed as ``damaged``, with the file and the
+problem, beside the others.
 
-* :func:`list_sessions`: session files of some directories, validated, with key settings;
-* :func:`list_runs` / :func:`run_entry`: run directories under ``runs_dir()`` with their state
-  (running, finished, failed, aborted, pending in Slurm, stopped, stalled ...), read from
-  ``run.json``, ``results.json``, the stream's last record and, for a submitted job, ``squeue``;
-  a run whose ``run.json`` or ``results.json`` is damaged is listed as ``damaged``, with the
-  file and the problem, beside the others.
-
-Starting and stopping runs is :mod:`esdash.run`'s.  Nothing here is called per record; the
-functions touch the file system and may run ``squeue``, so a viewer calls them from a worker
-thread.
+Nothing here is called per record; the functions touch the file system and may run
+``squeue``, so a viewer calls them from a worker thread.  The session files beside the runs
+are :mod:`esdash.prepare.sessions`' (choosing what to start is decided before anything is
+launched); starting and stopping runs is :mod:`esdash.run`'s.
 """
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from esdash.errors import EsdashError
 from esdash.launch import process
-from esdash.rundir import files
 from esdash.rundir.files import RunFileError
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import Final, Header, Interval, ProcessRecord, RunInfo
 from esdash.rundir.stream import read_header, read_last
 
-if TYPE_CHECKING:
-    from esdash.plugin.manager import PluginSet
-
 #: A stream whose newest record is older than this many intervals (and STALL_MIN s) is stalled.
 STALL_INTERVALS = 3
 STALL_MIN = 5.0
-
-
-# ---------------------------------------------------------------------- sessions
-
-
-@dataclass(frozen=True)
-class SessionEntry:
-    path: Path
-    name: str
-    description: str = ""
-    nodes: int | None = None
-    workers_per_node: int | None = None
-    track: str | None = None
-    encryption: str | None = None
-    interconnect: str | None = None
-    warmup: float | None = None
-    duration: float | None = None
-    slurm_time: str | None = None
-    error: str | None = None
-
-    @property
-    def valid(self) -> bool:
-        return self.error is None
-
-
-def session_dirs(extra: Iterable[str | Path] = ()) -> list[Path]:
-    """``./sessions``, ``ESDASH_SESSIONS`` (``:``-separated) and ``extra``, without repeats."""
-    found: list[Path] = []
-    candidates = [Path("sessions"), *(Path(p) for p in extra)]
-    candidates += [Path(p) for p in os.environ.get("ESDASH_SESSIONS", "").split(":") if p]
-    for candidate in candidates:
-        path = candidate.expanduser().resolve()
-        if path not in found:
-            found.append(path)
-    return found
-
-
-def load_entry(path: Path, plugins: PluginSet | None = None, checked: bool = False) -> SessionEntry:
-    """One session file, validated; an invalid one carries its error message.
-
-    ``checked`` also runs the pre-flight checks of the session stage (the ones
-    ``esdash session check`` runs): the dashboard's validate and launch keys.
-    """
-    from esdash.cluster import preflight
-    from esdash.session import load_session
-
-    try:
-        session = load_session(path, plugins)
-        problems = preflight.findings(session, "session", plugins=plugins) if checked else []
-    except EsdashError as exc:
-        return SessionEntry(path=path, name=path.stem, error=str(exc))
-    if problems:
-        return SessionEntry(path=path, name=session.name, error="\n".join(problems))
-    return SessionEntry(
-        path=path,
-        name=session.name,
-        description=session.description,
-        nodes=session.cluster.nodes,
-        workers_per_node=session.benchmark.workers_per_node,
-        track=session.track.name,
-        encryption=session.encryption.name,
-        interconnect=session.cluster.interconnect,
-        warmup=session.benchmark.warmup,
-        duration=session.benchmark.duration,
-        slurm_time=session.slurm.time,
-    )
-
-
-def is_campaign(path: Path) -> bool:
-    """A campaign file (``esdash sweep``: it has ``[axes]``) lives among sessions too."""
-    from esdash.session import tomllib
-
-    try:
-        return "axes" in tomllib.loads(files.read_regular(path).decode())
-    except (OSError, ValueError, RecursionError):
-        return False  # shown as an invalid session, with the parser's message
-
-
-def list_sessions(dirs: Iterable[Path], plugins: PluginSet | None = None) -> list[SessionEntry]:
-    """The session files of ``dirs``, validated (campaign files are left out)."""
-    entries = []
-    for directory in dirs:
-        try:
-            found = sorted(directory.glob("*.toml"))
-        except OSError:
-            continue
-        entries.extend(load_entry(path, plugins) for path in found if not is_campaign(path))
-    return entries
-
-
-# -------------------------------------------------------------------------- runs
 
 
 @dataclass(frozen=True)
@@ -198,16 +99,17 @@ def run_entry(
             return None
         info = RunInfo()
     header = read_header(stream) if stream.is_file() else None
-    base = {
-        "path": path,
-        "run_id": path.name,
-        "session": str(
+    base = RunEntry(
+        path=path,
+        run_id=path.name,
+        session=str(
             info.session_name or (header.session.get("name") if header is not None else None) or "?"
         ),
-        "created": info.created or (header.started if header is not None else None),
-        "slurm_job": info.slurm_job or (header.slurm_job_id if header is not None else None),
-        "benchmark": header is not None or info.bench_launcher is not None,
-    }
+        state="",
+        created=info.created or (header.started if header is not None else None),
+        slurm_job=info.slurm_job or (header.slurm_job_id if header is not None else None),
+        benchmark=header is not None or info.bench_launcher is not None,
+    )
     if run.results_file.exists():  # not a regular file: damaged
         try:
             results = run.read_results()
@@ -216,29 +118,29 @@ def run_entry(
             status, reason = None, None
             damage.append(_damage(exc))
         if damage:
-            return RunEntry(state=DAMAGED, detail="; ".join(damage), **base)
+            return replace(base, state=DAMAGED, detail="; ".join(damage))
         if status:
-            state = "finished" if status == "ok" else status
-            return RunEntry(state=state, detail=str(reason or ""), **base)
+            finished = "finished" if status == "ok" else status
+            return replace(base, state=finished, detail=str(reason or ""))
     if damage:
-        return RunEntry(state=DAMAGED, detail="; ".join(damage), **base)
+        return replace(base, state=DAMAGED, detail="; ".join(damage))
     last = read_last(stream) if header is not None else None
     if isinstance(last, Final):
-        return RunEntry(
+        return replace(
+            base,
             state="finished" if last.status == "ok" else last.status,
             detail=str(last.reason or ""),
-            **base,
         )
     state = info.state
     if info.submitted and state in ("queued", "starting", "running"):
         job = str(info.slurm_job)
         slurm = _job_state(job, job_state)
         if slurm == "PENDING":
-            return RunEntry(state="pending", detail=f"Slurm job {job} pending", **base)
+            return replace(base, state="pending", detail=f"Slurm job {job} pending")
         if slurm == "FINISHED":
-            return RunEntry(state="ended", detail=f"Slurm job {job} left the queue", **base)
+            return replace(base, state="ended", detail=f"Slurm job {job} left the queue")
         if slurm != "RUNNING":
-            return RunEntry(state=state or "queued", detail=f"Slurm {slurm}", **base)
+            return replace(base, state=state or "queued", detail=f"Slurm {slurm}")
     if header is not None:
         interval = header.interval
         wall = last.wall if last is not None and not isinstance(last, Header) else header.started
@@ -247,25 +149,25 @@ def run_entry(
         bench = info.bench_launcher
         bench_alive = _alive_here(bench)
         if bench_alive or (age is not None and age <= max(STALL_INTERVALS * interval, STALL_MIN)):
-            return RunEntry(state="running", detail=detail, **base)
+            return replace(base, state="running", detail=detail)
         if process.here(bench) and info.bench_exit is None:
-            return RunEntry(
-                state="stalled", detail="benchmark writer gone, no final record", **base
-            )
+            return replace(base, state="stalled", detail="benchmark writer gone, no final record")
         if age is not None:
-            return RunEntry(state="stalled", detail=f"no record for {age:.0f} s", **base)
+            return replace(base, state="stalled", detail=f"no record for {age:.0f} s")
     if state in ("starting", "running", "prepared") and info.launcher is not None:
         launcher = info.launcher
         if process.here(launcher) and not process.alive(launcher):
-            return RunEntry(state="dead", detail="the cluster launcher is gone", **base)
+            return replace(base, state="dead", detail="the cluster launcher is gone")
         label = "running" if state == "running" else "starting"
-        return RunEntry(state=label, detail="cluster" if state == "running" else "", **base)
-    return RunEntry(state=str(state or "unknown"), detail="", **base)
+        return replace(base, state=label, detail="cluster" if state == "running" else "")
+    return replace(base, state=str(state or "unknown"), detail="")
 
 
 def _job_state(job: str, job_state: Callable[[str], str] | None) -> str:
     if job_state is None:
-        from esdash.launch.slurm import job_state
+        from esdash.launch.slurm import job_state as squeue_state
+
+        job_state = squeue_state
     try:
         return job_state(job)
     except Exception as exc:  # squeue missing or hung: say so

@@ -16,16 +16,24 @@ Run it in a thread: a poll may take as long as the file system (or ``squeue``) d
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
 from esdash.errors import EsdashError
-from esdash.rundir.files import read_regular, tail
+from esdash.rundir.files import read_regular
+from esdash.rundir.files import tail as tail  # a log's last lines, for viewers to show
+from esdash.rundir.layout import RESULTS as RESULTS  # names viewers tell the user
+from esdash.rundir.layout import RUN_LOG as RUN_LOG
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import ClusterSample, NodeStatus, RunInfo
 from esdash.rundir.stream import JsonlFollower, StreamReader
-from esdash.session import tomllib
 from esdash.view.leakage import read_leakage
 from esdash.view.model import Update
 
@@ -160,7 +168,9 @@ class RunSource:
     def _slurm_state(self, job: str) -> str:
         job_state = self._job_state
         if job_state is None:
-            from esdash.launch.slurm import job_state
+            from esdash.launch.slurm import job_state as squeue_state
+
+            job_state = squeue_state
         try:
             return job_state(job)
         except Exception as exc:  # squeue hung or vanished: show it, keep going

@@ -77,6 +77,7 @@ from esdash.plugin_api import (
     Option,
     OptionValues,
     Owner,
+    Register,
     describe,
     group_name,
     hookimpl,
@@ -898,5 +899,5 @@ def check_tools() -> HostCheck:
 
 
 @hookimpl
-def esdash_register_encryption_modes(register) -> None:
+def esdash_register_encryption_modes(register: Register[EncryptionMode]) -> None:
     register(GocryptfsMode())

@@ -5,7 +5,7 @@ The baseline of every comparison in the paper.
 
 from __future__ import annotations
 
-from esdash.plugin_api import EncryptionMode, hookimpl
+from esdash.plugin_api import EncryptionMode, Register, hookimpl
 
 
 class NoEncryption(EncryptionMode):
@@ -14,5 +14,5 @@ class NoEncryption(EncryptionMode):
 
 
 @hookimpl
-def esdash_register_encryption_modes(register) -> None:
+def esdash_register_encryption_modes(register: Register[EncryptionMode]) -> None:
     register(NoEncryption())

@@ -8,7 +8,7 @@ IPoIB interface's address.
 
 from __future__ import annotations
 
-from esdash.plugin_api import Interconnect, hookimpl
+from esdash.plugin_api import Interconnect, Register, hookimpl
 
 
 class Loopback(Interconnect):
@@ -36,6 +36,6 @@ class InfiniBand(Interconnect):
 
 
 @hookimpl
-def esdash_register_interconnects(register) -> None:
+def esdash_register_interconnects(register: Register[Interconnect]) -> None:
     for interconnect in (Loopback(), Ethernet(), OmniPath(), InfiniBand()):
         register(interconnect)

@@ -32,15 +32,18 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from esdash.plugin_api import (
+    REPLICAS,
+    SHARDS,
     Corpus,
     FieldSpec,
+    GeneratedTrack,
     JsonObject,
     Option,
     OptionValues,
     Query,
     QueryStep,
+    Register,
     Track,
-    generated_corpus,
     hookimpl,
 )
 
@@ -91,6 +94,18 @@ FLOAT_FIELDS: dict[str, tuple[float, float, float]] = {
     # mm per pixel: FOV (50-700 mm) / ImageMatrixX (13-512).
     "BaseResolution": (0.0, 60.0, 0.0001),
 }
+#: The constant k-space fields.
+CONSTANT_ONE = (
+    "KspaceMaps",
+    "KspaceTE",
+    "KspaceCoeff",
+    "KspaceCoeff2",
+    "KspaceIter",
+    "KspaceCshift",
+    "KspaceTime",
+    "KspaceTime2",
+    "KspaceLevel",
+)
 INTEGER_FIELDS: dict[str, tuple[int, int]] = {
     "NumberReceiverChannels": (0, 256),
     "KspaceX": (0, 4096),
@@ -98,22 +113,7 @@ INTEGER_FIELDS: dict[str, tuple[int, int]] = {
     "KspacePhaseEnc1": (0, 4096),
     "KspacePhaseEnc2": (0, 4096),
     "KspaceCoils": (0, 256),
-    **{
-        name: (0, 1024)
-        for name in (
-            "KspaceMaps",
-            "KspaceTE",
-            "KspaceCoeff",
-            "KspaceCoeff2",
-            "KspaceIter",
-            "KspaceCshift",
-            "KspaceTime",
-            "KspaceTime2",
-            "KspaceLevel",
-            "KspaceAvg",
-            "KspaceSlice",
-        )
-    },
+    **{name: (0, 1024) for name in (*CONSTANT_ONE, "KspaceAvg", "KspaceSlice")},
     "ImageMatrixX": (0, 4096),
     "ImageMatrixY": (0, 4096),
     "ImageMatrixZ": (0, 4096),
@@ -213,18 +213,6 @@ SURNAMES = (
     "Hoffmann",
 )
 TAGS = tuple(f"Tag{i}" for i in range(1, 11))
-#: The constant k-space fields.
-CONSTANT_ONE = (
-    "KspaceMaps",
-    "KspaceTE",
-    "KspaceCoeff",
-    "KspaceCoeff2",
-    "KspaceIter",
-    "KspaceCshift",
-    "KspaceTime",
-    "KspaceTime2",
-    "KspaceLevel",
-)
 STUDY_FIRST = date(2010, 1, 1)
 STUDY_LAST = date(2020, 1, 1)
 #: Field of view (metres): half "head" N(25 cm, 5 cm), half "chest" N(40 cm, 5 cm), clipped.
@@ -433,39 +421,24 @@ QUERIES = (
 # ------------------------------------------------------------------------------ track
 
 
-class MriTrack(Track):
+class MriTrack(GeneratedTrack):
     name = "mri"
     description = "mock MRI metadata (63 fields) and the paper's seven queries"
     options = (
         Option("documents", "int", "number of generated documents", default=10000, minimum=1),
         Option("seed", "int", "seed of the document generator", default=42),
-        Option("shards", "int", "primary shards of the index", default=3, minimum=1),
-        Option("replicas", "int", "replicas per shard", default=0, minimum=0),
+        SHARDS,
+        REPLICAS,
     )
     index = INDEX
     fields = _field_specs()
 
-    def resolved(self, options: OptionValues) -> OptionValues:
-        """``options`` with the declared defaults filled in for keys it lacks."""
-        return {option.name: options.get(option.name, option.default) for option in self.options}
-
-    def index_body(self, options: OptionValues) -> JsonObject:
-        values = self.resolved(options)
-        return {
-            "settings": {
-                "number_of_shards": values["shards"],
-                "number_of_replicas": values["replicas"],
-            },
-            "mappings": mapping(),
-        }
+    def mapping(self) -> JsonObject:
+        return mapping()
 
     def corpus(self, options: OptionValues, cache_dir: Path) -> Corpus:
         """``cache_dir/mri-<documents>-<seed>.ndjson``, generated once (atomically)."""
-        values = self.resolved(options)
-        count, seed = values["documents"], values["seed"]
-        path = Path(cache_dir) / f"mri-{count}-{seed}.ndjson"
-        origin = {"generator": "mri", "seed": seed}  # identifies the index's corpus
-        return generated_corpus(path, generate(count, seed), count, origin)
+        return self.cached_corpus(options, cache_dir, generate)
 
     def query_steps(self, options: OptionValues) -> tuple[QueryStep, ...]:
         """One step per query, like the paper's tables; session warm-up and duration."""
@@ -473,5 +446,5 @@ class MriTrack(Track):
 
 
 @hookimpl
-def esdash_register_tracks(register) -> None:
+def esdash_register_tracks(register: Register[Track]) -> None:
     register(MriTrack())

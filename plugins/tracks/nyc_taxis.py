@@ -25,15 +25,18 @@ from pathlib import Path
 from typing import TypeVar
 
 from esdash.plugin_api import (
+    REPLICAS,
+    SHARDS,
     Corpus,
     CorpusStatus,
     FieldSpec,
+    GeneratedTrack,
     JsonObject,
     Option,
     OptionValues,
     QueryStep,
+    Register,
     Track,
-    generated_corpus,
     hookimpl,
     load_steps,
 )
@@ -226,7 +229,7 @@ def generate(documents: int, seed: int) -> Iterator[JsonObject]:
 # ------------------------------------------------------------------------------ track
 
 
-class NycTaxisTrack(Track):
+class NycTaxisTrack(GeneratedTrack):
     name = "nyc_taxis"
     description = "NYC taxi trips (Rally's nyc_taxis): the authors' mapping and 18 query steps"
     options = (
@@ -237,35 +240,21 @@ class NycTaxisTrack(Track):
             "path",
             "Rally's nyc_taxis documents.json to ingest instead of generated trips",
         ),
-        Option("shards", "int", "primary shards of the index", default=3, minimum=1),
-        Option("replicas", "int", "replicas per shard", default=0, minimum=0),
+        SHARDS,
+        REPLICAS,
     )
     index = INDEX
     fields = FIELDS
 
-    def resolved(self, options: OptionValues) -> OptionValues:
-        """``options`` with the declared defaults filled in for keys it lacks."""
-        return {option.name: options.get(option.name, option.default) for option in self.options}
-
-    def index_body(self, options: OptionValues) -> JsonObject:
-        values = self.resolved(options)
-        return {
-            "settings": {
-                "number_of_shards": values["shards"],
-                "number_of_replicas": values["replicas"],
-            },
-            "mappings": mapping(),
-        }
+    def mapping(self) -> JsonObject:
+        return mapping()
 
     def corpus(self, options: OptionValues, cache_dir: Path) -> Corpus:
         """The real ``documents_file`` as it is, else ``nyc_taxis-<documents>-<seed>.ndjson``."""
         values = self.resolved(options)
         if values["documents_file"] is not None:
             return Corpus(Path(values["documents_file"]))
-        count, seed = values["documents"], values["seed"]
-        path = Path(cache_dir) / f"nyc_taxis-{count}-{seed}.ndjson"
-        origin = {"generator": "nyc_taxis", "seed": seed}  # identifies the index's corpus
-        return generated_corpus(path, generate(count, seed), count, origin)
+        return self.cached_corpus(options, cache_dir, generate)
 
     def corpus_check(self, options: OptionValues, cache_dir: Path) -> CorpusStatus | None:
         """``documents_file`` is read as it is, so the ``corpus`` check may read it whole;
@@ -285,5 +274,5 @@ class NycTaxisTrack(Track):
 
 
 @hookimpl
-def esdash_register_tracks(register) -> None:
+def esdash_register_tracks(register: Register[Track]) -> None:
     register(NycTaxisTrack())

@@ -22,8 +22,10 @@ import numpy as np
 from mpi4py import MPI
 
 from esdash.bench.channel import ChannelWriter
-from esdash.bench.rank import KIND_FINAL, Coordinator, RankState, Reporter, Schedule
+from esdash.bench.coordinator import Coordinator
+from esdash.bench.rank_state import RankState, Schedule
 from esdash.bench.recorder import Recorder
+from esdash.bench.reporting import KIND_FINAL, Reporter
 from esdash.rundir.layout import RunDir
 
 SEED = 20240613

@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 from esdash.bench.channel import ChannelReader, ChannelWriter
-from esdash.bench.merge import Merged
 from esdash.bench.nodewatch import NodeWatch
 from esdash.bench.recorder import Recorder
 from esdash.bench.sink import _nodes_down
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import Health, NodeEvent, NodePlan
+from esdash.stats.merge import Merged
 
 
 def test_a_reader_takes_complete_lines_and_leaves_a_torn_one_for_later(tmp_path: Path) -> None:

@@ -19,17 +19,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from esdash.bench import slices as corpus_module
-from esdash.bench.slices import (
-    OFFSETS_SUFFIX,
-    Batch,
-    Slice,
-    offsets_path,
-    plan_slices,
-    read_slice,
-)
+from esdash.bench.slices import Batch, read_slice
 from esdash.errors import BadInput
+from esdash.plugin import corpus_slices as corpus_module
 from esdash.plugin.corpus import check_corpus, detect_action_lines, write_atomically
+from esdash.plugin.corpus_slices import OFFSETS_SUFFIX, Slice, offsets_path, plan_slices
 from esdash.plugin_api import Corpus
 
 #: A small line limit keeps "huge line" examples small.

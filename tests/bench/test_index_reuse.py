@@ -16,21 +16,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdash.bench.index_reuse import (
+from esdash.bench.index_reuse import Existing, IndexRefused, decide, prepare_index
+from esdash.errors import BadInput, EsdashError
+from esdash.plugin.corpus_slices import corpus_digest
+from esdash.plugin.index_stamp import (
     FORMAT,
     META_KEY,
-    Existing,
-    IndexRefused,
     corpus_identity,
-    decide,
     flat_settings,
     planned_stamp,
-    prepare_index,
     stamp_index_body,
 )
-from esdash.bench.slices import corpus_digest
-from esdash.errors import BadInput, EsdashError
-from esdash.plugin.api import Corpus
+from esdash.plugin.values import Corpus
 from esdash.rundir.records import BenchPlan
 
 BODY = {
@@ -374,8 +371,8 @@ def test_a_refusal_touches_nothing(meta: dict | None, plan: BenchPlan) -> None:
 def test_make_plan_stamps_the_index_and_records_the_mode(tmp_path: Path) -> None:
     from esdash_plugins.tracks.mri import MriTrack
 
-    from esdash.bench.plan import make_plan
-    from esdash.plugin.api import Distribution
+    from esdash.plugin.values import Distribution
+    from esdash.prepare.plan import make_plan
     from esdash.session import parse_session
 
     session = parse_session(

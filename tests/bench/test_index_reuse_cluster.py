@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from support.cli import esdash, write_session
 
-from esdash.bench.index_reuse import META_KEY
 from esdash.cluster import pki
 from esdash.cluster.control import control_client
 from esdash.cluster.http import Connection, Target
 from esdash.plugin.control import ControlClient
+from esdash.plugin.index_stamp import META_KEY
 from esdash.rundir.layout import RunDir
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi]

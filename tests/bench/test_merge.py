@@ -10,10 +10,10 @@ import msgspec
 import pytest
 from support.records import as_json
 
-from esdash.bench.merge import Merged, merge_payloads
 from esdash.bench.recorder import Recorder
 from esdash.rundir import hdr
 from esdash.rundir.records import RankPayload
+from esdash.stats.merge import Merged, merge_payloads
 
 
 class FakeWall:

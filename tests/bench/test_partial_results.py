@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from esdash.bench import loadgen
-from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
 from esdash.cluster import pki
 from esdash.cluster.control import control_client
 from esdash.cluster.http import Connection, Target
 from esdash.rundir.layout import RunDir
+from esdash.stats.merge import Merged
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi]
 

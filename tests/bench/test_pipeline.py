@@ -13,14 +13,14 @@ from support.records import final as final_record
 from support.records import header as header_record
 from support.records import interval as interval_record
 
-from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
 from esdash.bench.results import RunAccumulator, build_results
-from esdash.report.summary import render_record_line, render_summary
-from esdash.report.thresholds import evaluate_thresholds, parse_threshold
 from esdash.rundir import files
 from esdash.rundir.records import Results
 from esdash.rundir.stream import StreamReader, StreamWriter
+from esdash.stats.merge import Merged
+from esdash.view.summary import render_record_line, render_summary
+from esdash.view.thresholds import evaluate_thresholds, parse_threshold
 
 STARTED = 2_000_000_000.0
 

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from esdash_plugins.tracks.rally_corpus import join_documents, take_documents
+from esdash_plugins.tracks.rally.corpus import join_documents, take_documents
 
-from esdash.bench.slices import offsets_path, plan_slices
-from esdash.cluster import preflight
-from esdash.plugin.api import Corpus
+from esdash.errors import BadInput
+from esdash.plugin import corpus_scan
 from esdash.plugin.corpus import generated_corpus, keep_private, write_atomically
+from esdash.plugin.corpus_slices import offsets_path, plan_slices
+from esdash.plugin.values import Corpus
 
 DOCS = [{"n": k, "name": f"patient {k}"} for k in range(20)]
 
@@ -70,6 +72,29 @@ def test_a_copy_an_older_version_left_readable_is_made_private_on_reuse(tmp_path
     assert mode(target) == 0o644
 
 
+#: Cache files a crash, a full disk or a hand left damaged: empty, cut in half, a bad line
+#: past the thousand lines the fast check samples.
+DAMAGED = {
+    "empty": b"",
+    "cut": b'{"n":1}\n{"n":',
+    "bad line 1500": b"".join(b"{]\n" if k == 1499 else b'{"n":%d}\n' % k for k in range(2000)),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED))
+def test_a_damaged_copy_left_readable_is_refused_and_keeps_its_mode(
+    tmp_path: Path, damage: str
+) -> None:
+    """Bad input never changes an input file: the mode is narrowed only once every line of
+    the reused file passed (the fuzz campaign's damaged cached corpus, tests/fuzz)."""
+    path = tmp_path / "mri-20-42.ndjson"
+    path.write_bytes(DAMAGED[damage])
+    path.chmod(0o644)
+    with pytest.raises(BadInput, match=re.escape(str(path))):
+        generated_corpus(path, iter(DOCS), len(DOCS))
+    assert mode(path) == 0o644 and path.read_bytes() == DAMAGED[damage]
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 def test_another_users_file_is_left_alone(tmp_path: Path) -> None:
     other = pwd.getpwnam(os.environ.get("ESDASH_TEST_USER", "esdash"))
@@ -116,8 +141,8 @@ def test_offsets_and_corpus_check_records_are_private(
     slices = plan_slices(Corpus(path), 4)
     assert sum(s.documents for s in slices) == 50
     assert mode(offsets_path(path)) == 0o600
-    preflight.check_whole_corpus(Corpus(path))
-    records = tmp_path / "cache" / preflight.CORPUS_CHECKS
+    corpus_scan.check_whole_corpus(Corpus(path))
+    records = tmp_path / "cache" / corpus_scan.CORPUS_CHECKS
     assert [mode(r) for r in records.iterdir()] == [0o600]
     assert mode(records) == 0o700 and mode(tmp_path / "cache") == 0o700
-    assert preflight.corpus_checked(Corpus(path))  # the record is still read back
+    assert corpus_scan.corpus_checked(Corpus(path))  # the record is still read back

@@ -1,7 +1,7 @@
 """The verbatim read path: a checked corpus gives the same bulk bodies, unparsed.
 
 Issue 18: parsing every document line was most of the client's CPU at ingest.  A corpus the
-run's whole-file check passed (``esdash.cluster.preflight.check_whole_corpus``) is copied
+run's whole-file check passed (``esdash.plugin.corpus_scan.check_whole_corpus``) is copied
 into the bodies as it is.  These tests hold the two paths to the same bytes over generated
 corpora (blank lines, CRLF, a BOM, no final newline, action lines with and without
 ``_index``, any rank count and batch size, lines spanning the path's read blocks), and check
@@ -19,9 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from esdash.bench import slices as slices_module
-from esdash.bench.slices import Batch, plan_slices, read_slice
-from esdash.cluster.preflight import check_whole_corpus, corpus_checked
+from esdash.bench.slices import Batch, read_slice
 from esdash.errors import BadInput
+from esdash.plugin.corpus_scan import check_whole_corpus, corpus_checked
+from esdash.plugin.corpus_slices import plan_slices
 from esdash.plugin_api import Corpus
 
 PROPERTY = settings(

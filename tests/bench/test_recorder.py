@@ -13,7 +13,6 @@ from hdrh.histogram import HdrHistogram
 from support.records import as_json
 
 from esdash.bench.recorder import (
-    LAST_ERRORS,
     MESSAGE_LIMIT,
     Recorder,
     bulk_item_class,
@@ -22,6 +21,7 @@ from esdash.bench.recorder import (
 )
 from esdash.rundir import hdr
 from esdash.rundir.records import PAYLOAD_VERSION, RankPayload
+from esdash.stats.merge import LAST_ERRORS
 
 
 class FakeClock:

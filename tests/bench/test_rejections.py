@@ -11,8 +11,8 @@ from support.records import header
 from esdash.bench.recorder import Recorder
 from esdash.bench.rejections import ingest_flag
 from esdash.bench.results import RunAccumulator, build_results
-from esdash.report.summary import render_summary
 from esdash.rundir.records import Final, IngestResult, Results
+from esdash.view.summary import render_summary
 
 HEADER = header(run_id="rej-1", started=1000.0, interval=1.0, bench_ranks=[{"rank": 1}], steps=[])
 STRICT = "strict_dynamic_mapping_exception"

@@ -7,11 +7,11 @@ import json
 import pytest
 from support.records import as_json, header
 
-from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
 from esdash.bench.results import SCHEMA, RunAccumulator, build_results, export_authors_format
 from esdash.rundir import hdr
 from esdash.rundir.records import Final
+from esdash.stats.merge import Merged
 
 STEPS = [
     {

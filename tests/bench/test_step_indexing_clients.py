@@ -18,14 +18,14 @@ from typing import Any
 
 import pytest
 
-from esdash.bench.rank import Aborted
+from esdash.bench.rank_state import Aborted
 from esdash.bench.recorder import SharedRecorder
-from esdash.bench.slices import plan_slices
 from esdash.bench.step_indexing import IndexingClient, IndexingRun, documents_to_send
 from esdash.cluster import pki
 from esdash.cluster.control import control_client
 from esdash.cluster.http import Connection, Target
-from esdash.plugin.api import Corpus
+from esdash.plugin.corpus_slices import plan_slices
+from esdash.plugin.values import Corpus
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import PlannedIndexing
 

@@ -10,13 +10,12 @@ import random
 
 import pytest
 
-from esdash.bench.plan import in_rounds
 from esdash.bench.recorder import Recorder
 from esdash.bench.results import RunAccumulator, build_results
 from esdash.bench.rounds import rounds_result
 from esdash.errors import BadInput
+from esdash.prepare.plan import in_rounds
 from esdash.references import parse_references
-from esdash.report.references import judge, misses, render_references
 from esdash.rundir.records import (
     BenchInfo,
     BenchPlan,
@@ -26,6 +25,7 @@ from esdash.rundir.records import (
     PlannedStepInfo,
     Topology,
 )
+from esdash.view.references import judge, misses, render_references
 
 INTERVAL = 1.0
 

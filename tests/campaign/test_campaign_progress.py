@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.campaign import finished_run, write_campaign
 
-from esdash.campaign.progress import (
+from esdash.rundir.records import CAMPAIGN_SCHEMA as SCHEMA
+from esdash.view.campaign import (
     CampaignFileError,
     ProgressFollower,
     campaign_files,
@@ -26,7 +27,6 @@ from esdash.campaign.progress import (
     shown_state,
     summary_of,
 )
-from esdash.rundir.records import CAMPAIGN_SCHEMA as SCHEMA
 
 
 def parse_progress(data: Any, path: Path):

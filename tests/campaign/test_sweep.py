@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from support.cli import ESDASH, esdash, java_pids_under, write_session
 
-from esdash.campaign.progress import read_progress
 from esdash.view import format as fmt
+from esdash.view.campaign import read_progress
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi]
 

@@ -31,11 +31,11 @@ from support.cli import (
 )
 
 from esdash.cluster import ports
-from esdash.cluster.preflight import PortsFree
 from esdash.cluster.rank import _record_port_clash, _with_ports
 from esdash.cluster.topology import RankReport, plan_topology
 from esdash.plugin.checks import CheckContext
 from esdash.plugin.manager import get_plugins
+from esdash.prepare.checks.cluster import PortsFree
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import NodePlan
 from esdash.session import Session, load_session

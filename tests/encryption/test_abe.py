@@ -830,8 +830,8 @@ def test_responses_decode_hits_sort_values_and_aggregations(codec, corpus, encry
 
 
 def test_plan_marks_unsupported_queries_and_stores_only_what_is_sent(codec, tmp_path) -> None:
-    from esdash.bench.plan import make_plan
     from esdash.plugin_api import Corpus, Distribution, QueryStep
+    from esdash.prepare.plan import make_plan
     from esdash.session import parse_session
 
     session = parse_session(
@@ -860,8 +860,9 @@ def test_plan_marks_unsupported_queries_and_stores_only_what_is_sent(codec, tmp_
 
 def test_bulk_bodies_carry_no_plaintext(codec, corpus, tmp_path) -> None:
     """The bytes a worker sends at ingest: read_slice with the codec, as the rank does."""
-    from esdash.bench.slices import plan_slices, read_slice
+    from esdash.bench.slices import read_slice
     from esdash.plugin.corpus import generated_corpus
+    from esdash.plugin.corpus_slices import plan_slices
 
     docs = [dict(d) for d in corpus[:300]]
     docs[7]["ismrmrdHeader"] = "xx QZXJMARKERTEXT77 yy"
@@ -937,7 +938,7 @@ def test_workers_decode_inside_the_measured_time_and_count_failures(codec) -> No
 def test_read_ahead_keeps_order_raises_in_order_and_stops_early() -> None:
     import threading
 
-    from esdash.bench.rank import _read_ahead
+    from esdash.bench.worker import _read_ahead
 
     assert list(_read_ahead(iter(range(50)))) == list(range(50))
 

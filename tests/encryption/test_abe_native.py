@@ -23,8 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.prereqs import unavailable
 
-from esdash.bench.slices import Slice, read_slice
+from esdash.bench.slices import read_slice
 from esdash.errors import BadInput
+from esdash.plugin.corpus_slices import Slice
 from esdash.plugin_api import Corpus, FieldSpec
 
 

@@ -32,7 +32,7 @@ from esdash_plugins.tracks.mri import QUERIES, MriTrack, generate
 from support.abe import older_format
 from support.cli import esdash, java_pids_under, run_dir_from, write_session
 
-from esdash.bench.index_reuse import corpus_identity, stamp_index_body
+from esdash.plugin.index_stamp import corpus_identity, stamp_index_body
 
 pytestmark = [pytest.mark.es, pytest.mark.mpi]
 

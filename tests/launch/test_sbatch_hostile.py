@@ -29,6 +29,7 @@ from esdash.campaign.spec import CampaignError, parse_campaign
 from esdash.errors import BadInput
 from esdash.launch.slurm import batch_script, python_command
 from esdash.plugin.steps import parse_steps
+from esdash.prepare.slurm_job import job_request
 from esdash.rundir.layout import RunDir
 from esdash.session import Session, SessionError, parse_session
 
@@ -210,7 +211,7 @@ def test_hostile_value_is_refused_or_reads_back_exactly(
     session = parse_session(data, tmp_path / "s.toml")
     run = RunDir.create(tmp_path / "runs", session.name)
     command = python_command("cluster", "up", str(tmp_path / "s.toml"), "--run-dir", str(run.path))
-    options, commands = sbatch_reads(batch_script(session, run, command))
+    options, commands = sbatch_reads(batch_script(job_request(session), run, command))
     assert options == intended(session, run)
     assert commands == [["set", "-euo", "pipefail"], ["exec", *command]]
 
@@ -250,7 +251,7 @@ def test_real_slurm_values_read_back_exactly(tmp_path: Path) -> None:
     session = parse_session(data, tmp_path / "s.toml")
     run = RunDir.create(tmp_path / "runs", session.name)
     command = python_command("run", str(tmp_path / "s.toml"), "--run-dir", str(run.path))
-    options, commands = sbatch_reads(batch_script(session, run, command))
+    options, commands = sbatch_reads(batch_script(job_request(session), run, command))
     assert options == intended(session, run)
     assert commands == [["set", "-euo", "pipefail"], ["exec", *command]]
 
@@ -262,7 +263,7 @@ def test_the_command_line_gives_bash_exactly_the_argv(tmp_path: Path) -> None:
     run = RunDir.create(tmp_path / "runs", session.name)
     words = ["a;b", "$(touch pwned)", "`touch pwned`", "a b", "it's", 'say "hi"', "$HOME", "é"]
     command = [sys.executable, "-c", "import json, sys; print(json.dumps(sys.argv[1:]))", *words]
-    script = batch_script(session, run, command)
+    script = batch_script(job_request(session), run, command)
     assert sbatch_reads(script)[1][-1] == ["exec", *command]
     (tmp_path / "job.sbatch").write_text(script)
     result = subprocess.run(
@@ -282,7 +283,7 @@ def test_a_command_word_that_would_break_its_line_is_refused(word: str, tmp_path
     session = parse_session(VALID, tmp_path / "s.toml")
     run = RunDir.create(tmp_path / "runs", session.name)
     with pytest.raises(BadInput, match="the job's command cannot hold") as error:
-        batch_script(session, run, python_command("run", f"/x/{word}.toml"))
+        batch_script(job_request(session), run, python_command("run", f"/x/{word}.toml"))
     assert len(str(error.value).splitlines()) == 1
 
 
@@ -291,7 +292,7 @@ def test_a_run_directory_sbatch_would_misread_is_refused(directory: str, tmp_pat
     session = parse_session(VALID, tmp_path / "s.toml")
     run = RunDir.create(tmp_path / directory, session.name)
     with pytest.raises(BadInput, match="ESDASH_RUNS") as error:
-        batch_script(session, run, python_command("run", "s.toml"))
+        batch_script(job_request(session), run, python_command("run", "s.toml"))
     assert str(error.value).startswith(f"run directory {str(run.path)!r} cannot be written")
     assert len(str(error.value).splitlines()) == 1
 
@@ -307,7 +308,7 @@ def test_a_session_built_in_code_is_held_to_the_same_rule(tmp_path: Path) -> Non
         session, slurm=dataclasses.replace(session.slurm, partition="debug\nrm -rf ~")
     )
     with pytest.raises(BadInput, match="slurm.partition: 'debug\\\\nrm -rf ~' cannot be"):
-        batch_script(bad, run, python_command("run", "s.toml"))
+        batch_script(job_request(bad), run, python_command("run", "s.toml"))
 
 
 # ------------------------------------------------------------------------- the CLI

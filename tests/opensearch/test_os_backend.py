@@ -18,8 +18,8 @@ from esdash_plugins.backends.opensearch import distribution, java, security
 from support import prereqs
 
 from esdash.cluster import pki
-from esdash.plugin.api import NodeDirs, NodeRequest, Owner
 from esdash.plugin.manager import get_plugins
+from esdash.plugin.values import NodeDirs, NodeRequest, Owner
 from esdash.rundir.records import NodePlan, Topology
 
 REPO = Path(__file__).resolve().parents[2]

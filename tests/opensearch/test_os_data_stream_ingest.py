@@ -17,11 +17,13 @@ from pathlib import Path
 import pytest
 from engines import Cluster
 
-from esdash.bench.index_reuse import IndexRefused, prepare_index, stamp_index_body
-from esdash.bench.slices import plan_slices, read_slice
+from esdash.bench.index_reuse import IndexRefused, prepare_index
+from esdash.bench.slices import read_slice
 from esdash.cluster.control import control_client
-from esdash.plugin.api import Corpus
 from esdash.plugin.control import ControlClient
+from esdash.plugin.corpus_slices import plan_slices
+from esdash.plugin.index_stamp import stamp_index_body
+from esdash.plugin.values import Corpus
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import BenchPlan, PlannedIndex
 

@@ -19,8 +19,8 @@ from esdash_plugins.backends.elasticsearch.distribution import SERVER_MAPPERS_8
 from hypothesis import given
 from hypothesis import strategies as st
 
-from esdash.plugin.api import Distribution, iteration_limit
 from esdash.plugin.manager import get_plugins
+from esdash.plugin.values import Distribution, iteration_limit
 from esdash.prepare import walltime
 from esdash.prepare.timelimit import job_time, slurm_seconds, slurm_time, time_limit
 from esdash.prepare.walltime import BOUND, ESTIMATE, FIXED, estimate_wall_time
@@ -353,16 +353,19 @@ def test_job_sbatch_gets_the_default_time_only_when_the_session_sets_none(
     tmp_path: Path,
 ) -> None:
     """``batch_script`` writes what ``esdash submit`` puts in ``RUN/job.sbatch``."""
-    from esdash.launch.slurm import batch_script, session_time
+    from esdash.launch.slurm import batch_script
+    from esdash.prepare.slurm_job import job_request, session_time
 
     run = RunDir(tmp_path / "run")
     unset = mri_session(tmp_path)
     assert session_time(unset) is None and unset.slurm.time == "00:30:00"  # the option default
-    script = batch_script(unset, run, ["true"], default_time="00:29:00")
+    script = batch_script(job_request(unset), run, ["true"], default_time="00:29:00")
     assert "\n#SBATCH --time=00:29:00\n" in script
-    assert "\n#SBATCH --time=00:30:00\n" in batch_script(unset, run, ["true"])
+    assert "\n#SBATCH --time=00:30:00\n" in batch_script(job_request(unset), run, ["true"])
     for own in ("00:30:00", "2-00:00:00"):  # set, even to the default's value: kept
         data = {**unset.source, "slurm": {"time": own}}
         session = parse_session(data, unset.path)
         assert session_time(session) == own
-        assert f"\n#SBATCH --time={own}\n" in batch_script(session, run, ["true"], "00:29:00")
+        assert f"\n#SBATCH --time={own}\n" in batch_script(
+            job_request(session), run, ["true"], "00:29:00"
+        )

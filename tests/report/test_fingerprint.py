@@ -23,8 +23,8 @@ from support import synthetic
 from support.cli import esdash
 
 from esdash.errors import BadInput
-from esdash.plugin.api import Option
 from esdash.plugin.options import parse_duration, parse_size
+from esdash.plugin.values import Option
 from esdash.report.document import build_report
 from esdash.session import BENCHMARK, CLUSTER, tomllib
 from esdash.view.compare import load_side

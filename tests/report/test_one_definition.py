@@ -36,16 +36,16 @@ from hdrh.histogram import HdrHistogram
 from rich.console import Console
 
 from esdash.report.document import build_report, write_report
-from esdash.report.live import LivePrinter
-from esdash.report.summary import render_summary
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import Final
 from esdash.tui.widgets.panels import ProgressPanel
 from esdash.tui.widgets.queries import COLUMNS, DOCUMENTS_COLUMN, QueryTable, documents_label
 from esdash.view.compare import compare, load_side, render
 from esdash.view.inputs import load_inputs
+from esdash.view.live import LivePrinter
 from esdash.view.model import RunModel, Update, ViewParams
 from esdash.view.source import RunSource
+from esdash.view.summary import render_summary
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 RUNS = ("dev-20261121-032918", "dev2-20261121-033750")

@@ -13,7 +13,6 @@ import statistics
 
 import pytest
 
-from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
 from esdash.rundir import hdr
 from esdash.stats import (
@@ -29,6 +28,7 @@ from esdash.stats import (
     supported_percentiles,
     throughput,
 )
+from esdash.stats.merge import Merged
 
 HDR = 1e-3  # 3 significant digits
 

@@ -10,10 +10,10 @@ import pytest
 from support.records import header as header_record
 from support.records import interval as interval_record
 
-from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
 from esdash.rundir.records import OpPayload, Results
 from esdash.stats import metrics, summarize
+from esdash.stats.merge import Merged
 from esdash.stats.metrics import StreamSeconds, rally_throughput
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdash.stats.order import minimum_repetitions, resolve, step_orders, williams_design
+from esdash.plugin.order import minimum_repetitions, resolve, step_orders, williams_design
 
 
 def assert_balanced(rounds: list[list[int]], k: int) -> None:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from esdash.stats.order import step_orders
+from esdash.plugin.order import step_orders
 from esdash.stats.rounds import median_interval, position_effect
 
 

@@ -122,8 +122,8 @@ def write_test_mode_corpora(
     gets ``count`` = its test-mode document count of generated documents.  Returns the
     number of documents written per file name.
     """
-    from esdash_plugins.tracks.rally_corpus import present_name
-    from esdash_plugins.tracks.rally_loader import load
+    from esdash_plugins.tracks.rally.corpus import present_name
+    from esdash_plugins.tracks.rally.loader import load
 
     loaded = load({"path": str(track_path), "test_mode": True, **(options or {})}, plan=True)
     bodies = {loaded.index: loaded.index_body, **{i.name: i.body for i in loaded.more}}

@@ -12,9 +12,10 @@ import pytest
 from esdash_plugins.tracks import mri
 from query_eval import fields_used, matches
 
-from esdash.bench.slices import plan_slices, read_slice
+from esdash.bench.slices import read_slice
 from esdash.errors import BadInput
 from esdash.plugin.corpus import check_corpus
+from esdash.plugin.corpus_slices import plan_slices
 
 DOCS = 6000
 SEED = 11

@@ -11,8 +11,9 @@ import pytest
 from esdash_plugins.tracks import nyc_taxis
 from query_eval import fields_used, matches
 
-from esdash.bench.slices import plan_slices, read_slice
+from esdash.bench.slices import read_slice
 from esdash.plugin.corpus import check_corpus
+from esdash.plugin.corpus_slices import plan_slices
 
 DOCS = 5000
 

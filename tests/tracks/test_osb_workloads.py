@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from esdash_plugins.tracks.rally import RallyTrack
-from esdash_plugins.tracks.rally_dialect import OSB, RALLY, dialect_of, track_python_file
+from esdash_plugins.tracks.rally.dialect import OSB, RALLY, dialect_of, track_python_file
 
 from esdash.errors import BadInput
 

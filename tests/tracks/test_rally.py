@@ -14,7 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from esdash_plugins.tracks import rally, rally_template
+from esdash_plugins.tracks import rally
+from esdash_plugins.tracks.rally import template as rally_template
 
 from esdash.errors import BadInput
 from esdash.plugin.manager import load_plugins

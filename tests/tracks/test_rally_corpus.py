@@ -19,7 +19,8 @@ from collections import namedtuple
 from pathlib import Path
 
 import pytest
-from esdash_plugins.tracks import rally, rally_corpus
+from esdash_plugins.tracks import rally
+from esdash_plugins.tracks.rally import corpus as rally_corpus
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rally"
 SMOKE = FIXTURES / "smoke"

@@ -354,8 +354,8 @@ def test_any_option_values_fail_only_with_bad_input(challenge, index, params):
 
 def test_a_corpus_directory_too_long_for_the_file_system_is_one_line(tmp_path: Path) -> None:
     """ENAMETOOLONG from the corpus lookup is a BadInput naming the track, not an OSError."""
-    from esdash_plugins.tracks.rally_corpus import locate_documents
-    from esdash_plugins.tracks.rally_model import DocumentSet
+    from esdash_plugins.tracks.rally.corpus import locate_documents
+    from esdash_plugins.tracks.rally.model import DocumentSet
 
     doc = DocumentSet("c", "docs.json", 10, None, False)
     with pytest.raises(BadInput, match="longer than the file system allows"):

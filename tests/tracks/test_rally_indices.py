@@ -16,8 +16,8 @@ import msgspec
 import pytest
 from esdash_plugins.tracks import rally
 
-from esdash.bench.plan import make_plan
-from esdash.plugin.api import Distribution
+from esdash.plugin.values import Distribution
+from esdash.prepare.plan import make_plan
 from esdash.rundir.records import BenchPlan
 from esdash.session import parse_session
 

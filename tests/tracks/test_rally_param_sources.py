@@ -24,7 +24,9 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from esdash_plugins.tracks import rally, rally_trackcode, rally_trackpy
+from esdash_plugins.tracks import rally
+from esdash_plugins.tracks.rally import trackcode as rally_trackcode
+from esdash_plugins.tracks.rally import trackpy as rally_trackpy
 
 from esdash.bench import loadgen
 from esdash.errors import BadInput

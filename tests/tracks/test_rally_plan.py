@@ -28,7 +28,8 @@ from esdash_plugins.backends.opensearch.distribution import MODULES, mappers_of
 from esdash_plugins.tracks import mri, rally
 
 from esdash.errors import BadInput
-from esdash.plugin.api import REASON_KINDS, Distribution, PlannedTask
+from esdash.plugin.api import REASON_KINDS, PlannedTask
+from esdash.plugin.values import Distribution
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "rally"
 PLANNED = FIXTURES / "planned"
@@ -594,7 +595,7 @@ def test_a_step_the_plan_refuses_is_not_sent_by_the_run(tmp_path):
     is missing (OpenSearch; its body declares nothing :func:`planned_query` could check): the bench
     plan marks that step unsupported with the plan's reason, so the run does not send it
     as 100 % errors; the search beside it stays runnable."""
-    from esdash.bench.plan import plan_refusals, refuse_planned
+    from esdash.prepare.plan import plan_refusals, refuse_planned
     from esdash.rundir.records import PlannedQuery, PlannedStep
 
     (tmp_path / "docs.json").write_text('{"colour": "red"}\n')

@@ -1,7 +1,7 @@
 """Rally's administrative operations as the one-off requests rank 0 sends.
 
 A track written here has one task of each administrative operation esdash maps
-(``plugins/tracks/rally_requests.py``), before and after its bulk task; the requests are
+(``plugins/tracks/rally/requests.py``), before and after its bulk task; the requests are
 checked against what Rally 2.13's runners send, the plan text against what rank 0 does, and
 the refusals against the module lists the backends report (the Elasticsearch integ-test-zip
 as its backend inspects it, OpenSearch with its full and its bare module set).
@@ -16,11 +16,11 @@ import pytest
 from esdash_plugins.backends.elasticsearch.distribution import INTEG_TEST_MODULES, SERVER_MAPPERS_8
 from esdash_plugins.backends.opensearch.distribution import MODULES, mappers_of
 from esdash_plugins.tracks import rally
-from esdash_plugins.tracks.rally_requests import ONE_OFF_OPERATIONS
+from esdash_plugins.tracks.rally.requests import ONE_OFF_OPERATIONS
 from support import prereqs
 
 from esdash.errors import BadInput
-from esdash.plugin.api import Distribution
+from esdash.plugin.values import Distribution
 
 ES_ZIP = Distribution(
     Path("/es"),

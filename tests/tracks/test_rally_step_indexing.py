@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 from esdash_plugins.tracks import rally
 
-from esdash.bench.rank import rank_share
-from esdash.bench.slices import Batch, Slice
+from esdash.bench.slices import Batch
 from esdash.bench.step_indexing import bulk_path, client_numbers, documents_to_send, trimmed
-from esdash.plugin.api import StepIndexing
+from esdash.bench.worker import rank_share
+from esdash.plugin.corpus_slices import Slice
+from esdash.plugin.values import StepIndexing
 
 SEARCH = {"operation-type": "search", "body": {"query": {"match_all": {}}}}
 

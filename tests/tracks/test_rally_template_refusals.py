@@ -3,7 +3,7 @@
 Tracks written for Elasticsearch 8/9 install templates with a data stream ``lifecycle``,
 ILM policies, time-series index modes, synthetic ``_source`` and ``time_series_metric``
 fields; OpenSearch 3.4 answers each with a 400 (every table entry of
-``esdash_plugins.tracks.rally_compat`` was sent to one), so a plan on OpenSearch refuses the
+``esdash_plugins.tracks.rally.compat`` was sent to one), so a plan on OpenSearch refuses the
 template's task, naming what is missing, and every task of the data stream it would make.
 The same templates plan to run on an Elasticsearch that has the modules.  OpenSearch plugin
 APIs (``/_plugins/_ism``) are refused unless the plugin is installed, a pipeline with a
@@ -23,7 +23,8 @@ from esdash_plugins.backends.opensearch.distribution import MODULES, mappers_of
 from esdash_plugins.tracks import rally
 from support.rally_tracks import copy_track
 
-from esdash.plugin.api import Distribution, PlannedTask
+from esdash.plugin.api import PlannedTask
+from esdash.plugin.values import Distribution
 
 _OS_MODULES = tuple(sorted({m.name for m in MODULES} | {"transport-netty4"}))
 OPENSEARCH = Distribution(

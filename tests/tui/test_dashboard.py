@@ -92,8 +92,8 @@ async def test_a_dead_writer_shows_stalled_and_a_finished_run_does_not(live_run,
 
 def synthetic_run(root: Path, ranks: int, missing: list[int]) -> Path:
     """A run of ``ranks`` bench ranks whose last interval misses some of them."""
-    from esdash.bench.merge import Merged
     from esdash.bench.recorder import Recorder
+    from esdash.stats.merge import Merged
 
     run = root / "synthetic"
     run.mkdir()

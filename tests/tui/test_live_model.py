@@ -19,17 +19,17 @@ from support.records import header as header_record
 from support.records import interval as interval_record
 from tuihelp import FIXTURES, RUN_A, RUN_B, records, typed
 
-from esdash.bench.merge import Merged
 from esdash.bench.recorder import Recorder
 from esdash.rundir import files, hdr
 from esdash.rundir.records import ClusterSample, Results, RunInfo
 from esdash.stats import bucket_counts, summarize
+from esdash.stats.merge import Merged, OpData
 from esdash.view.compare import relative_change
 from esdash.view.model import (
-    OpAcc,
     RunModel,
     Update,
     ViewParams,
+    op_latency,
     step_counts,
     step_queries,
 )
@@ -62,13 +62,13 @@ def payload(rank: int, op: str, n: int, seed: int, errors: int = 0) -> dict:
 
 def test_counts_give_the_statistics_of_the_measurement_core():
     merged = Merged()
-    acc = OpAcc()
+    acc = OpData()
     for rank in range(1, 9):
         data = payload(rank, "q", 400, seed=rank)
         merged.add(data)
-        acc.merge(OpAcc.from_payload(data.ops["q"]))
+        acc.add_payload(data.ops["q"])
     expected = summarize(merged.ops["q"].latency)
-    latency = acc.latency()
+    latency = op_latency(acc)
     assert latency.count == expected.count == 3200
     for percentile in (50.0, 90.0, 99.0, 99.9):
         assert latency.p(percentile) == expected.percentiles[percentile]
@@ -78,8 +78,9 @@ def test_counts_give_the_statistics_of_the_measurement_core():
 
 
 def test_percentiles_the_sample_count_cannot_support_are_left_out():
-    acc = OpAcc.from_payload(payload(1, "q", 150, seed=3).ops["q"])
-    latency = acc.latency()
+    acc = OpData()
+    acc.add_payload(payload(1, "q", 150, seed=3).ops["q"])
+    latency = op_latency(acc)
     assert latency.p(99.0) is not None  # 150 >= 100
     assert latency.p(99.9) is None  # needs 1000
 

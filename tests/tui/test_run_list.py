@@ -21,6 +21,7 @@ from tuihelp import RUN_A, RUN_B, write_records
 
 from esdash.errors import EsdashError
 from esdash.launch import process
+from esdash.prepare import sessions
 from esdash.run import start
 from esdash.run.stop import stop_run
 from esdash.rundir.layout import RunDir
@@ -50,7 +51,7 @@ def test_sessions_are_listed_with_their_settings_and_errors(tmp_path: Path):
     (tmp_path / "tiny.toml").write_text(SESSION)
     (tmp_path / "broken.toml").write_text('name = "broken"\n[cluster]\nnodez = 2\n')
     (tmp_path / "sweep.toml").write_text('name = "c"\nsession = "tiny.toml"\n[axes]\n')
-    entries = {e.name: e for e in runs.list_sessions([tmp_path])}
+    entries = {e.name: e for e in sessions.list_sessions([tmp_path])}
     assert sorted(entries) == ["broken", "tiny"]  # the campaign file is not a session
     tiny = entries["tiny"]
     assert tiny.valid and tiny.nodes == 2 and tiny.track == "mri"
@@ -65,7 +66,7 @@ def test_session_dirs_come_from_the_default_the_options_and_the_environment(
 ):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ESDASH_SESSIONS", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
-    dirs = runs.session_dirs([tmp_path / "x", "sessions"])
+    dirs = sessions.session_dirs([tmp_path / "x", "sessions"])
     assert dirs == [tmp_path / "sessions", tmp_path / "x", tmp_path / "a", tmp_path / "b"]
 
 

@@ -2,8 +2,8 @@
 
 Data path, as on the live screen: a thread worker polls ``campaign.json`` (its inode, size
 and mtime; the sweep rewrites it atomically after every change) through
-:class:`esdash.campaign.progress.ProgressFollower` and posts each new
-:class:`~esdash.campaign.progress.CampaignReading`; the screen keeps the newest one in a
+:class:`esdash.view.campaign.ProgressFollower` and posts each new
+:class:`~esdash.view.campaign.CampaignReading`; the screen keeps the newest one in a
 reactive attribute and redraws from it at most every ``redraw_every`` seconds (a burst of
 writes costs one redraw; the tables change only the cells that changed).  A once-a-second
 tick moves the clocks of running points.  Nothing here reads a file on the UI thread.
@@ -34,13 +34,17 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer
 from textual.worker import get_current_worker
 
-from esdash.campaign.progress import CampaignReading, ProgressFollower
-from esdash.rundir.layout import CAMPAIGN_SUMMARY
-from esdash.rundir.records import CampaignPoint, CampaignSummary
 from esdash.tui.messages import CampaignRead
 from esdash.tui.widgets.campaign import STATUS_STYLES, CampaignHeader, utc_time
 from esdash.tui.widgets.tables import Cell, SyncedTable
 from esdash.view import format as fmt
+from esdash.view.campaign import (
+    CAMPAIGN_SUMMARY,
+    CampaignPoint,
+    CampaignReading,
+    CampaignSummary,
+    ProgressFollower,
+)
 
 POINT_COLUMNS = ("#", "point", "status", "tries", "time", "reason", "cluster", "run")
 CURRENT_COLUMNS = ("point", "attempt", "running for", "cluster run", "run")
@@ -146,7 +150,7 @@ class RunTable(SyncedTable):
     BINDINGS = [Binding("enter", "select_cursor", "Watch run")]
 
 
-class CampaignScreen(Screen):
+class CampaignScreen(Screen[None]):
     """Follow one campaign directory's ``campaign.json``; open the runs of its points."""
 
     BINDINGS = [

@@ -28,29 +28,28 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
 from esdash.errors import EsdashError
-from esdash.rundir import hdr
-from esdash.rundir.layout import RESULTS
-from esdash.stats import Bucket, bucket_counts
 from esdash.tui.widgets.charts import LatencyHistogram
 from esdash.tui.widgets.panels import Panel
 from esdash.view import compare
 from esdash.view import format as fmt
 from esdash.view.model import (
+    LatencyCounts,
     RunModel,
     Snapshot,
     StepQuery,
     ViewParams,
+    shared_histograms,
     step_counts,
     step_queries,
 )
-from esdash.view.source import RunSource
+from esdash.view.source import RESULTS, RunSource
 
 
 @dataclass(frozen=True)
 class Side:
     snapshot: Snapshot
     rows: dict[tuple[int, str], StepQuery]
-    counts: dict[tuple[int, str], hdr.Counts]
+    counts: dict[tuple[int, str], LatencyCounts]
 
 
 #: The table's metrics and their names in :data:`esdash.view.compare.SCREEN_METRICS`.
@@ -86,7 +85,7 @@ def _judged_cell(cell: compare.Judged | None) -> Text | None:
         return None
     found = cell.effect
     word, style = VERDICT_STYLES[cell.verdict]
-    text = Text(_short(found.ratio), justify="right", style=style)
+    text = Text(_short(cell.effect.ratio), justify="right", style=style)
     if found.low is not None and found.high is not None:
         text.append(f" {_short(found.low)}–{_short(found.high)}", style="dim")
     text.append(f" {word}", style=style or "bold")
@@ -118,7 +117,7 @@ def _side_text(label: str, snap: Snapshot) -> Text:
     return text
 
 
-class CompareScreen(Screen):
+class CompareScreen(Screen[None]):
     """Run A (baseline) and run B side by side; changes are B relative to A."""
 
     BINDINGS = [
@@ -234,7 +233,8 @@ that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the
         self.keys = keys
         for key in keys:
             a, b = message.a.rows.get(key), message.b.rows.get(key)
-            name = (a or b).step_name if (a or b) else str(key[0])
+            known = a or b
+            name = known.step_name if known else str(key[0])
             # the step's number and name, and the query's where it has another
             label = name if name == key[1] else f"{name}/{key[1]}"
             cells: list[Text | str] = [f"{key[0] + 1} {label}"]
@@ -258,7 +258,12 @@ that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the
         if keys:
             table.move_cursor(row=min(max(row_before, 0), len(keys) - 1), animate=False)
         self._show_histograms()
-        self.judged = message.cells is not None
+        # counted once drawn: whoever waits for it (tests) then sees the rows, not a layout
+        # still pending
+        self.call_after_refresh(self._applied, message.cells is not None)
+
+    def _applied(self, judged: bool) -> None:
+        self.judged = judged
         self.applied += 1
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -272,16 +277,17 @@ that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the
             return
         row = self.query_one("#compare-table", DataTable).cursor_row
         key = self.keys[min(max(row, 0), len(self.keys) - 1)]
-        counts = [side.counts.get(key, hdr.empty()) for side in self.sides]
-        ranges = [r for r in (hdr.value_range(c) for c in counts) if r is not None]
-        if not ranges:
+        widgets = [self.query_one(f"#hist-{w}", LatencyHistogram) for w in ("a", "b")]
+        shown = shared_histograms(
+            [side.counts.get(key) for side in self.sides], [w.rows() for w in widgets]
+        )
+        if shown is None:
             return
-        low, high = min(r[0] for r in ranges), max(r[1] for r in ranges)
-        for label, side_counts, widget_id in (("A", counts[0], "a"), ("B", counts[1], "b")):
-            widget = self.query_one(f"#hist-{widget_id}", LatencyHistogram)
-            buckets: list[Bucket] = bucket_counts(side_counts, widget.rows(), low, high)
-            widget.buckets = tuple(buckets)
-            widget.total = hdr.total(side_counts)
+        for label, histogram, widget, widget_id in zip(
+            ("A", "B"), shown, widgets, ("a", "b"), strict=True
+        ):
+            widget.buckets = histogram.buckets
+            widget.total = histogram.total
             widget.label = f"{label} {key[1]}"
             widget.refresh()
             panel = self.query_one(f"#ph-{widget_id}", Panel)

@@ -17,7 +17,7 @@ Quitting the dashboard never stops a run or a Slurm job: they run detached from 
 """
 
 
-def _keys_table(screen: Screen) -> Table:
+def _keys_table(screen: Screen[object]) -> Table:
     """The bindings active on ``screen`` now, including those of its focused widget."""
     table = Table(box=None, show_header=True, header_style="bold", padding=(0, 2, 0, 0))
     table.add_column("key")
@@ -60,7 +60,7 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
-    def __init__(self, screen: Screen) -> None:
+    def __init__(self, screen: Screen[object]) -> None:
         super().__init__()
         self.below = screen
 

@@ -17,10 +17,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
-from esdash.campaign.progress import CampaignReading, ProgressFollower, campaign_files
+from esdash.prepare.sessions import SessionEntry, list_sessions, load_entry
 from esdash.run import start
-from esdash.rundir.files import tail
-from esdash.rundir.layout import CAMPAIGNS, RUN_LOG
 from esdash.session import load_session
 from esdash.tui.screens.dialogs import ConfirmScreen
 from esdash.tui.screens.plan import PlanScreen
@@ -29,6 +27,8 @@ from esdash.tui.widgets.campaign import bar_widths
 from esdash.tui.widgets.tables import fill_table
 from esdash.view import format as fmt
 from esdash.view import runs
+from esdash.view.campaign import CAMPAIGNS, CampaignReading, ProgressFollower, campaign_files
+from esdash.view.source import RUN_LOG, tail
 
 if TYPE_CHECKING:
     from esdash.plugin.manager import PluginSet
@@ -82,12 +82,12 @@ class CampaignsListed(Message):
 
 
 class SessionsListed(Message):
-    def __init__(self, entries: list[runs.SessionEntry]) -> None:
+    def __init__(self, entries: list[SessionEntry]) -> None:
         super().__init__()
         self.entries = entries
 
 
-class HomeScreen(Screen):
+class HomeScreen(Screen[None]):
     """Sessions, campaigns and runs; launch, submit, watch, stop, compare."""
 
     BINDINGS = [
@@ -138,7 +138,7 @@ validation.
         self.plugins = plugins
         self.refresh_every = refresh_every
         self.job_state = job_state
-        self.sessions: list[runs.SessionEntry] = []
+        self.sessions: list[SessionEntry] = []
         self.runs: list[runs.RunEntry] = []
         self.launches: list[start.Launch] = []
         self.compare_first: Path | None = None
@@ -207,7 +207,7 @@ validation.
     # ------------------------------------------------------------------ workers
     @work(thread=True, exclusive=True, group="sessions")
     def load_sessions(self) -> None:
-        entries = runs.list_sessions(self.session_dirs, self._plugin_set())
+        entries = list_sessions(self.session_dirs, self._plugin_set())
         self.post_message(SessionsListed(entries))
 
     @work(thread=True, exclusive=True, group="runs")
@@ -265,6 +265,7 @@ validation.
         table = self.query_one("#sessions", DataTable)
         rows: list[tuple[str, list[Text | str]]] = []
         for entry in self.sessions:
+            cells: list[Text | str]
             if entry.valid:
                 cells = [
                     Text(entry.name, style="bold"),
@@ -360,7 +361,7 @@ validation.
         active = sum(1 for e in self.runs if e.active)
         table.border_title = f"Runs ({len(self.runs)}, {active} active)"
 
-    def _selected_session(self) -> runs.SessionEntry | None:
+    def _selected_session(self) -> SessionEntry | None:
         table = self.query_one("#sessions", DataTable)
         if not self.sessions or table.cursor_row < 0 or table.cursor_row >= len(self.sessions):
             return None
@@ -421,7 +422,7 @@ validation.
         entry = self._selected_session()
         if entry is None:
             return
-        fresh = runs.load_entry(entry.path, self._plugin_set(), checked=True)
+        fresh = load_entry(entry.path, self._plugin_set(), checked=True)
         if fresh.valid:
             self._status(Text(f"✓ {entry.path}: valid", style="green"))
             self.notify(f"{fresh.name}: valid", title="Session check")
@@ -429,13 +430,22 @@ validation.
             self._status(Text(f"✗ {fresh.error}", style="red"))
             self.notify(str(fresh.error), title="Session invalid", severity="error", timeout=10)
 
-    def action_launch(self) -> None:
+    def _valid_selection(self, refusal: str) -> SessionEntry | None:
+        """The selected session, loaded and checked afresh (a launch or a submit starts only
+        from one that passes); None when none is selected or, said under ``refusal``, when
+        it does not pass."""
         entry = self._selected_session()
         if entry is None:
-            return
-        fresh = runs.load_entry(entry.path, self._plugin_set(), checked=True)
+            return None
+        fresh = load_entry(entry.path, self._plugin_set(), checked=True)
         if not fresh.valid:
-            self.notify(str(fresh.error), title="Cannot launch", severity="error", timeout=10)
+            self.notify(str(fresh.error), title=refusal, severity="error", timeout=10)
+            return None
+        return fresh
+
+    def action_launch(self) -> None:
+        fresh = self._valid_selection("Cannot launch")
+        if fresh is None:
             return
         message = (
             f"Run session {fresh.name} on this machine: a {fresh.nodes}-node cluster, "
@@ -460,7 +470,7 @@ validation.
             self.app.push_screen(PlanScreen(entry.path, self._plugin_set()))
 
     @work(thread=True, group="launch")
-    def _launch(self, entry: runs.SessionEntry) -> None:
+    def _launch(self, entry: SessionEntry) -> None:
         try:
             launch = start.detach(entry.path, self.runs_root)
         except Exception as exc:
@@ -480,12 +490,8 @@ validation.
             self.app.watch_run(launch.run, back=True)  # type: ignore[attr-defined]
 
     def action_submit(self) -> None:
-        entry = self._selected_session()
-        if entry is None:
-            return
-        fresh = runs.load_entry(entry.path, self._plugin_set(), checked=True)
-        if not fresh.valid:
-            self.notify(str(fresh.error), title="Cannot submit", severity="error", timeout=10)
+        fresh = self._valid_selection("Cannot submit")
+        if fresh is None:
             return
         message = (
             f"Submit session {fresh.name} as a Slurm job (esdash submit --bench: cluster "
@@ -500,7 +506,7 @@ validation.
         self.app.push_screen(ConfirmScreen(f"Submit {fresh.name}?", message), answered)
 
     @work(thread=True, group="submit")
-    def _submit(self, entry: runs.SessionEntry) -> None:
+    def _submit(self, entry: SessionEntry) -> None:
         try:
             session = load_session(entry.path)
             submitted = start.submit(session, bench=True, root=self.runs_root)

@@ -54,7 +54,7 @@ PANELS = (
 )
 
 
-class LiveScreen(Screen):
+class LiveScreen(Screen[None]):
     """Follow or replay one run directory."""
 
     ALLOW_IN_MAXIMIZED_VIEW = "RunHeader, Timeline, Footer"
@@ -174,7 +174,7 @@ The live screen follows a run as it happens, or replays a finished one.
         self.set_class(height < 40, "-short")
 
     def on_latency_histogram_resized(self, message: LatencyHistogram.Resized) -> None:
-        self._set_params(hist_rows=min(40, message.rows))
+        self._set_params(replace(self.params, hist_rows=min(40, message.rows)))
 
     # ------------------------------------------------------------------ worker
     @work(thread=True, exclusive=True, group="follow", name="follow")
@@ -320,17 +320,17 @@ The live screen follows a run as it happens, or replays a finished one.
             self._apply(self.shown, self.shown_params)
 
     # ------------------------------------------------------------------ params
-    def _set_params(self, **changes) -> None:
-        params = replace(self.params, **changes)
+    def _set_params(self, params: ViewParams) -> None:
+        """Ask for ``params`` (the current ones with a change); a change wakes the model."""
         if params != self.params:
             self.params = params
             self._wake.set()
 
     def on_timeline_moved(self, message: Timeline.Moved) -> None:
-        self._set_params(upto=message.index)
+        self._set_params(replace(self.params, upto=message.index))
 
     def on_query_table_selected(self, message: QueryTable.Selected) -> None:
-        self._set_params(selected=message.name)
+        self._set_params(replace(self.params, selected=message.name))
 
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -358,7 +358,7 @@ The live screen follows a run as it happens, or replays a finished one.
         self._wake.set()
 
     def action_follow(self) -> None:
-        self._set_params(upto=None)
+        self._set_params(replace(self.params, upto=None))
 
     def action_step(self, delta: int) -> None:
         self.query_one(Timeline).action_move(delta)
@@ -366,15 +366,15 @@ The live screen follows a run as it happens, or replays a finished one.
     def action_span(self, direction: int) -> None:
         index = SPANS.index(self.params.span) if self.params.span in SPANS else 3
         index = min(max(0, index + direction), len(SPANS) - 1)
-        self._set_params(span=SPANS[index])
+        self._set_params(replace(self.params, span=SPANS[index]))
 
     def action_window(self) -> None:
         index = WINDOWS.index(self.params.window) if self.params.window in WINDOWS else 0
-        self._set_params(window=WINDOWS[(index + 1) % len(WINDOWS)])
+        self._set_params(replace(self.params, window=WINDOWS[(index + 1) % len(WINDOWS)]))
         self.notify(f"sliding window: {self.params.window:g} s", timeout=2)
 
     def action_hist_mode(self) -> None:
-        self._set_params(hist_cumulative=not self.params.hist_cumulative)
+        self._set_params(replace(self.params, hist_cumulative=not self.params.hist_cumulative))
 
     def action_next_node(self) -> None:
         ranks = sorted(self.model.nodes) or [0]

@@ -4,7 +4,7 @@ Issue 18: what ``esdash plan SESSION`` prints is also shown in the dashboard bef
 launch, so nobody learns after the run that half the track never ran.  The home screen
 opens it with `p` on a session, and shows it first when `l` launches one: `l` here then
 confirms the launch.  The plan is computed in a worker thread (it inspects the distribution
-and the corpus) by :func:`esdash.view.plan.session_plan`, the function the CLI prints.
+and the corpus) by :func:`esdash.prepare.preview.session_plan`, the function the CLI prints.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from textual.widgets import DataTable, Footer, Static
 
 from esdash.errors import BadInput, EsdashError
 from esdash.plugin.planning import PlannedTask
-from esdash.rundir.layout import RUN_LOG
+from esdash.prepare.preview import SessionPlan, schedule_text
 from esdash.tui.widgets.tables import fill_table
-from esdash.view.plan import SessionPlan, schedule_text
+from esdash.view.source import RUN_LOG
 
 if TYPE_CHECKING:
     from esdash.plugin.manager import PluginSet
@@ -149,9 +149,9 @@ is refused is not launched: `esdash run` would refuse it.
     @work(thread=True, exclusive=True, group="plan")
     def compute(self) -> None:
         """The plan, off the event loop: the distribution and the corpus are looked at."""
-        from esdash.cluster.preflight import track_finding
+        from esdash.prepare.checks.track import track_finding
+        from esdash.prepare.preview import session_plan
         from esdash.session import load_session
-        from esdash.view.plan import session_plan
 
         plan: SessionPlan | None = None
         error: str | None = None

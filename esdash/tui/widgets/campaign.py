@@ -13,9 +13,8 @@ from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
-from esdash.campaign.progress import STATUSES
-from esdash.rundir.records import CampaignSummary, Counts
 from esdash.view import format as fmt
+from esdash.view.campaign import STATUSES, CampaignSummary, Counts
 
 #: Point statuses and campaign states, as the screens colour them.
 STATUS_STYLES = {

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 from rich.text import Text
 from textual.message import Message
 from textual.widget import Widget
 from textual_plotext import PlotextPlot
 
-from esdash.stats import Bucket
 from esdash.view import format as fmt
-from esdash.view.model import Point, Snapshot
+from esdash.view.model import Bucket, OpPoint, Point, Snapshot
 
 BAR = "█"
 PARTS = " ▏▎▍▌▋▊▉"
@@ -27,8 +27,8 @@ class LatencyHistogram(Widget):
     }
     """
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.buckets: tuple[Bucket, ...] = ()
         self.total = 0
         self.label = ""
@@ -80,14 +80,14 @@ class LatencyHistogram(Widget):
 class SeriesPlot(PlotextPlot):
     """Per-query time series over the chart's span: throughput or latency."""
 
-    METRICS = {
+    METRICS: ClassVar[dict[str, tuple[str, Callable[[OpPoint], float | None]]]] = {
         "rate": ("req/s", lambda p: p.rate),
         "p99": ("p99 ms", lambda p: None if p.p99 is None else p.p99 * 1000.0),
         "p50": ("p50 ms", lambda p: None if p.p50 is None else p.p50 * 1000.0),
     }
 
-    def __init__(self, metric: str, **kwargs) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, metric: str, *, id: str | None = None) -> None:
+        super().__init__(id=id)
         self.metric = metric
 
     def show(self, snap: Snapshot) -> None:

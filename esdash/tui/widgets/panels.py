@@ -6,12 +6,12 @@ from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Static
 
-from esdash.stats import metrics
 from esdash.view import format as fmt
 from esdash.view import leakage
-from esdash.view.model import Snapshot
+from esdash.view.model import NOW, SO_FAR, Snapshot
 
 HEALTH_STYLES = {"green": "bold green", "yellow": "bold yellow", "red": "bold red"}
 STATE_STYLES = {
@@ -40,8 +40,8 @@ class Panel(Vertical, can_focus=True):
     }
     """
 
-    def __init__(self, *children, title: str, key: str, **kwargs) -> None:
-        super().__init__(*children, **kwargs)
+    def __init__(self, *children: Widget, title: str, key: str, id: str | None = None) -> None:
+        super().__init__(*children, id=id)
         self.border_title = f"{key} {title}"
         self.title = title
 
@@ -89,7 +89,9 @@ class ClusterPanel(Static):
             head.append("no cluster samples yet", style="dim")
         else:
             head.append("health ", style="dim")
-            head.append(str(cluster.status or "?"), style=HEALTH_STYLES.get(cluster.status, ""))
+            head.append(
+                str(cluster.status or "?"), style=HEALTH_STYLES.get(cluster.status or "", "")
+            )
             if cluster.unassigned:
                 head.append(f"  {cluster.unassigned} unassigned shards", style="yellow")
             if snap.following and snap.age is not None and cluster.time and snap.last_wall:
@@ -101,7 +103,7 @@ class ClusterPanel(Static):
         parts.append(head)
         if cluster is not None and cluster.nodes:
             table = Table(box=None, pad_edge=False, padding=(0, 1), expand=False)
-            for name, justify in (
+            columns: tuple[tuple[str, JustifyMethod], ...] = (
                 ("node", "left"),
                 ("state", "left"),
                 ("heap", "right"),
@@ -109,7 +111,8 @@ class ClusterPanel(Static):
                 ("gc ms/s", "right"),
                 ("segs", "right"),
                 ("rejected", "right"),
-            ):
+            )
+            for name, justify in columns:
                 table.add_column(name, justify=justify, style="", header_style="dim")
             for node in cluster.nodes:
                 state = "lost" if node.name in snap.nodes_lost else (node.state or "-")
@@ -135,9 +138,9 @@ def ingest_rate(docs_per_s: float | None, kind: str) -> str:
     """The ingest's docs/s with which figure it is: ``now`` (while it runs), the run's (the
     results', the summary's), or the stream's ``so far`` until the results are written."""
     rate = f"{fmt.rate(docs_per_s)} docs/s"
-    if kind == metrics.NOW:
+    if kind == NOW:
         return f"now {rate}"
-    if kind == metrics.SO_FAR:
+    if kind == SO_FAR:
         return f"{rate} so far (stream)"
     return rate
 
@@ -192,11 +195,11 @@ class ProgressPanel(Static):
                 text.append(f"{event.kind}: {event.message}", style=style)
         if snap.trust:
             text.append("\ncan these numbers be trusted?", style="bold")
-            for line in snap.trust:
+            for said in snap.trust:
                 flagged = any(
-                    word in line for word in ("not steady", "NOT", "cache", "ended early", "lost")
+                    word in said for word in ("not steady", "NOT", "cache", "ended early", "lost")
                 )
-                text.append(f"\n {line}", style="yellow" if flagged else "")
+                text.append(f"\n {said}", style="yellow" if flagged else "")
         if snap.problems:
             text.append("\nunreadable stream lines", style="bold yellow")
             for problem in snap.problems[-3:]:

@@ -7,13 +7,13 @@ from __future__ import annotations
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
-from esdash.stats import metrics
 from esdash.view import format as fmt
-from esdash.view.model import Latency, OpRow, Snapshot
+from esdash.view.model import RUN, SO_FAR, Latency, OpRow, Snapshot
 
 #: The label of each kind of whole-scope figure (the "now" row is labelled "now").
-KIND_LABELS = {metrics.RUN: "final", metrics.SO_FAR: "so far"}
+KIND_LABELS = {RUN: "final", SO_FAR: "so far"}
 
 #: (label, width); the query column takes what is left.  Right-aligned in fixed widths, so
 #: the spare cell on the left separates the columns.
@@ -65,7 +65,7 @@ def _render(cells: list[Cell]) -> list[Text]:
     return out
 
 
-class QueryTable(DataTable):
+class QueryTable(DataTable[Text]):
     """Queries of the current step (or ``bulk`` during ingest); latency in milliseconds."""
 
     DEFAULT_CSS = """
@@ -80,13 +80,13 @@ class QueryTable(DataTable):
             super().__init__()
             self.name = name
 
-    def __init__(self, **kwargs) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, **kwargs)
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, id=id)
         self._names: list[str] = []
         self._width = 0
         self._documents = ""
         self._selected: str | None = None
-        self._columns: list = []
+        self._columns: list[ColumnKey] = []
         self._cells: dict[str, list[Text]] = {}
 
     def _add_columns(self, name_width: int, documents: str) -> None:

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 Cell = Text | str
 Rows = Sequence[tuple[str, Sequence[Cell]]]
 
 
-def fill_table(table: DataTable, headers: tuple[str, ...], rows: Rows) -> None:
+def fill_table(table: DataTable[Cell], headers: tuple[str, ...], rows: Rows) -> None:
     """Replace a table's rows; columns sized to their content (fixed widths: no stale cache)."""
     widths = [len(h) for h in headers]
     for _, cells in rows:
@@ -28,7 +29,7 @@ def fill_table(table: DataTable, headers: tuple[str, ...], rows: Rows) -> None:
         table.add_row(*cells, key=key)
 
 
-class SyncedTable(DataTable):
+class SyncedTable(DataTable[Cell]):
     """A ``DataTable`` shown from whole row lists, changing only the cells that changed.
 
     A campaign of a thousand points rewrites its ``campaign.json`` after every point; most
@@ -38,9 +39,8 @@ class SyncedTable(DataTable):
     goes back to the row with the same key.
     """
 
-    def __init__(self, *args, **kwargs) -> None:
-        kwargs.setdefault("cursor_type", "row")
-        super().__init__(*args, **kwargs)
+    def __init__(self, *, id: str | None = None, zebra_stripes: bool = False) -> None:
+        super().__init__(id=id, zebra_stripes=zebra_stripes, cursor_type="row")
         self._headers: tuple[str, ...] = ()
         self._shown: dict[str, tuple[str, ...]] = {}
         self._order: list[str] = []
@@ -83,7 +83,8 @@ class SyncedTable(DataTable):
         self._shown = plain
 
     def _fits(self, headers: tuple[str, ...], plain: dict[str, tuple[str, ...]]) -> bool:
-        widths = [self.columns[header].width for header in headers if header in self.columns]
+        found = (self.columns.get(ColumnKey(header)) for header in headers)
+        widths = [column.width for column in found if column is not None]
         if len(widths) != len(headers):
             return False
         return all(

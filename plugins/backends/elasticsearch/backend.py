@@ -2,33 +2,30 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from esdash.plugin_api import (
-    Backend,
+    ELASTICSEARCH_NAMES,
     ClusterError,
     ControlClient,
     Credentials,
-    Distribution,
-    HostProbe,
-    JsonMapping,
     JsonObject,
+    JvmBackend,
     NodeCommand,
     NodeRequest,
+    NodeSecurity,
     Option,
     find_java,
-    point_jvm_files,
 )
 
-from . import distribution, doctor, security
+from . import distribution, security
+from .doctor import probes
 
 
-class ElasticsearchBackend(Backend):
+class ElasticsearchBackend(JvmBackend):
     name = "elasticsearch"
     description = "Elasticsearch 7.17/8.x/9.x from a tarball or the Maven integ-test-zip"
     default_version = distribution.DEFAULT_VERSION
@@ -47,73 +44,23 @@ class ElasticsearchBackend(Backend):
         ),
     )
 
-    def inspect(self, home: Path) -> Distribution:
-        return distribution.inspect(home)
-
-    def fetch(self, version: str, cache: Path, say: Callable[[str], None]) -> Path:
-        return distribution.fetch(version, cache, say)
-
-    def doctor(self, home: Path | None, user: str, cache: Path) -> list[HostProbe]:
-        return doctor.probes(home, user, cache)
+    names = ELASTICSEARCH_NAMES
+    inspect = staticmethod(distribution.inspect)
+    fetch = staticmethod(distribution.fetch)
+    doctor = staticmethod(probes)
 
     # ----------------------------------------------------------------- configuration
 
-    def node_settings(self, request: NodeRequest) -> JsonObject:
-        topology, node = request.topology, request.node
-        settings: JsonObject = {
-            "cluster.name": topology.cluster_name,
-            "node.name": node.name,
-            "node.roles": ["master", "data", "ingest"]
-            if node.master_eligible
-            else ["data", "ingest"],
-            "path.data": str(request.dirs.data),
-            "path.logs": str(request.dirs.logs),
-            # An explicit address (not _iface_), so extra addresses on the interface never
-            # move the node into production mode by accident.
-            "network.host": node.address,
-            "http.port": node.http_port,
-            "transport.port": node.transport_port,
-        }
-        if topology.single_node:
-            settings["discovery.type"] = "single-node"
-        else:
-            # Always explicit: without seed hosts a node probes 127.0.0.1:9300-9305 and can
-            # join a stranger's cluster on a shared machine.
-            settings["discovery.seed_hosts"] = topology.seed_hosts
-            settings["cluster.initial_master_nodes"] = [m.name for m in topology.masters]
+    def security_settings(self, request: NodeRequest) -> JsonObject:
         if request.security is None:
             # Mandatory: without it Elasticsearch auto-configures security on its own.
-            settings.update(security.disabled_settings())
-        else:
-            settings.update(security.security_settings())
-        return settings
+            return security.disabled_settings()
+        return security.security_settings()
 
-    def write_node_config(self, request: NodeRequest, settings: JsonMapping) -> None:
-        config = request.dirs.config
-        template = request.distribution.home / "config"
-        if config.exists():
-            shutil.rmtree(config)
-        # The zip ships config/ as 0660 root; a copy per node that its user may write is
-        # needed anyway: Elasticsearch creates its keystore there on first start.  Its
-        # account's alone: it will hold the node's TLS key and the file realm.
-        shutil.copytree(template, config)
-        for root, _dirs, files in os.walk(config):
-            os.chmod(root, 0o700)
-            for name in files:
-                os.chmod(os.path.join(root, name), 0o600)
-        # JSON is valid YAML, and one line per setting keeps the file readable.
-        lines = [f"{key}: {json.dumps(value)}" for key, value in settings.items()]
-        (config / "elasticsearch.yml").write_text(
-            "# Written by esdash for this run; edits are overwritten on the next start.\n"
-            + "\n".join(lines)
-            + "\n"
-        )
-        _absolute_jvm_paths(config / "jvm.options", request.dirs.jvm or request.dirs.logs)
-        options_d = config / "jvm.options.d"
-        options_d.mkdir(exist_ok=True)
-        (options_d / "heap.options").write_text(f"-Xms{request.heap}\n-Xmx{request.heap}\n")
-        if request.security is not None:
-            security.install_node_security(config, request.security, owner=request.owner.uid)
+    def install_security(self, request: NodeRequest, node_security: NodeSecurity) -> None:
+        # Elasticsearch creates its keystore in the node's copy of config/ on first start;
+        # it will hold the node's TLS key and the file realm.
+        security.install_node_security(request.dirs.config, node_security, owner=request.owner.uid)
 
     def node_command(self, request: NodeRequest) -> NodeCommand:
         home = request.distribution.home
@@ -176,9 +123,3 @@ class ElasticsearchBackend(Backend):
                 "Elasticsearch refuses to run as root: set cluster.run_as to an unprivileged user"
             )
         return None
-
-
-def _absolute_jvm_paths(jvm_options: Path, target: Path) -> None:
-    """The JVM's own files in ``target`` (:func:`~esdash.plugin_api.point_jvm_files`)."""
-    if jvm_options.exists():
-        jvm_options.write_text(point_jvm_files(jvm_options.read_text(), target))

@@ -16,12 +16,13 @@ from pathlib import Path
 from esdash.plugin_api import (
     BadInput,
     Distribution,
-    FetchError,
+    engine_version,
     find_maven,
     install_into_cache,
+    is_jvm_distribution,
     make_world_readable,
-    maven_copy,
-    unzip_keeping_modes,
+    read_distribution,
+    unpack_integ_test_zip,
     workspace,
 )
 
@@ -66,54 +67,26 @@ def min_java_major(version: str) -> int:
 
 def version_of(home: Path) -> str | None:
     """The version from ``lib/elasticsearch-<version>.jar`` (present in every flavor)."""
-    for jar in sorted((home / "lib").glob("elasticsearch-*.jar")):
-        match = re.fullmatch(r"elasticsearch-(\d+\.\d+\.\d+(?:-[A-Za-z0-9]+)?)\.jar", jar.name)
-        if match:
-            return match.group(1)
-    return None
+    return engine_version(home, "elasticsearch")
 
 
 def is_unpacked(home: Path) -> bool:
     """True when ``home`` looks like a complete distribution (launcher and libraries present)."""
-    return (home / "bin" / "elasticsearch").is_file() and (home / "lib").is_dir()
+    return is_jvm_distribution(home, "elasticsearch")
 
 
 def inspect(home: Path) -> Distribution:
     """Version, flavor and modules of the distribution at ``home``, and what esdash rejects."""
-    home = Path(home).expanduser()
-    if not (home / "bin" / "elasticsearch").is_file():
-        raise BadInput(
-            f"{home} is not an Elasticsearch distribution (no bin/elasticsearch); run "
-            f"`esdash fetch elasticsearch` or point cluster.home at an unpacked tarball"
-        )
-    version = version_of(home)
-    if version is None:
-        raise BadInput(
-            f"{home}: cannot tell the Elasticsearch version (no lib/elasticsearch-<version>.jar)"
-        )
-    modules_dir = home / "modules"
-    if not modules_dir.is_dir():
-        raise BadInput(f"{home}: no modules/ directory; unpack the distribution again")
-    modules = tuple(sorted(p.name for p in modules_dir.iterdir() if p.is_dir()))
+    found = read_distribution(home, "elasticsearch", "Elasticsearch")
+    version, modules, major = found.version, found.modules, found.major
     problems: list[str] = []
-    major = int(version.split(".")[0])
     if major not in SUPPORTED_MAJORS:
         problems.append(f"version {version} is not supported (use 7.17, 8.x or 9.x)")
     elif major == 7 and not version.startswith("7.17."):
         problems.append(f"version {version}: of the 7.x line only 7.17 is supported")
     flavor = "integ-test-zip" if set(modules) <= INTEG_TEST_MODULES else "default"
     mappers = SERVER_MAPPERS_8 if flavor == "integ-test-zip" and major == 8 else ()
-    if (home / "jdk").is_dir():
-        flavor += "+bundled-jdk"
-    return Distribution(
-        home=home,
-        version=version,
-        flavor=flavor,
-        modules=modules,
-        scripting="lang-painless" in modules,
-        problems=tuple(problems),
-        mappers=mappers,
-    )
+    return found.described(flavor, problems, mappers=mappers)
 
 
 def by_hand(version: str) -> str:
@@ -139,17 +112,7 @@ def fetch(version: str, cache: Path, say: Callable[[str], None]) -> Path:
     mvn = find_maven(f"Elasticsearch {version}", by_hand(version))
     with workspace(cache) as tmp:
         say(f"esdash: downloading Elasticsearch {version} with Maven")
-        archive = maven_copy(
-            mvn,
-            f"{ARTIFACT}:{version}:zip",
-            tmp / "download",
-            f"elasticsearch-{version}.zip",
-            by_hand(version),
-        )
-        say(f"esdash: unpacking {archive.name}")
-        unpacked = tmp / "unpacked"
-        unzip_keeping_modes(archive, unpacked)
-        top = unpacked / home.name
-        if not is_unpacked(top):
-            raise FetchError(f"{archive.name} does not contain {home.name}/bin/elasticsearch")
+        coordinates = f"{ARTIFACT}:{version}:zip"
+        hand = by_hand(version)
+        top = unpack_integ_test_zip(mvn, coordinates, "elasticsearch", version, tmp, hand, say)
         return install_into_cache(top, home, is_unpacked)

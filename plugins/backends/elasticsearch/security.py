@@ -20,21 +20,18 @@ import base64
 import hashlib
 import secrets
 from pathlib import Path
+from typing import TypedDict
 
 from esdash.plugin_api import (
+    NODE_CA_CERT,
+    NODE_CERT,
+    NODE_CERTS_DIR,
+    NODE_KEY,
     Credentials,
     NodeSecurity,
     owner_ids,
     write_private,
 )
-
-#: Inside a node's config dir.  The names are the same on every node, so
-#: :func:`security_settings` is too; Elasticsearch resolves relative paths in SSL settings
-#: against the config dir, and only reads files inside it.
-NODE_CERTS_DIR = "certs"
-NODE_KEY = f"{NODE_CERTS_DIR}/node.key"
-NODE_CERT = f"{NODE_CERTS_DIR}/node.crt"
-NODE_CA_CERT = f"{NODE_CERTS_DIR}/ca.crt"
 
 FILE_REALM_NAME = "esdash_file"
 
@@ -168,7 +165,15 @@ def disabled_settings() -> dict[str, object]:
 # --------------------------------------------------------------------------- clients
 
 
-def client_kwargs(credentials: Credentials | None) -> dict[str, object]:
+class ClientAuth(TypedDict, total=False):
+    """What :func:`client_kwargs` passes to ``elasticsearch.Elasticsearch``, typed for it."""
+
+    basic_auth: tuple[str, str]
+    verify_certs: bool
+    ca_certs: str
+
+
+def client_kwargs(credentials: Credentials | None) -> ClientAuth:
     """Keyword arguments for ``elasticsearch.Elasticsearch(hosts, **kwargs)``.
 
     With credentials: basic auth, and the node certificate verified against the cluster CA
@@ -176,9 +181,8 @@ def client_kwargs(credentials: Credentials | None) -> dict[str, object]:
     """
     if credentials is None:
         return {}
-    kwargs: dict[str, object] = {
+    return {
         "basic_auth": (credentials.username, credentials.password),
         "verify_certs": True,
+        "ca_certs": str(credentials.required_ca()),  # never the library's default CAs
     }
-    kwargs["ca_certs"] = str(credentials.required_ca())  # never the library's default CAs
-    return kwargs

@@ -9,33 +9,29 @@ reliably.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 from esdash.plugin_api import (
-    Backend,
+    OPENSEARCH_NAMES,
     ClusterError,
     ControlClient,
     Credentials,
-    Distribution,
     EsdashError,
-    HostProbe,
-    JsonMapping,
     JsonObject,
+    JvmBackend,
     NodeCommand,
     NodeRequest,
-    point_jvm_files,
+    NodeSecurity,
 )
 
-from . import distribution, doctor, security
+from . import distribution, security
+from .doctor import probes
 from .java import JAVA_HOME_VARIABLE, java_env
 
 
-class OpenSearchBackend(Backend):
+class OpenSearchBackend(JvmBackend):
     name = "opensearch"
     description = (
         "OpenSearch 2.x/3.x from a tarball, or 3.4.0 assembled from Maven Central "
@@ -43,83 +39,33 @@ class OpenSearchBackend(Backend):
     )
     default_version = distribution.DEFAULT_VERSION
 
-    def inspect(self, home: Path) -> Distribution:
-        return distribution.inspect(home)
-
-    def fetch(self, version: str, cache: Path, say: Callable[[str], None]) -> Path:
-        return distribution.fetch(version, cache, say)
-
-    def doctor(self, home: Path | None, user: str, cache: Path) -> list[HostProbe]:
-        return doctor.probes(home, user, cache)
+    names = OPENSEARCH_NAMES
+    inspect = staticmethod(distribution.inspect)
+    fetch = staticmethod(distribution.fetch)
+    doctor = staticmethod(probes)
 
     # ----------------------------------------------------------------- configuration
 
-    def node_settings(self, request: NodeRequest) -> JsonObject:
-        topology, node = request.topology, request.node
-        settings: JsonObject = {
-            "cluster.name": topology.cluster_name,
-            "node.name": node.name,
-            "node.roles": ["cluster_manager", "data", "ingest"]
-            if node.master_eligible
-            else ["data", "ingest"],
-            "path.data": str(request.dirs.data),
-            "path.logs": str(request.dirs.logs),
-            "network.host": node.address,
-            "http.port": node.http_port,
-            "transport.port": node.transport_port,
-        }
-        if topology.single_node:
-            settings["discovery.type"] = "single-node"
-        else:
-            # Always explicit: without seed hosts a node probes 127.0.0.1:9300-9305 and can
-            # join a stranger's cluster on a shared machine.
-            settings["discovery.seed_hosts"] = topology.seed_hosts
-            settings["cluster.initial_cluster_manager_nodes"] = [m.name for m in topology.masters]
+    def security_settings(self, request: NodeRequest) -> JsonObject:
         if request.security is None:
-            installed = distribution.has_security(request.distribution)
-            settings.update(security.disabled_settings(installed))
-        else:
-            if not distribution.has_security(request.distribution):
-                raise ClusterError(
-                    f"{request.distribution.home} has no {distribution.SECURITY_PLUGIN} plugin, "
-                    "so this cluster cannot run securely; run `esdash fetch opensearch` (it "
-                    "installs the plugin), install it into the tarball, or set "
-                    "cluster.security = false"
-                )
-            settings.update(
-                security.security_settings(request.security.node_cert, request.security.ca_cert)
+            return security.disabled_settings(distribution.has_security(request.distribution))
+        if not distribution.has_security(request.distribution):
+            raise ClusterError(
+                f"{request.distribution.home} has no {distribution.SECURITY_PLUGIN} plugin, "
+                "so this cluster cannot run securely; run `esdash fetch opensearch` (it "
+                "installs the plugin), install it into the tarball, or set "
+                "cluster.security = false"
             )
-        return settings
+        return security.security_settings(request.security.node_cert, request.security.ca_cert)
 
-    def write_node_config(self, request: NodeRequest, settings: JsonMapping) -> None:
-        config = request.dirs.config
-        template = request.distribution.home / "config"
-        if config.exists():
-            shutil.rmtree(config)
-        # A copy per node that its user may write: OpenSearch creates its keystore there,
-        # and each node gets its own opensearch.yml and security files.
-        shutil.copytree(template, config)
-        # 0600: the security plugin warns about every config file others could read.
-        for root, _dirs, files in os.walk(config):
-            os.chmod(root, 0o700)
-            for name in files:
-                os.chmod(os.path.join(root, name), 0o600)
-        lines = [f"{key}: {json.dumps(value)}" for key, value in settings.items()]
-        (config / "opensearch.yml").write_text(
-            "# Written by esdash for this run; edits are overwritten on the next start.\n"
-            + "\n".join(lines)
-            + "\n"
-        )
-        _absolute_jvm_paths(
-            config / "jvm.options", request.dirs.jvm or request.dirs.logs, request.distribution.home
-        )
-        options_d = config / "jvm.options.d"
-        options_d.mkdir(exist_ok=True)
-        heap = options_d / "heap.options"
-        heap.write_text(f"-Xms{request.heap}\n-Xmx{request.heap}\n")
-        heap.chmod(0o600)
-        if request.security is not None:
-            security.install_node_security(config, request.security, owner=request.owner.uid)
+    def install_security(self, request: NodeRequest, node_security: NodeSecurity) -> None:
+        security.install_node_security(request.dirs.config, node_security, owner=request.owner.uid)
+
+    def jvm_options(self, request: NodeRequest, text: str) -> str:
+        """3.x names its ``-javaagent`` jar relative to the working directory: make it the
+        distribution's."""
+        home = request.distribution.home
+        return re.sub(r"(?<=-javaagent:)agent/", f"{home}/agent/", text)
 
     def node_command(self, request: NodeRequest) -> NodeCommand:
         home = request.distribution.home
@@ -165,13 +111,3 @@ class OpenSearchBackend(Backend):
                 "`esdash fetch opensearch` (it marks optional parents optional)"
             )
         return None
-
-
-def _absolute_jvm_paths(jvm_options: Path, target: Path, home: Path) -> None:
-    """The JVM's own files in ``target`` (:func:`~esdash.plugin_api.point_jvm_files`), and
-    the ``-javaagent`` jar of 3.x, relative to the working directory, in the distribution."""
-    if not jvm_options.exists():
-        return
-    text = point_jvm_files(jvm_options.read_text(), target)
-    text = re.sub(r"(?<=-javaagent:)agent/", f"{home}/agent/", text)
-    jvm_options.write_text(text)

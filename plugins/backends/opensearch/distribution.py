@@ -34,11 +34,14 @@ from esdash.plugin_api import (
     BadInput,
     Distribution,
     FetchError,
+    engine_version,
     find_maven,
     install_into_cache,
+    is_jvm_distribution,
     maven_copy,
+    read_distribution,
     run_maven,
-    unzip_keeping_modes,
+    unpack_integ_test_zip,
     workspace,
 )
 
@@ -157,16 +160,12 @@ _JAR_VERSION = re.compile(r"^(?P<name>.+?)-\d[\w.]*(?:-[\w.]+)*\.jar$")
 
 def version_of(home: Path) -> str | None:
     """The version from ``lib/opensearch-<version>.jar`` (present in every layout)."""
-    for jar in sorted((home / "lib").glob("opensearch-*.jar")):
-        match = re.fullmatch(r"opensearch-(\d+\.\d+\.\d+(?:-[A-Za-z0-9]+)?)\.jar", jar.name)
-        if match:
-            return match.group(1)
-    return None
+    return engine_version(home, "opensearch")
 
 
 def is_unpacked(home: Path) -> bool:
     """True when ``home`` has a launcher and libraries (an assembled one also its marker)."""
-    return (home / "bin" / "opensearch").is_file() and (home / "lib").is_dir()
+    return is_jvm_distribution(home, "opensearch")
 
 
 def is_assembled(home: Path) -> bool:
@@ -196,21 +195,9 @@ def inspect(home: Path) -> Distribution:
     A plan refuses what the distribution lacks from these: painless (``scripting``), the
     security plugin (``plugins``), a field type of the track's mapping (``mappers``).
     """
-    home = Path(home).expanduser()
-    if not (home / "bin" / "opensearch").is_file():
-        raise BadInput(
-            f"{home} is not an OpenSearch distribution (no bin/opensearch); run "
-            f"`esdash fetch opensearch` or point cluster.home at an unpacked tarball"
-        )
-    version = version_of(home)
-    if version is None:
-        raise BadInput(f"{home}: cannot tell the OpenSearch version (no lib/opensearch-<v>.jar)")
-    modules_dir = home / "modules"
-    if not modules_dir.is_dir():
-        raise BadInput(f"{home}: no modules/ directory; unpack the distribution again")
-    modules = tuple(sorted(p.name for p in modules_dir.iterdir() if p.is_dir()))
+    found = read_distribution(home, "opensearch", "OpenSearch")
+    home, version, modules, major = found.home, found.version, found.modules, found.major
     problems: list[str] = []
-    major = int(version.split(".")[0])
     if major < 2:
         problems.append(f"version {version} is not supported (use OpenSearch 2.x or 3.x)")
     if (home / ASSEMBLY_MARKER).is_file():
@@ -219,18 +206,7 @@ def inspect(home: Path) -> Distribution:
         flavor = "integ-test-zip"
     else:
         flavor = "tarball"
-    if (home / "jdk").is_dir():
-        flavor += "+bundled-jdk"
-    return Distribution(
-        home=home,
-        version=version,
-        flavor=flavor,
-        modules=modules,
-        scripting="lang-painless" in modules,
-        problems=tuple(problems),
-        plugins=plugins_of(home),
-        mappers=mappers_of(modules),
-    )
+    return found.described(flavor, problems, plugins_of(home), mappers_of(modules))
 
 
 def has_security(distribution: Distribution) -> bool:
@@ -295,18 +271,8 @@ def fetch(version: str, cache: Path, say: Callable[[str], None]) -> Path:
     with workspace(cache) as tmp:
         step = _Steps(say, total)
         step(f"{DISTRIBUTION_ARTIFACT}:{version}:zip")
-        archive = maven_copy(
-            mvn,
-            f"{DISTRIBUTION_ARTIFACT}:{version}:zip",
-            tmp / "download",
-            f"opensearch-{version}.zip",
-            hand,
-        )
-        unpacked = tmp / "unpacked"
-        unzip_keeping_modes(archive, unpacked)
-        top = unpacked / home.name
-        if not is_unpacked(top):
-            raise FetchError(f"{archive.name} does not contain {home.name}/bin/opensearch")
+        coordinates = f"{DISTRIBUTION_ARTIFACT}:{version}:zip"
+        top = unpack_integ_test_zip(mvn, coordinates, "opensearch", version, tmp, hand)
         lib_names = {_artifact_name(jar.name) for jar in (top / "lib").glob("*.jar")}
         for module in MODULES:
             step(f"{PLUGIN_GROUP}:{module.artifact}:{version} (module {module.name})")

@@ -9,39 +9,32 @@ user OpenSearch runs as* (:func:`esdash.plugin_api.run_as_user`).
 
 from __future__ import annotations
 
-import os
-import pwd
 from pathlib import Path
 
 from esdash.plugin_api import (
     Distribution,
-    EsdashError,
     HostCheck,
     HostProbe,
-    JsonObject,
+    assumed_version,
+    distribution_check,
     java_check,
-    last_line,
-    run_as_user,
-    shorten,
+    node_user_check,
 )
 
 from . import distribution as dist_module
 from .java import FIX as JAVA_FIX
 from .java import JAVA_HOME_VARIABLE, min_java_major, resolve_java
 
-FETCH_FIX = "esdash fetch opensearch, or pass --home pointing at an unpacked tarball"
-
 
 def probes(home: Path | None, user: str, cache: Path) -> list[HostProbe]:
     """The checks, in display order; the distribution is read once, here."""
-    distribution_check, dist = load_distribution(home, cache)
-    version = dist.version if dist else dist_module.DEFAULT_VERSION
-    for_what = f"OpenSearch {version}" + ("" if dist else " (assumed: no distribution)")
+    dist_check, dist = load_distribution(home, cache)
+    version, for_what = assumed_version(dist, dist_module.DEFAULT_VERSION, "OpenSearch")
     need = min_java_major(version)
     java_home = dist.home if dist else None
     found = [
         HostProbe("java", lambda: check_java(java_home, need, for_what)),
-        HostProbe("distribution", lambda: distribution_check),
+        HostProbe("distribution", lambda: dist_check),
     ]
     if dist is not None:
         found.append(HostProbe("scripting", lambda: check_scripting(dist)))
@@ -64,36 +57,9 @@ def check_java(home: Path | None, need: int, for_what: str) -> HostCheck:
 
 def load_distribution(home: Path | None, cache: Path) -> tuple[HostCheck, Distribution | None]:
     """Find and inspect the distribution (``home`` is None: nothing in ``cache``)."""
-    if home is None:
-        detail = f"no opensearch distribution in the cache ({cache}) and no --home"
-        return HostCheck("distribution", "fail", detail, FETCH_FIX), None
-    home = Path(home).expanduser()
-    if not home.exists():
-        return HostCheck("distribution", "fail", f"{home} does not exist", FETCH_FIX), None
-    try:
-        dist = dist_module.inspect(home)
-    except EsdashError as exc:
-        return HostCheck("distribution", "fail", str(exc), FETCH_FIX), None
-    except OSError as exc:
-        return HostCheck("distribution", "fail", f"cannot read {home}: {exc}", FETCH_FIX), None
-    data: JsonObject = {
-        "home": str(dist.home),
-        "version": dist.version,
-        "flavor": dist.flavor,
-        "modules": list(dist.modules),
-        "plugins": list(dist.plugins),
-        "scripting": dist.scripting,
-    }
-    summary = (
-        f"opensearch {dist.version} ({dist.flavor}) at {dist.home}; "
-        f"{len(dist.modules)} modules: {shorten(list(dist.modules))}"
-    )
-    if dist.problems:
-        fix = "use OpenSearch 2.x or 3.x: esdash fetch opensearch"
-        return HostCheck(
-            "distribution", "fail", f"{summary}; {'; '.join(dist.problems)}", fix, data
-        ), dist
-    return HostCheck("distribution", "pass", summary, data=data), dist
+    supported = "OpenSearch 2.x or 3.x"
+    inspect = dist_module.inspect
+    return distribution_check(home, cache, "opensearch", inspect, supported, with_plugins=True)
 
 
 def check_scripting(dist: Distribution) -> HostCheck:
@@ -120,60 +86,6 @@ def check_security(dist: Distribution) -> HostCheck:
     )
 
 
-def _unreadable(user: str, home: Path) -> list[str]:
-    """Paths of the distribution that ``user`` cannot use (``find -readable`` as the user)."""
-    script = (
-        'test -x "$1/bin/opensearch" || echo "$1/bin/opensearch (not executable)"\n'
-        'find "$1" \\( ! -readable -o -type d ! -executable \\) -print 2>&1\n'
-    )
-    proc = run_as_user(["sh", "-c", script, "sh", str(home)], timeout=60, as_user=user)
-    problems = [line for line in proc.stdout.splitlines() if line.strip()]
-    if proc.returncode != 0 and not problems:
-        problems.append(last_line(proc.stderr) or f"probe exited with {proc.returncode}")
-    return problems
-
-
 def check_user(user: str, dist: Distribution | None) -> HostCheck:
     """OpenSearch refuses to run as root and must be able to read its distribution."""
-    name = "opensearch-user"
-    root = os.geteuid() == 0
-    me = pwd.getpwuid(os.geteuid()).pw_name
-    try:
-        entry = pwd.getpwnam(user)
-    except KeyError:
-        return HostCheck(
-            name,
-            "fail",
-            f"no user {user!r} on this machine",
-            f"useradd -m -s /bin/bash {user}; or pass --user naming an unprivileged user",
-        )
-    data: JsonObject = {"user": user, "uid": entry.pw_uid, "esdash_runs_as": me}
-    if entry.pw_uid == 0:
-        return HostCheck(
-            name,
-            "fail",
-            f"{user!r} is uid 0: OpenSearch refuses to run as root",
-            "pass --user/ESDASH_USER naming an unprivileged user (scripts/provision makes esdash)",
-            data,
-        )
-    if not root and entry.pw_uid != os.geteuid():
-        return HostCheck(
-            name,
-            "fail",
-            f"esdash runs as {me!r}, not root, so it cannot switch the nodes to {user!r}",
-            f"run esdash as root to use {user!r}, or drop --user/ESDASH_USER",
-            data,
-        )
-    if dist is None:
-        return HostCheck(name, "pass", f"{user} (uid {entry.pw_uid}); no distribution to check")
-    problems = _unreadable(user, dist.home)
-    if problems:
-        data["unreadable"] = problems
-        return HostCheck(
-            name,
-            "fail",
-            f"{user} cannot use {len(problems)} path(s): {shorten(problems, 3)}",
-            f"chmod -R a+rX {dist.home}",
-            data,
-        )
-    return HostCheck(name, "pass", f"{user} (uid {entry.pw_uid}) can read {dist.home}", data=data)
+    return node_user_check("opensearch-user", user, "opensearch", "OpenSearch", dist)

@@ -35,18 +35,16 @@ from typing import Any
 import bcrypt
 
 from esdash.plugin_api import (
+    NODE_CA_CERT,
+    NODE_CERT,
+    NODE_CERTS_DIR,
+    NODE_KEY,
     Credentials,
     JsonObject,
     NodeSecurity,
     owner_ids,
     write_private,
 )
-
-#: Inside a node's config dir; the plugin resolves relative PEM paths against it.
-NODE_CERTS_DIR = "certs"
-NODE_KEY = f"{NODE_CERTS_DIR}/node.key"
-NODE_CERT = f"{NODE_CERTS_DIR}/node.crt"
-NODE_CA_CERT = f"{NODE_CERTS_DIR}/ca.crt"
 
 #: The security plugin's configuration directory inside a node's config dir.
 SECURITY_CONFIG_DIR = "opensearch-security"

@@ -29,14 +29,15 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from esdash.plugin_api import (
     ClientCodec,
     Corpus,
+    EncryptionMode,
     JsonObject,
     PreflightCheck,
     Register,
+    Session,
     Track,
     hookimpl,
 )
@@ -53,7 +54,7 @@ __all__ = [
 
 
 @hookimpl
-def esdash_register_encryption_modes(register) -> None:
+def esdash_register_encryption_modes(register: Register[EncryptionMode]) -> None:
     register(AbeMode())
 
 
@@ -66,7 +67,7 @@ def esdash_register_checks(register: Register[PreflightCheck]) -> None:
 
 @hookimpl
 def esdash_leakage(
-    session: Any, run_dir: Path, track: Track, corpus: Corpus, codec: ClientCodec
+    session: Session, run_dir: Path, track: Track, corpus: Corpus, codec: ClientCodec
 ) -> JsonObject | None:
     """The leakage report of an ABE codec (:mod:`.leakage`); None for any other codec.
 

@@ -27,7 +27,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from esdash.plugin_api import BadInput, ClientCodec, FieldSpec, JsonMapping, JsonObject, JsonValue
 
@@ -652,7 +652,8 @@ class AbeCodec(ClientCodec):
         self._fill(slow_pending)
         for pieces, position, prefix, holder, name in deferred:
             pieces[position] = prefix + _DUMPS(holder[name])
-        return [("{" + ",".join(pieces) + "}").encode() for pieces in all_pieces]
+        filled = cast("list[list[str]]", all_pieces)  # every None was replaced above
+        return [("{" + ",".join(pieces) + "}").encode() for pieces in filled]
 
     def _layout(self, keys: tuple[str, ...]) -> list[dict[Scalar, str]]:
         """The piece caches of the fields in the order ``keys`` (unknown keys: no cache)."""
@@ -742,7 +743,7 @@ class AbeCodec(ClientCodec):
         """One object; cached values inline, everything else through the slow paths."""
         result: JsonObject = {}
         entries = self._entries.get(prefix) or {}
-        key = None
+        key = ""
         try:
             for key, value in obj.items():
                 entry = entries.get(key) or self._entry(prefix, key)

@@ -40,6 +40,7 @@ from esdash.plugin_api import (
     JsonMapping,
     JsonObject,
     JsonValue,
+    Session,
     Track,
 )
 
@@ -708,7 +709,7 @@ def auxiliary_sample(
 
 
 def report_for(
-    session: Any,
+    session: Session,
     track: Track,
     corpus: Corpus,
     codec: AbeCodec,

@@ -17,10 +17,14 @@ from typing import Protocol
 
 from esdash.plugin_api import BadInput
 
+#: esdash's own OPE core; None where this installation lacks the ``ope`` subpackage.
+_OpeCipher: type[OpeCipher] | None = None
 try:  # the fast core, when the OPE package has landed
-    from .ope import OpeCipher as _OpeCipher
+    from .ope import OpeCipher
+
+    _OpeCipher = OpeCipher
 except ImportError:  # pragma: no cover - depends on the installation
-    _OpeCipher = None
+    pass
 
 BACKENDS = ("auto", "native", "python", "pyope")
 #: Entries of each plaintext->ciphertext and ciphertext->plaintext cache of the adapter.
@@ -75,7 +79,8 @@ class PyopeCipher:
         out_range: tuple[int, int],
         lru_size: int = LRU_SIZE,
     ) -> None:
-        from pyope.ope import OPE, ValueRange
+        # pyope ships no type information.
+        from pyope.ope import OPE, ValueRange  # type: ignore[import-untyped]
 
         self._ope = OPE(bytes(key), ValueRange(*in_range), ValueRange(*out_range))
         self._size = lru_size

@@ -127,7 +127,7 @@ class NumberGrid:
     def index(self, value: JsonValue) -> int:
         """The grid index of ``value``; :class:`OffGrid` unless it is exactly a grid point."""
         scaled = self._scaled(value)
-        if type(scaled) is not int:
+        if isinstance(scaled, Decimal):
             if scaled != scaled.to_integral_value():
                 raise OffGrid(f"{value!r} is not a multiple of the step {self.spec[2]}")
             scaled = int(scaled)
@@ -202,10 +202,10 @@ def parse_instant(text: JsonValue) -> tuple[int, int]:
     found = _SECOND.match(text)
     if not found:
         raise OffGrid(f"{text!r} is not a date (yyyy-MM-dd) or date-time (yyyy-MM-dd HH:mm:ss)")
-    parts = list(map(int, found.groups()[:6]))
+    year, month, day_of_month, hour, minute, second = map(int, found.groups()[:6])
     zone = found.group(8)
     try:
-        moment = datetime(*parts, tzinfo=timezone.utc)
+        moment = datetime(year, month, day_of_month, hour, minute, second, tzinfo=timezone.utc)
     except ValueError:
         raise OffGrid(f"{text!r} is not a valid date-time") from None
     if zone and zone != "Z":

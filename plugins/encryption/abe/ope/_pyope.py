@@ -16,8 +16,9 @@ class PyopeEngine:
     """pyope's ``OPE`` with the engine methods :class:`~.ope.OpeCipher` calls."""
 
     def __init__(self, key: bytes, in_range: tuple[int, int], out_range: tuple[int, int]) -> None:
-        from pyope import errors
-        from pyope.ope import OPE, ValueRange
+        # pyope ships no type information.
+        from pyope import errors  # type: ignore[import-untyped]
+        from pyope.ope import OPE, ValueRange  # type: ignore[import-untyped]
 
         self._ope = OPE(key, ValueRange(*in_range), ValueRange(*out_range))
         # pyope rejects a ciphertext either at the leaf or, when the descent reaches a child
@@ -28,13 +29,15 @@ class PyopeEngine:
         return "<esdash_plugins.encryption.abe.ope PyopeEngine>"  # never the key
 
     def encrypt(self, plaintext: int) -> int:
-        return self._ope.encrypt(plaintext)
+        ciphertext: int = self._ope.encrypt(plaintext)
+        return ciphertext
 
     def decrypt(self, ciphertext: int) -> int:
         try:
-            return self._ope.decrypt(ciphertext)
+            plaintext: int = self._ope.decrypt(ciphertext)
         except self._invalid:
             raise InvalidCiphertextError(f"invalid ciphertext {ciphertext}") from None
+        return plaintext
 
     def encrypt_many(self, plaintexts: Iterable[int]) -> list[int]:
         values = list(plaintexts)
