@@ -37,14 +37,35 @@ INFRA_FIXTURES = frozenset(
 )
 
 
+#: Session fixtures whose users must share one test process when the integration tier runs
+#: on several (pytest-xdist ``--dist loadgroup``): one cluster or daemon set per group, not
+#: one per process -- and Slurm's daemons and the namespaces have fixed names and ports.
+SHARED_GROUPS = (
+    ("slurm_cluster", "slurm"),
+    ("netns_hosts", "netns"),
+    ("os_cluster", "opensearch"),
+    ("shared_cluster", "es-shared"),
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tiers: a test that needs infrastructure (a prerequisite marker, or a fixture of
     :data:`INFRA_FIXTURES`) is ``integration``; every other test is the unit tier, which
-    ``scripts/test`` runs first, alone (``-m "not integration"``), so it fails fast."""
+    ``scripts/test`` runs first, alone (``-m "not integration"``), so it fails fast.
+
+    Every test also gets an ``xdist_group``, the process that runs it when the suite runs on
+    several (pytest-xdist): the shared fixture it uses (:data:`SHARED_GROUPS`), else its
+    file, so a module's fixtures are made once and its tests run in their order."""
     for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
         needs = any(item.get_closest_marker(name) for name in prereqs.CHECKS)
-        if needs or INFRA_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if needs or INFRA_FIXTURES & fixtures:
             item.add_marker(pytest.mark.integration)
+        group = next(
+            (g for name, g in SHARED_GROUPS if name in fixtures), item.nodeid.split("::")[0]
+        )
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(tryfirst=True)

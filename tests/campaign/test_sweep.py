@@ -2,14 +2,15 @@
 
 One 1-node cluster, workers per node 1 and 2, no encryption, 500 documents, one query step
 of one second (four for the second point, so the interrupt lands inside it).  The report's
-numbers are checked against the runs' own results.json.
+numbers are checked against the runs' own results.json.  What is tested is the campaign's
+machinery, not an engine: the cluster is the static engine's (``support/static_engine.py``),
+a real node process the sweep starts, keeps across points and stops.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 import shlex
 import signal
 import subprocess
@@ -17,12 +18,14 @@ import time
 from pathlib import Path
 
 import pytest
-from support.cli import ESDASH, esdash, java_pids_under, write_session
+from support import static_engine
+from support.cli import ESDASH, esdash, write_session
 
 from esdash.view import format as fmt
 from esdash.view.campaign import read_progress
 
-pytestmark = [pytest.mark.es, pytest.mark.mpi]
+pytestmark = [pytest.mark.static_engine, pytest.mark.mpi]
+ENV = static_engine.env()
 
 STEPS = [
     {
@@ -87,8 +90,10 @@ def _stop(sweep: subprocess.Popen, runs: Path) -> None:
             sweep.kill()
             sweep.wait()
     for run_file in runs.glob("*/run.json"):
-        if "campaign_cluster" in run_file.read_text() and java_pids_under(run_file.parent):
-            esdash("cluster", "down", str(run_file.parent), env_runs=runs, check=False)
+        if "campaign_cluster" in run_file.read_text() and static_engine.node_pids_under(
+            run_file.parent
+        ):
+            esdash("cluster", "down", str(run_file.parent), env_runs=runs, check=False, env=ENV)
 
 
 def test_tiny_campaign_is_resumable_and_its_report_matches_the_runs(shared_tmp: Path) -> None:
@@ -97,7 +102,15 @@ def test_tiny_campaign_is_resumable_and_its_report_matches_the_runs(shared_tmp: 
     root.chmod(0o755)
     runs = root / "runs"
     (root / "one-step.json").write_text(json.dumps(STEPS))
-    write_session(root, "tinybase", 1, track='name = "mri"\ndocuments = 500', tables=BENCH)
+    write_session(
+        root,
+        "tinybase",
+        1,
+        security=False,
+        extra_cluster=static_engine.cluster_table(),
+        track='name = "mri"\ndocuments = 500',
+        tables=BENCH,
+    )
     campaign = root / "tiny.toml"
     campaign.write_text(CAMPAIGN)
     directory = root / "tiny-campaign"  # not the default: the resume hint must name it
@@ -108,7 +121,7 @@ def test_tiny_campaign_is_resumable_and_its_report_matches_the_runs(shared_tmp: 
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "ESDASH_RUNS": str(runs)},
+        env={**ENV, "ESDASH_RUNS": str(runs)},
     )
     try:
         wait_for(
@@ -138,11 +151,11 @@ def test_tiny_campaign_is_resumable_and_its_report_matches_the_runs(shared_tmp: 
     hint = next(line for line in output.splitlines() if "resume with: " in line)
     command = shlex.split(hint.split("resume with: ", 1)[1])
     assert command == ["esdash", "sweep", str(campaign), "--dir", str(directory)]
-    assert java_pids_under(Path(first[1]["cluster_run"])) == []  # the cluster was stopped
+    assert static_engine.node_pids_under(Path(first[1]["cluster_run"])) == []  # stopped
 
     # 2. resume with the printed command; the interrupted first point ingests again, so
     #    that its completed run carries the ingest figures
-    resumed = esdash(*command[1:], env_runs=runs, timeout=600)
+    resumed = esdash(*command[1:], env_runs=runs, timeout=600, env=ENV)
     assert "2 points, 0 completed, 2 to run on 1 cluster(s)" in resumed.stdout
     assert "workers_per_node=1 mode=none: running (re-ingests)" in resumed.stdout
     assert "workers_per_node=2 mode=none: running (reuses the index)" in resumed.stdout
@@ -153,13 +166,20 @@ def test_tiny_campaign_is_resumable_and_its_report_matches_the_runs(shared_tmp: 
     assert summary(directory)["state"] == "finished"
     assert read_progress(directory).counts.completed == 2
     # a completed point is not run again
-    again = esdash("sweep", str(campaign), "--dir", str(directory), env_runs=runs)
+    again = esdash("sweep", str(campaign), "--dir", str(directory), env_runs=runs, env=ENV)
     assert "0 to run" in again.stdout
 
     # 3. the report's numbers are the runs' numbers
     out = root / "report"
     esdash(
-        "report", str(directory), "--format", "md,html,csv,json", "--out", str(out), env_runs=runs
+        "report",
+        str(directory),
+        "--format",
+        "md,html,csv,json",
+        "--out",
+        str(out),
+        env_runs=runs,
+        env=ENV,
     )
     report = json.loads((out / "report.json").read_text())
     results = {w: json.loads(Path(p["run"], "results.json").read_text()) for w, p in final.items()}

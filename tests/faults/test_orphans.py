@@ -5,7 +5,9 @@ Issue 36.  ``esdash run`` owns its run (``owner.json``, renewed every second: se
 second later, before its clean-up ended (what ``timeout -k``, batch wrappers and Slurm's
 ``KillWait`` do) -- it can stop nothing itself; its ranks see it gone, wait its grace
 (``cluster.owner_grace``, 3 s) and stop their nodes and themselves through the one stop
-path.  One case per phase and way of killing, real 1-node clusters and MPI ranks; each
+path.  One case per phase and way of killing, real 1-node clusters and MPI ranks (an
+Elasticsearch node while the cluster starts; the static engine's node, a real process of
+the run, once it is up: ``support/static_engine.py``); each
 asserts that within 15 s of the kill no process of the run remains (by pid and create
 time: launchers, ranks, guards, both JVMs, bench ranks), that ``run.json`` says why, that
 the stream is intact (every line a record) and that what rank 0 could write is kept.  The
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import static_engine
 from support.cli import ESDASH, esdash, java_pids_under, run_dir_from
 from support.faults import (
     PAUSE,
@@ -38,7 +41,7 @@ from support.faults import (
     running,
 )
 
-pytestmark = [pytest.mark.es, pytest.mark.mpi]
+pytestmark = [pytest.mark.mpi]
 
 #: What the issue promises: every process of the run is gone this long after the kill.
 GONE_WITHIN = 15.0
@@ -56,10 +59,13 @@ class Orphaned:
 
 
 def kill_run(tmp: Path, name: str, phase: str, how: str, timeout: float = 240) -> Orphaned:
-    """Start `esdash run`, kill it (``how``: "kill" or "term-kill") as ``phase`` begins."""
+    """Start `esdash run`, kill it (``how``: "kill" or "term-kill") as ``phase`` begins;
+    after the start, on the static engine."""
     runs = tmp / "runs"
-    session = make_session(tmp, name)
-    env = {**os.environ, "ESDASH_RUNS": str(runs), "ESDASH_TEST_PAUSE": PAUSE}
+    static = phase != "start"
+    session = make_session(tmp, name, static=static)
+    base = static_engine.env() if static else os.environ
+    env = {**base, "ESDASH_RUNS": str(runs), "ESDASH_TEST_PAUSE": PAUSE}
     with (tmp / f"{name}.out").open("w") as out, (tmp / f"{name}.err").open("w") as err:
         proc = subprocess.Popen([*ESDASH, "run", str(session)], stdout=out, stderr=err, env=env)
     try:
@@ -86,13 +92,18 @@ def stream_records(run: Path) -> list[dict]:
 
 
 CASES = [
-    (phase, how)
+    pytest.param(
+        phase,
+        how,
+        marks=pytest.mark.es if phase == "start" else pytest.mark.static_engine,
+        id=f"{phase}-{how}",
+    )
     for phase in ("start", "ingest", "steps", "results")
     for how in ("kill", "term-kill")
 ]
 
 
-@pytest.mark.parametrize(("phase", "how"), CASES, ids=[f"{p}-{h}" for p, h in CASES])
+@pytest.mark.parametrize(("phase", "how"), CASES)
 def test_a_killed_run_takes_everything_along(shared_tmp: Path, phase: str, how: str) -> None:
     name = f"orphan-{phase}-{how}"
     result = kill_run(shared_tmp / name, name, phase, how)
@@ -110,7 +121,9 @@ def test_a_killed_run_takes_everything_along(shared_tmp: Path, phase: str, how: 
         assert "esdash received SIGTERM" in info["reason"] or GONE in info["reason"], info
     node = json.loads((result.run / "nodes" / "0" / "status.json").read_text())
     assert node["state"] == "stopped", node
-    status = esdash("cluster", "status", str(result.run), env_runs=result.runs).stdout
+    status = esdash(
+        "cluster", "status", str(result.run), env_runs=result.runs, env=static_engine.env()
+    ).stdout
     assert "owner    pid" in status and ": gone" in status, status
     if phase == "start":
         return
@@ -126,11 +139,18 @@ def test_a_killed_run_takes_everything_along(shared_tmp: Path, phase: str, how: 
     if info.get("orphaned"):  # a stop that ended before the kill left no orphan
         out = str(result.run / "report")
         report = esdash(
-            "report", str(result.run), "--no-figures", "--out", out, env_runs=result.runs
+            "report",
+            str(result.run),
+            "--no-figures",
+            "--out",
+            out,
+            env_runs=result.runs,
+            env=static_engine.env(),
         )
         assert "ended without its owner" in report.stdout, report.stdout
 
 
+@pytest.mark.es
 def test_a_cluster_up_cluster_outlives_its_command_and_its_shell(shared_tmp: Path) -> None:
     """No owner: neither the command's end nor a SIGHUP to its shell's session stops it."""
     directory = shared_tmp / "orphan-up"

@@ -17,9 +17,11 @@ line) is proven.  Each fault is sent when the first measured interval of step 0 
 * a node killed (SIGKILL of its server JVM): ``node_lost``, the other nodes' partial answers
   counted as ``partial`` errors, per-rank data for every rank, nothing left running.
 
-The rank faults and the frozen node share one cluster (``run --cluster``); the killed node
-runs `esdash run` with its own cluster, as a user would.  A re-run of the same session after
-each fault must succeed.
+The rank faults are about esdash's own ranks: they share a 3-node cluster of the static
+engine (``support/static_engine.py``: nodes answering with set latencies, no JVM) through
+``run --cluster``.  The node faults are about an engine's nodes: the frozen node attaches to
+a 3-node Elasticsearch cluster, the killed node runs `esdash run` with its own cluster, as a
+user would.  A re-run of the same session after each fault must succeed.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support import static_engine
 from support.cli import ESDASH, esdash, java_pids_under, pids_alive, run_dir_from, write_session
 from support.nodes import server_jvm
 from support.records import as_json
@@ -43,7 +46,7 @@ from esdash.rundir.layout import RunDir
 from esdash.rundir.records import ProcessRecord
 from esdash.rundir.stream import StreamReader
 
-pytestmark = [pytest.mark.es, pytest.mark.mpi]
+pytestmark = [pytest.mark.mpi]
 
 NODES = 3
 TRACK = 'name = "mri"\ndocuments = 3000\nseed = 11'
@@ -71,34 +74,54 @@ def steps_file(path: Path, second: int = STEP_SECONDS) -> Path:
     return path
 
 
-def session_for(directory: Path, name: str, second: int = STEP_SECONDS) -> Path:
+def session_for(
+    directory: Path, name: str, second: int = STEP_SECONDS, *, static: bool = False
+) -> Path:
     """A 3-node session; ``second`` is the second step's length (the frozen node needs time
-    to come back before the run ends)."""
+    to come back before the run ends); ``static``: on the static engine."""
     queries = steps_file(directory / f"{name}-steps.json", second)
     bench = (
         "[benchmark]\nworkers_per_node = 1\nbulk_size = 300\nseed = 5\n"
         f'interval = "1s"\nqueries = "{queries.name}"\n'
     )
-    return write_session(directory, name, NODES, security=False, track=TRACK, tables=bench)
+    extra = static_engine.cluster_table() if static else ""
+    return write_session(
+        directory, name, NODES, security=False, track=TRACK, tables=bench, extra_cluster=extra
+    )
+
+
+def cluster_up(shared_tmp: Path, name: str, static: bool) -> Iterator[tuple[Path, Path]]:
+    """A 3-node cluster from `esdash cluster up` (its run dir, runs dir), down at the end."""
+    runs = shared_tmp / "fault-runs"
+    session = session_for(shared_tmp, name, static=static)
+    env = static_engine.env() if static else None
+    run = run_dir_from(esdash("cluster", "up", str(session), env_runs=runs, env=env).stdout)
+    try:
+        yield run, runs
+    finally:
+        esdash("cluster", "down", str(run), env_runs=runs, env=env)
+        assert java_pids_under(run) == [] and static_engine.node_pids_under(run) == []
 
 
 @pytest.fixture(scope="module")
 def trio(shared_tmp: Path) -> Iterator[tuple[Path, Path]]:
-    """A 3-node cluster for the rank faults and the frozen node (its run dir, runs dir)."""
-    runs = shared_tmp / "fault-runs"
-    session = session_for(shared_tmp, "faultc")
-    run = run_dir_from(esdash("cluster", "up", str(session), env_runs=runs).stdout)
-    try:
-        yield run, runs
-    finally:
-        esdash("cluster", "down", str(run), env_runs=runs)
-        assert java_pids_under(run) == []
+    """A 3-node Elasticsearch cluster for the frozen node."""
+    yield from cluster_up(shared_tmp, "faultc", static=False)
 
 
-def start_run(runs: Path, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "ESDASH_RUNS": str(runs)}
+@pytest.fixture(scope="module")
+def static_trio(shared_tmp: Path) -> Iterator[tuple[Path, Path]]:
+    """A 3-node static-engine cluster for the faults of load ranks."""
+    yield from cluster_up(shared_tmp, "faults", static=True)
+
+
+def start_run(runs: Path, *args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*ESDASH, "run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        [*ESDASH, "run", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env, "ESDASH_RUNS": str(runs)},
     )
 
 
@@ -135,10 +158,10 @@ def measuring(step: int) -> Callable[[list[dict]], bool]:
 
 
 def run_until_measuring(
-    runs: Path, session: Path, *args: str
+    runs: Path, session: Path, *args: str, static: bool = False
 ) -> tuple[subprocess.Popen[str], Path]:
     """`esdash run SESSION ARGS`, returned once step 0's first measured interval is written."""
-    proc = start_run(runs, str(session), *args)
+    proc = start_run(runs, str(session), *args, env=engine_env(static))
     return proc, wait_for(runs, session.stem, measuring(0), proc)
 
 
@@ -177,9 +200,14 @@ def assert_gone(pids: list[int]) -> None:
     assert pids_alive(pids) == [], [psutil.Process(p).cmdline() for p in pids_alive(pids)]
 
 
-def rerun(session: Path, runs: Path, *args: str) -> dict:
+def engine_env(static: bool) -> dict[str, str]:
+    """The environment of an esdash command: finding the static engine, or as it is."""
+    return static_engine.env() if static else dict(os.environ)
+
+
+def rerun(session: Path, runs: Path, *args: str, static: bool = False) -> dict:
     """The same session again: it must run through (nothing the fault left gets in the way)."""
-    result = esdash("run", str(session), *args, env_runs=runs, timeout=400)
+    result = esdash("run", str(session), *args, env_runs=runs, timeout=400, env=engine_env(static))
     run = next(
         Path(line.split(": ", 1)[1]).parent
         for line in result.stdout.splitlines()
@@ -188,12 +216,13 @@ def rerun(session: Path, runs: Path, *args: str) -> dict:
     return json.loads((run / "results.json").read_text())
 
 
+@pytest.mark.static_engine
 def test_a_killed_load_rank_leaves_the_others_and_its_own_numbers(
-    trio: tuple[Path, Path], shared_tmp: Path
+    static_trio: tuple[Path, Path], shared_tmp: Path
 ) -> None:
-    cluster, runs = trio
-    session = session_for(shared_tmp, "rankkill")
-    proc, run = run_until_measuring(runs, session, "--cluster", str(cluster))
+    cluster, runs = static_trio
+    session = session_for(shared_tmp, "rankkill", static=True)
+    proc, run = run_until_measuring(runs, session, "--cluster", str(cluster), static=True)
     victim = bench_rank(run, 2)
     pids = bench_pids(run)
     assert process.send(victim, signal.SIGKILL)
@@ -212,15 +241,16 @@ def test_a_killed_load_rank_leaves_the_others_and_its_own_numbers(
     assert [e["data"]["rank"] for e in events(run, "rank_lost")] == [2]
     assert "rank(s) [2] lost" in out
     assert_gone(pids)
-    assert rerun(session, runs, "--cluster", str(cluster))["status"] == "ok"
+    assert rerun(session, runs, "--cluster", str(cluster), static=True)["status"] == "ok"
 
 
+@pytest.mark.static_engine
 def test_a_frozen_load_rank_is_lost_then_back_by_its_heartbeat(
-    trio: tuple[Path, Path], shared_tmp: Path
+    static_trio: tuple[Path, Path], shared_tmp: Path
 ) -> None:
-    cluster, runs = trio
-    session = session_for(shared_tmp, "rankfreeze")
-    proc, run = run_until_measuring(runs, session, "--cluster", str(cluster))
+    cluster, runs = static_trio
+    session = session_for(shared_tmp, "rankfreeze", static=True)
+    proc, run = run_until_measuring(runs, session, "--cluster", str(cluster), static=True)
     victim = bench_rank(run, 3)
     pids = bench_pids(run)
     assert process.send(victim, signal.SIGSTOP)
@@ -240,9 +270,10 @@ def test_a_frozen_load_rank_is_lost_then_back_by_its_heartbeat(
     assert proc.returncode == 0, out + err
     assert "rank(s) silent: 3" in out
     assert_gone(pids)
-    assert rerun(session, runs, "--cluster", str(cluster))["status"] == "ok"
+    assert rerun(session, runs, "--cluster", str(cluster), static=True)["status"] == "ok"
 
 
+@pytest.mark.es
 def test_a_frozen_node_is_lost_then_back_and_its_open_requests_stay_in_the_numbers(
     trio: tuple[Path, Path], shared_tmp: Path
 ) -> None:
@@ -273,6 +304,7 @@ def test_a_frozen_node_is_lost_then_back_and_its_open_requests_stay_in_the_numbe
     assert rerun(session, runs, "--cluster", str(cluster))["status"] == "ok"  # it is back
 
 
+@pytest.mark.es
 def test_a_killed_node_is_named_first_and_partial_answers_are_errors(shared_tmp: Path) -> None:
     runs = shared_tmp / "fault-runs"
     session = session_for(shared_tmp, "nodekill")

@@ -1,6 +1,9 @@
 """SIGTERM and SIGINT to `esdash run` in every phase: one stop path, nothing left behind.
 
-Issue 15, items 4 and 7.  Real 1-node clusters, real MPI ranks, real signals.  Each case
+Issue 15, items 4 and 7.  Real 1-node clusters, real MPI ranks, real signals.  A signal
+while the cluster starts lands in an Elasticsearch node's JVM start; the later phases are
+the ranks' own, so those cases run on the static engine (``support/static_engine.py``),
+whose node is a real process of the run, started and stopped like a JVM.  Each case
 starts `esdash run` on its own session (its own runs and data directories, free ports) and
 sends the signal when the phase begins -- the run directory's state for the cluster start,
 the phase's ``phase`` event in ``stream.jsonl`` for the bench phases (rank 0 holds the short
@@ -27,6 +30,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support import static_engine
 from support.cli import ESDASH, esdash, java_pids_under
 from support.faults import (
     PAUSE,
@@ -41,7 +45,7 @@ from support.faults import (
     server_logging,
 )
 
-pytestmark = [pytest.mark.es, pytest.mark.mpi]
+pytestmark = [pytest.mark.mpi]
 
 #: What the issue promises: every process esdash started is gone this long after a signal.
 GONE_WITHIN = 15.0
@@ -79,11 +83,14 @@ def signal_run(
     *args: str,
     session: Path | None = None,
     timeout: float = 240,
+    static: bool = False,
 ) -> Signalled:
-    """Start `esdash run`, send ``sig`` as ``phase`` begins, and follow everything to its end."""
+    """Start `esdash run`, send ``sig`` as ``phase`` begins, and follow everything to its end
+    (``static``: a session of its own on the static engine)."""
     runs = tmp / "runs"
-    session = session or make_session(tmp, name)
-    env = {**os.environ, "ESDASH_RUNS": str(runs), "ESDASH_TEST_PAUSE": PAUSE}
+    session = session or make_session(tmp, name, static=static)
+    base = static_engine.env() if static else os.environ
+    env = {**base, "ESDASH_RUNS": str(runs), "ESDASH_TEST_PAUSE": PAUSE}
     # output to files, not pipes: nothing reads them before the end, and a full pipe would
     # block the run
     stdout, stderr = tmp / f"{name}.out", tmp / f"{name}.err"
@@ -120,7 +127,9 @@ def assert_stopped(result: Signalled, phase: str, sig: signal.Signals) -> None:
     info = json.loads((result.run / "run.json").read_text())
     assert info["state"] == "interrupted"
     assert info["reason"] == reason
-    status = esdash("cluster", "status", str(result.run), env_runs=result.runs).stdout
+    status = esdash(
+        "cluster", "status", str(result.run), env_runs=result.runs, env=static_engine.env()
+    ).stdout
     assert f"state interrupted\nreason   {reason}" in status, status
     node = json.loads((result.run / "nodes" / "0" / "status.json").read_text())
     assert node["state"] == "stopped", node
@@ -133,25 +142,26 @@ def intervals(run: Path, phase: str) -> list[dict]:
     return [r for r in records if r["type"] == "interval" and r["phase"] == phase]
 
 
+#: The start on Elasticsearch (its JVMs are what starts), the ranks' phases on the static engine.
 CASES = [
-    ("start", signal.SIGTERM),
-    ("start", signal.SIGINT),
-    ("ingest", signal.SIGTERM),
-    ("ingest", signal.SIGINT),
-    ("steps", signal.SIGTERM),
-    ("steps", signal.SIGINT),
-    ("results", signal.SIGTERM),
-    ("results", signal.SIGINT),
+    pytest.param(
+        phase,
+        sig,
+        marks=pytest.mark.es if phase == "start" else pytest.mark.static_engine,
+        id=f"{phase}-{sig.name}",
+    )
+    for phase in ("start", "ingest", "steps", "results")
+    for sig in (signal.SIGTERM, signal.SIGINT)
 ]
 
 
-@pytest.mark.parametrize(("phase", "sig"), CASES, ids=[f"{p}-{s.name}" for p, s in CASES])
+@pytest.mark.parametrize(("phase", "sig"), CASES)
 def test_a_signal_stops_everything_and_keeps_what_was_measured(
     shared_tmp: Path, phase: str, sig: signal.Signals
 ) -> None:
     """One run per case, signalled as its phase begins; SIGTERM in the steps is re-run."""
     name = f"sig-{phase}-{sig.name.lower()}"
-    result = signal_run(shared_tmp / name, name, phase, sig)
+    result = signal_run(shared_tmp / name, name, phase, sig, static=phase != "start")
     assert_stopped(result, phase, sig)
     results_file = result.run / "results.json"
     if phase == "start":
@@ -182,12 +192,12 @@ def test_a_signal_stops_everything_and_keeps_what_was_measured(
     if phase == "steps":  # the signal came as the steps began: the whole ingest is kept
         assert results["ingest"]["docs"] == 1000, results["ingest"]
     if sig == signal.SIGTERM and phase == "steps":  # one re-run is enough: it shares this run
-        assert_a_rerun_succeeds(result)
+        assert_a_rerun_succeeds(result, static_engine.env())
 
 
-def assert_a_rerun_succeeds(result: Signalled) -> None:
+def assert_a_rerun_succeeds(result: Signalled, env: dict[str, str] | None = None) -> None:
     """The same session again after the fault: it reuses the data and runs to the end."""
-    again = esdash("run", str(result.session), env_runs=result.runs, check=False)
+    again = esdash("run", str(result.session), env_runs=result.runs, check=False, env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     latest = max(result.runs.glob(f"{result.session.stem}-*"), key=lambda p: p.stat().st_mtime)
     assert latest != result.run
@@ -195,6 +205,7 @@ def assert_a_rerun_succeeds(result: Signalled) -> None:
     assert json.loads((latest / "run.json").read_text())["state"] == "stopped"
 
 
+@pytest.mark.es
 def test_foreground_cluster_start_stops_on_sigterm(shared_tmp: Path) -> None:
     """`cluster up --foreground` (a batch job's main step) hit by SIGTERM while starting."""
     directory = shared_tmp / "sig-fg"
@@ -239,6 +250,7 @@ def test_foreground_cluster_start_stops_on_sigterm(shared_tmp: Path) -> None:
     )
 
 
+@pytest.mark.es
 def test_a_killed_cluster_rank_takes_both_jvms_along(shared_tmp: Path) -> None:
     """kill -9 of a rank while its node starts: the node's guard stops both JVMs.
 
@@ -289,9 +301,13 @@ def test_a_killed_cluster_rank_takes_both_jvms_along(shared_tmp: Path) -> None:
     assert status["state"] == "stopped", status  # not "running": the rank could not say
 
 
+@pytest.mark.static_engine
 @pytest.mark.gocryptfs
 def test_sigterm_releases_the_gocryptfs_mount(shared_tmp: Path) -> None:
-    """SIGTERM during the steps of a run on gocryptfs: no mount and no gocryptfs process left."""
+    """SIGTERM during the steps of a run on gocryptfs: no mount and no gocryptfs process left.
+
+    The node's data directory is mounted whatever the engine: the static engine's node
+    stands in for a JVM here."""
     from support import gocryptfs
 
     name = "sig-gc"
@@ -302,9 +318,9 @@ def test_sigterm_releases_the_gocryptfs_mount(shared_tmp: Path) -> None:
     passfile.write_text("signal-test-password\n")
     passfile.chmod(0o600)
     tables = '[encryption]\nmode = "gocryptfs"\npassword_file = "pass"\nscrypt_n = 10\n'
-    session = make_session(directory, name, tables)
+    session = make_session(directory, name, tables, static=True)
     data = directory / f"data-{name}"
-    result = signal_run(directory, name, "steps", signal.SIGTERM, session=session)
+    result = signal_run(directory, name, "steps", signal.SIGTERM, session=session, static=True)
     try:
         assert_stopped(result, "steps", signal.SIGTERM)
         assert gocryptfs.mounts_under(directory) == []

@@ -1,9 +1,14 @@
 """The fuzz campaign's settings, seeds, environment and per-kind case counts.
 
-Hypothesis runs derandomized (the same cases on every machine and in CI, no example
-database), with no deadline (a case's time is bounded by its own alarm, ``fuzzlib``).  Each
+Hypothesis runs derandomized (no example database), with no deadline (a case's time is
+bounded by its own alarm, ``fuzzlib``).  Derandomized is not fully fixed: Hypothesis (6.170)
+mixes literal constants of the modules already imported into its draws, so the cases of a
+test depend on which tests ran before it in the same process (the suite runs on several
+pytest-xdist processes); a failure prints its draws, the damage to redo by hand.  Each
 test module takes the profile below and sets its own ``max_examples``; together they run
-more than 5,000 cases.  The counts per input kind are printed at the end of the session.
+more than 5,000 cases.  The counts per input kind are printed at the end of a session run
+in one process (``-n 0``, or ``ESDASH_TEST_WORKERS=0 scripts/test``): the pytest-xdist
+workers count their own cases and the controller, which runs no test, has none to print.
 
 ``ESDASH_FUZZ_SURVEY=FILE`` keeps a test going after its first failing case: every failure
 is appended to FILE (one JSON object per line) and the test still fails at its end with the

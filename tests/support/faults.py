@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 
+from support import static_engine
 from support.cli import java_pids_under, write_session
 
 #: The one query step: long enough that the signal lands inside it, short for CI.
@@ -26,8 +27,14 @@ BENCH = (
 PAUSE = "results=4"
 
 
-def make_session(directory: Path, name: str, tables: str = "") -> Path:
-    """A 1-node session (security off: the start is the shortest) with one match_all step."""
+def make_session(directory: Path, name: str, tables: str = "", *, static: bool = False) -> Path:
+    """A 1-node session (security off: the start is the shortest) with one match_all step.
+
+    ``static``: on the static engine (``support/static_engine.py``), for the cases about
+    esdash's ranks once the cluster is up; its bulk answers take 0.2 s, so the ingest of
+    10 batches lasts long enough for a signal to land in it.  Run such a session with
+    ``static_engine.env()``.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     directory.chmod(0o755)
     step = {
@@ -44,6 +51,7 @@ def make_session(directory: Path, name: str, tables: str = "") -> Path:
         security=False,
         track='name = "mri"\ndocuments = 1000',
         tables=BENCH + tables,
+        extra_cluster=static_engine.cluster_table(bulk_latency="200ms") if static else "",
     )
 
 
@@ -80,6 +88,12 @@ def server_logging(run: Path) -> bool:
     logs = run / "nodes" / "0" / "logs"
     started = any(log.stat().st_size > 0 for log in logs.glob("*.log")) if logs.is_dir() else False
     return started and len(java_pids_under(run)) >= 2
+
+
+def node_pids_under(run: Path) -> list[int]:
+    """The node processes of run directory ``run``: both JVMs of an Elasticsearch node, or
+    a static-engine node's server."""
+    return java_pids_under(run) + static_engine.node_pids_under(run)
 
 
 #: Processes by pid and create time: a pid alone may name another process a moment later.
@@ -141,7 +155,7 @@ def await_phase(
         if run is not None and (
             cluster_starting(run) if phase == "start" else phase in stream_phases(run)
         ):
-            return run, seen | descendants(proc.pid) | identify(java_pids_under(run))
+            return run, seen | descendants(proc.pid) | identify(node_pids_under(run))
         time.sleep(0.05)
 
 
@@ -149,7 +163,7 @@ def gone_within(seen: Seen, run: Path, since: float, limit: float) -> tuple[floa
     """Seconds from ``since`` until every process of ``seen`` and the run's JVMs were gone
     (None: not within ``limit`` + 15 s), and what was still running at the end."""
     while time.monotonic() - since < limit + 15:
-        if not running(seen) and not java_pids_under(run):
+        if not running(seen) and not node_pids_under(run):
             return time.monotonic() - since, {}
         time.sleep(0.05)
-    return None, running(seen | identify(java_pids_under(run)))
+    return None, running(seen | identify(node_pids_under(run)))

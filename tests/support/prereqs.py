@@ -207,6 +207,15 @@ def _check_netns() -> str | None:
     return _missing_tools("ip", "nsenter")
 
 
+def _check_static_engine() -> str | None:
+    """The static engine (support/static_engine.py) runs its nodes under esdash's MPI ranks."""
+    from support import static_engine
+
+    if not (static_engine.HOME / "server.py").is_file():
+        return f"no static engine in {static_engine.TEST_PLUGINS} (run scripts/provision)"
+    return _check_mpi()
+
+
 CHECKS: dict[str, Callable[[], str | None]] = {
     "es": _check_es,
     "opensearch": _check_opensearch,
@@ -214,6 +223,7 @@ CHECKS: dict[str, Callable[[], str | None]] = {
     "slurm": _check_slurm,
     "gocryptfs": _check_gocryptfs,
     "netns": _check_netns,
+    "static_engine": _check_static_engine,
 }
 
 

@@ -52,8 +52,11 @@ class Clock:
         return self.now
 
 
-async def wait_for(pilot: Any, condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app run until ``condition()`` holds (or fail after ``timeout`` seconds)."""
+async def wait_for(pilot: Any, condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Let the app run until ``condition()`` holds (or fail after ``timeout`` seconds).
+
+    The bound only ends a test that would hang: the suite runs on every core at once, and
+    a dashboard that draws in a second alone may take several beside a fuzz campaign."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
