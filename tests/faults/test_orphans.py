@@ -64,7 +64,7 @@ def kill_run(tmp: Path, name: str, phase: str, how: str, timeout: float = 240) -
     runs = tmp / "runs"
     static = phase != "start"
     session = make_session(tmp, name, static=static)
-    base = static_engine.env() if static else os.environ
+    base = static_engine.env_for(static)
     env = {**base, "ESDASH_RUNS": str(runs), "ESDASH_TEST_PAUSE": PAUSE}
     with (tmp / f"{name}.out").open("w") as out, (tmp / f"{name}.err").open("w") as err:
         proc = subprocess.Popen([*ESDASH, "run", str(session)], stdout=out, stderr=err, env=env)

@@ -27,7 +27,6 @@ user would.  A re-run of the same session after each fault must succeed.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -161,7 +160,7 @@ def run_until_measuring(
     runs: Path, session: Path, *args: str, static: bool = False
 ) -> tuple[subprocess.Popen[str], Path]:
     """`esdash run SESSION ARGS`, returned once step 0's first measured interval is written."""
-    proc = start_run(runs, str(session), *args, env=engine_env(static))
+    proc = start_run(runs, str(session), *args, env=static_engine.env_for(static))
     return proc, wait_for(runs, session.stem, measuring(0), proc)
 
 
@@ -200,14 +199,11 @@ def assert_gone(pids: list[int]) -> None:
     assert pids_alive(pids) == [], [psutil.Process(p).cmdline() for p in pids_alive(pids)]
 
 
-def engine_env(static: bool) -> dict[str, str]:
-    """The environment of an esdash command: finding the static engine, or as it is."""
-    return static_engine.env() if static else dict(os.environ)
-
-
 def rerun(session: Path, runs: Path, *args: str, static: bool = False) -> dict:
     """The same session again: it must run through (nothing the fault left gets in the way)."""
-    result = esdash("run", str(session), *args, env_runs=runs, timeout=400, env=engine_env(static))
+    result = esdash(
+        "run", str(session), *args, env_runs=runs, timeout=400, env=static_engine.env_for(static)
+    )
     run = next(
         Path(line.split(": ", 1)[1]).parent
         for line in result.stdout.splitlines()

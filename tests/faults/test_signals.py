@@ -89,7 +89,7 @@ def signal_run(
     (``static``: a session of its own on the static engine)."""
     runs = tmp / "runs"
     session = session or make_session(tmp, name, static=static)
-    base = static_engine.env() if static else os.environ
+    base = static_engine.env_for(static)
     env = {**base, "ESDASH_RUNS": str(runs), "ESDASH_TEST_PAUSE": PAUSE}
     # output to files, not pipes: nothing reads them before the end, and a full pipe would
     # block the run

@@ -146,13 +146,9 @@ def pids_alive(pids: list[int]) -> list[int]:
     return alive
 
 
-def java_pids_under(path: Path) -> list[int]:
-    """Java processes whose command line mentions ``path`` (a run's config or data dir), and
-    the Java processes below them: a node's server JVM, forked by its launcher JVM, names
-    only its encrypted mount when gocryptfs keeps the JVM's files there."""
+def processes() -> list[tuple[int, int, str]]:
+    """Every process now: pid, parent pid, command line (arguments joined by spaces)."""
     found = []
-    parents: dict[int, int] = {}
-    java: set[int] = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -161,11 +157,23 @@ def java_pids_under(path: Path) -> list[int]:
             ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
+        found.append((int(entry.name), ppid, cmdline))
+    return found
+
+
+def java_pids_under(path: Path) -> list[int]:
+    """Java processes whose command line mentions ``path`` (a run's config or data dir), and
+    the Java processes below them: a node's server JVM, forked by its launcher JVM, names
+    only its encrypted mount when gocryptfs keeps the JVM's files there."""
+    found = []
+    parents: dict[int, int] = {}
+    java: set[int] = set()
+    for pid, ppid, cmdline in processes():
         if "java" not in cmdline:
             continue
-        java.add(int(entry.name))
-        parents[int(entry.name)] = ppid
+        java.add(pid)
+        parents[pid] = ppid
         if str(path) in cmdline:
-            found.append(int(entry.name))
+            found.append(pid)
     below = [pid for pid in java if pid not in found and parents.get(pid) in found]
     return pids_alive(found + below)

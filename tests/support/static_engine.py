@@ -15,11 +15,19 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from support.cli import processes
+
 ROOT = Path(__file__).resolve().parents[2]
 #: Where scripts/provision installs the test plugin packages.
 TEST_PLUGINS = ROOT / ".venv" / "test-plugins"
 #: The engine's "distribution": the installed package, which holds the node's server.
 HOME = TEST_PLUGINS / "esdash_static_engine"
+
+
+def env_for(static: bool) -> dict[str, str]:
+    """The environment of an esdash command: one that finds the static engine, or this
+    process's own."""
+    return env() if static else dict(os.environ)
 
 
 def env(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -50,14 +58,8 @@ def cluster_table(
 
 def node_pids_under(run: Path) -> list[int]:
     """The static-engine node servers of run directory ``run`` (their config is under it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if "esdash_static_engine" in cmdline and str(run) in cmdline:
-            found.append(int(entry.name))
-    return found
+    return [
+        pid
+        for pid, _ppid, cmdline in processes()
+        if "esdash_static_engine" in cmdline and str(run) in cmdline
+    ]
