@@ -29,6 +29,14 @@ def _setting(flat: JsonObject, name: str) -> str | None:
     return None
 
 
+def jvm_flags(arguments: object) -> list[str]:
+    """The ``-X`` options among a JVM's input arguments, without the ones naming a path
+    (they differ from run to run and say nothing about speed)."""
+    if not isinstance(arguments, list):
+        return []
+    return [str(a) for a in arguments if str(a).startswith("-X") and "/" not in str(a)]
+
+
 def read_facts(control: ControlClient, index: str) -> ClusterFacts:
     """The engine, each node's JVM and heap, and the index's settings, as the cluster says."""
     info = control.info()
@@ -40,6 +48,7 @@ def read_facts(control: ControlClient, index: str) -> ClusterFacts:
         nodes[name] = NodeFacts(
             jvm=runtime or None,
             heap_max_bytes=(jvm.get("mem") or {}).get("heap_max_in_bytes"),
+            jvm_flags=jvm_flags(jvm.get("input_arguments")),
         )
     flat = control.index_settings(index).get(index) or {}
     return ClusterFacts(

@@ -38,6 +38,12 @@ class JvmEngine:
     master_role: str
     #: The setting naming the nodes that elect the first master.
     initial_masters: str
+    #: The launcher's variables for the config directory, the temporary directory, and
+    #: the JVM options it adds to ``jvm.options`` (``ES_PATH_CONF``, ``ES_TMPDIR``,
+    #: ``ES_JAVA_OPTS``).
+    conf_variable: str
+    tmp_variable: str
+    java_opts_variable: str
 
 
 #: Where a node keeps its TLS files (:meth:`~esdash.plugin.security.NodeSecurity.install_tls`
@@ -49,9 +55,21 @@ NODE_KEY = f"{NODE_CERTS_DIR}/node.key"
 NODE_CERT = f"{NODE_CERTS_DIR}/node.crt"
 NODE_CA_CERT = f"{NODE_CERTS_DIR}/ca.crt"
 
-ELASTICSEARCH_NAMES = JvmEngine("elasticsearch.yml", "master", "cluster.initial_master_nodes")
+ELASTICSEARCH_NAMES = JvmEngine(
+    "elasticsearch.yml",
+    "master",
+    "cluster.initial_master_nodes",
+    "ES_PATH_CONF",
+    "ES_TMPDIR",
+    "ES_JAVA_OPTS",
+)
 OPENSEARCH_NAMES = JvmEngine(
-    "opensearch.yml", "cluster_manager", "cluster.initial_cluster_manager_nodes"
+    "opensearch.yml",
+    "cluster_manager",
+    "cluster.initial_cluster_manager_nodes",
+    "OPENSEARCH_PATH_CONF",
+    "OPENSEARCH_TMPDIR",
+    "OPENSEARCH_JAVA_OPTS",
 )
 
 
@@ -145,6 +163,27 @@ class JvmBackend(Backend):
     def jvm_options(self, request: NodeRequest, text: str) -> str:
         """``jvm.options`` as the node needs it (its JVM files already pointed at)."""
         return text
+
+    def launcher_env(self, request: NodeRequest) -> dict[str, str]:
+        """The environment a node's launcher script starts with: nothing of esdash's own.
+
+        The node's config and temporary directories, a plain ``PATH`` and locale, its ``HOME``
+        in its temporary directory, and the engine's own JVM-options variable
+        (``ES_JAVA_OPTS``) when the ranks' environment sets it: the engine's convention for
+        options a site or a test adds (the JVM's options, all of them, are read back from
+        every node after settling into ``results.json``: :mod:`esdash.bench.facts`).
+        """
+        env = {
+            self.names.conf_variable: str(request.dirs.config),
+            self.names.tmp_variable: str(request.dirs.tmp),
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "HOME": str(request.dirs.tmp),
+        }
+        java_opts = os.environ.get(self.names.java_opts_variable)
+        if java_opts:
+            env[self.names.java_opts_variable] = java_opts
+        return env
 
     def node_settings(self, request: NodeRequest) -> JsonObject:
         settings = jvm_node_settings(request, self.names)

@@ -146,6 +146,10 @@ FAIRNESS_ROWS = (
             or None
         ),
     ),
+    (
+        "JVM flags",
+        lambda f: " | ".join(sorted({" ".join(n.jvm_flags) for n in f.nodes.values()})) or None,
+    ),
     ("nodes", lambda f: str(len(f.nodes)) if f.nodes else None),
     ("shards", lambda f: f.index.get("index.number_of_shards")),
     ("replicas", lambda f: f.index.get("index.number_of_replicas")),

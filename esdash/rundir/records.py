@@ -858,6 +858,10 @@ class RoundsResult(Record, kw_only=True):
 class NodeFacts(Record, kw_only=True):
     jvm: str | None = None
     heap_max_bytes: Int | None = None
+    #: The node's ``-X`` options as its JVM reports them (``jvm.input_arguments``), those
+    #: naming a path left out: what a comparison must show was the same (the JIT, the
+    #: collector), including options added through ``ES_JAVA_OPTS``.
+    jvm_flags: list[str] = []
 
 
 class ClusterFacts(Record, kw_only=True):

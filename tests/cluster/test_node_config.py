@@ -69,6 +69,11 @@ def test_bare_and_container_commands(es_home: Path, tmp_path: Path, monkeypatch)
     assert bare.argv == [str(es_home / "bin" / "elasticsearch")]
     assert bare.env["ES_PATH_CONF"] == str(request.dirs.config)
     assert Path(bare.env["ES_JAVA_HOME"], "bin", "java").exists()
+    # The engine's own variable for added JVM options reaches the node, and only when set.
+    monkeypatch.setenv("ES_JAVA_OPTS", "-XX:TieredStopAtLevel=1")
+    assert backend.node_command(request).env["ES_JAVA_OPTS"] == "-XX:TieredStopAtLevel=1"
+    monkeypatch.delenv("ES_JAVA_OPTS")
+    assert "ES_JAVA_OPTS" not in backend.node_command(request).env
     # A container runtime is not installable here; a stand-in executable on PATH lets us
     # check the command line the backend builds (the runtime itself is not exercised).
     fake = tmp_path / "bin" / "apptainer"

@@ -8,6 +8,7 @@ engines in every table, and the settings each cluster read back with differences
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,15 @@ def test_one_campaign_runs_both_engines_and_the_report_sets_them_side_by_side(
     assert fairness["version"]["opensearch"] == "3.4.0"
     assert fairness["shards"]["elasticsearch"] == fairness["shards"]["opensearch"]
     assert fairness["codec"]["elasticsearch"] == fairness["codec"]["opensearch"] == "default"
+    # Each engine's nodes got the options of its own variable (conftest.py sets both), as
+    # the nodes themselves report them.
+    for engine, variable in (
+        ("elasticsearch", "ES_JAVA_OPTS"),
+        ("opensearch", "OPENSEARCH_JAVA_OPTS"),
+    ):
+        flags = fairness["JVM flags"][engine].split()
+        assert any(flag.startswith("-Xmx") for flag in flags)
+        assert set(os.environ[variable].split()) <= set(flags)
     markdown = (out / "report.md").read_text()
     assert "## Engines side by side" in markdown and "## Is the comparison fair?" in markdown
     assert "| none on opensearch |" in markdown

@@ -88,6 +88,9 @@ class EsNode:
         (config / "elasticsearch.yml").write_text("\n".join(lines) + "\n")
         (config / "jvm.options.d").mkdir(exist_ok=True)
         heap = f"-Xms{self.heap}\n-Xmx{self.heap}\n"
+        # The JIT limit the test session sets (conftest.py: TEST_JVM_OPTIONS), as esdash's
+        # nodes get it through ES_JAVA_OPTS, which this launch leaves out of the environment.
+        heap += "".join(f"{option}\n" for option in os.environ.get("ES_JAVA_OPTS", "").split())
         (config / "jvm.options.d" / "heap.options").write_text(heap)
         for sub in ("data", "logs", "tmp"):
             (self.workdir / sub).mkdir(exist_ok=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -64,16 +63,10 @@ class ElasticsearchBackend(JvmBackend):
 
     def node_command(self, request: NodeRequest) -> NodeCommand:
         home = request.distribution.home
-        env = {
-            "ES_PATH_CONF": str(request.dirs.config),
-            "ES_TMPDIR": str(request.dirs.tmp),
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "LANG": "C.UTF-8",
-            "HOME": str(request.dirs.tmp),
-            # The launcher JVM writes its flag-probing files to java.io.tmpdir; keep them
-            # in the node's tmp instead of leaving a directory in /tmp per start.
-            "CLI_JAVA_OPTS": f"-Djava.io.tmpdir={request.dirs.tmp}",
-        }
+        env = self.launcher_env(request)
+        # The launcher JVM writes its flag-probing files to java.io.tmpdir; keep them
+        # in the node's tmp instead of leaving a directory in /tmp per start.
+        env["CLI_JAVA_OPTS"] = f"-Djava.io.tmpdir={request.dirs.tmp}"
         if "bundled-jdk" not in request.distribution.flavor:
             java = find_java(home, distribution.JAVA_HOME_VARIABLE)
             env[distribution.JAVA_HOME_VARIABLE] = str(java.java_home)

@@ -9,7 +9,6 @@ reliably.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 
@@ -69,13 +68,7 @@ class OpenSearchBackend(JvmBackend):
 
     def node_command(self, request: NodeRequest) -> NodeCommand:
         home = request.distribution.home
-        env = {
-            "OPENSEARCH_PATH_CONF": str(request.dirs.config),
-            "OPENSEARCH_TMPDIR": str(request.dirs.tmp),
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "LANG": "C.UTF-8",
-            "HOME": str(request.dirs.tmp),
-        }
+        env = self.launcher_env(request)
         try:
             env.update(java_env(home))
         except EsdashError as exc:  # BadInput from find_java: it names the variable to fix
