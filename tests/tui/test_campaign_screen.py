@@ -142,7 +142,9 @@ async def test_the_home_screen_lists_campaigns_and_opens_one(tmp_path: Path, run
         await wait_for(pilot, lambda: isinstance(app.screen, HomeScreen))
         home = app.screen
         await wait_for(pilot, lambda: len(home.campaigns) == 2 and len(home.runs) == 2)
-        await pilot.pause(0.2)
+        # drawn once the tables are filled: on a busy machine that is later than a pause
+        await wait_for(pilot, lambda: "Campaigns (2, 1 running)" in screen_text(app))
+        await wait_for(pilot, lambda: written.points[0].label in screen_text(app))
         text = screen_text(app)
         assert "Campaigns (2, 1 running)" in text
         assert "study" in text and "0/4" in text and written.points[0].label in text
