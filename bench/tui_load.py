@@ -233,7 +233,7 @@ async def replay(run: Path, source: Path, speed: float, fps: float, size: tuple[
         screen = app.screen
         records = screen.model.records
         for index in range(shown[0], snap.count):
-            lags.append(now - records[index]["wall"])
+            lags.append(now - records[index].wall)  # folded Interval records, not dicts
         shown[0] = max(shown[0], snap.count)
 
     async with app.run_test(headless=True, size=size):
@@ -245,10 +245,17 @@ async def replay(run: Path, source: Path, speed: float, fps: float, size: tuple[
             [sys.executable, __file__, "--write", str(source), str(run), "--speed", str(speed)]
         )
         cpu0, wall0 = time.process_time(), time.monotonic()
-        while writer.poll() is None or not (screen.latest and screen.latest.finished):
-            await asyncio.sleep(0.1)  # not pilot.pause: it would add its own CPU
-            if time.monotonic() - wall0 > 3600:
-                raise SystemExit("the replay did not finish within an hour")
+        try:
+            while writer.poll() is None or not (screen.latest and screen.latest.finished):
+                await asyncio.sleep(0.1)  # not pilot.pause: it would add its own CPU
+                if not app.is_running:  # it failed: leaving run_test raises its error
+                    break
+                if time.monotonic() - wall0 > 3600:
+                    raise SystemExit("the replay did not finish within an hour")
+        finally:
+            if writer.poll() is None:
+                writer.kill()
+                writer.wait()
         cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
     return cpu, wall, lags, redraws[0], shown[0]
 

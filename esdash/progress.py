@@ -27,8 +27,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from esdash.errors import EsdashError
@@ -134,6 +133,15 @@ class Phase:
         count = f"{self.done} of {self.total}" if self.total else ""
         return " ".join(part for part in (count, self.detail) if part)
 
+    # -- as a ``with`` block (:attr:`Progress.phase`)
+
+    def __enter__(self) -> Phase:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        """End the phase; a block that raised makes it a failed one (see :meth:`Progress.end`)."""
+        self.progress.end(self, failed=kind is not None)
+
     # -- the ticker
 
     def _run_ticker(self) -> None:
@@ -218,29 +226,6 @@ class Progress:
 
     # -- phases
 
-    @contextmanager
-    def phase(
-        self,
-        what: str,
-        total: int | None = None,
-        poll: Callable[[Phase], None] | None = None,
-        every: float = POLL_EVERY,
-        announce_after: float = 0.0,
-    ) -> Iterator[Phase]:
-        """Say that ``what`` begins, keep saying it runs, and how long it took.
-
-        The first line is printed before the body runs, so before its first blocking call.
-        ``announce_after`` (seconds) delays it for phases that are mostly quick checks: one
-        that ends sooner prints nothing, so a refusal stays the one line of its error.
-        """
-        phase = self.begin(what, total, poll, every, announce_after)
-        try:
-            yield phase
-        except BaseException:
-            self.end(phase, failed=True)
-            raise
-        self.end(phase)
-
     def begin(
         self,
         what: str,
@@ -249,7 +234,13 @@ class Progress:
         every: float = POLL_EVERY,
         announce_after: float = 0.0,
     ) -> Phase:
-        """Start a phase without a ``with`` block (end it with :meth:`end`)."""
+        """Say that ``what`` begins, keep saying it runs, and how long it took once it ends
+        (:meth:`end`, or the end of its ``with`` block: see :attr:`phase`).
+
+        The first line is printed at once, so before the phase's first blocking call.
+        ``announce_after`` (seconds) delays it for phases that are mostly quick checks: one
+        that ends sooner prints nothing, so a refusal stays the one line of its error.
+        """
         what = what.removeprefix(self.prefix)
         phase = Phase(self, what, total, poll, every, announce_after)
         with self._lock:
@@ -259,6 +250,10 @@ class Progress:
                 self._announce(phase)
         phase._start()
         return phase
+
+    #: ``with progress.phase(what, ...) as phase:`` -- :meth:`begin` as a ``with`` block: a
+    #: :class:`Phase` is its own context manager, which ends it (failed if the block raises).
+    phase = begin
 
     def _announce(self, phase: Phase) -> None:
         """The phase's first sign: its line, or its row in the terminal display."""

@@ -48,9 +48,9 @@ from pathlib import Path
 from esdash.bench.coordinator import decide_start, run_coordinator
 from esdash.bench.split import run_split
 from esdash.bench.worker import run_worker, worker_codec
-from esdash.boundary import private_files
 from esdash.cluster import pki
 from esdash.cluster.control import control_client
+from esdash.launch.rank_entry import rank_main
 from esdash.plugin.security import Credentials
 from esdash.rundir.layout import RunDir
 from esdash.rundir.records import JsonObject
@@ -113,12 +113,9 @@ def run_bench_rank(run_path: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if not args:
-        print("usage: python -m esdash.bench.rank RUN_DIR", file=sys.stderr)
-        return 2
-    with private_files():  # everything this rank writes is its owner's alone
-        return run_bench_rank(Path(args[0]))
+    return rank_main(
+        "python -m esdash.bench.rank RUN_DIR", argv, lambda run, _flags: run_bench_rank(run)
+    )
 
 
 if __name__ == "__main__":

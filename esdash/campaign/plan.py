@@ -53,16 +53,31 @@ def index_key(point: Point) -> str:
 
 @dataclass(frozen=True)
 class PlannedPoint:
+    """A point in its cluster's run order, with what its run does about the index: ingest it
+    (:data:`FIRST`, :data:`EACH`) or use the one already there (:data:`REUSE`)."""
+
     point: Point
     ingest: str
 
 
 @dataclass(frozen=True)
 class ClusterGroup:
+    """The points that share one running cluster (:func:`cluster_key`), in run order: the
+    sweep starts it once and runs every point against it (``esdash run POINT --cluster RUN``).
+    """
+
     key: str
-    nodes: int
-    root_label: str
     points: tuple[PlannedPoint, ...]
+
+    @property
+    def nodes(self) -> int:
+        """The cluster's size: every point's, since their ``[cluster]`` tables are equal."""
+        return self.points[0].point.nodes
+
+    @property
+    def root_label(self) -> str:
+        """The data root the cluster uses: every point's (same size and encryption setup)."""
+        return self.points[0].point.root_label
 
     @property
     def label(self) -> str:
@@ -93,9 +108,7 @@ def plan(points: Sequence[Point], ingest: str = "once") -> list[ClusterGroup]:
                 action = EACH
             seen.add(index_key(point))
             planned.append(PlannedPoint(point, action))
-        result.append(
-            ClusterGroup(key, members[0][1].nodes, members[0][1].root_label, tuple(planned))
-        )
+        result.append(ClusterGroup(key, tuple(planned)))
     return result
 
 
@@ -183,7 +196,8 @@ class PointTime:
 
 @dataclass(frozen=True)
 class ClusterTime:
-    """A cluster group's points to run, and its cluster's start and stop, counted once."""
+    """A cluster group's points to run, and its cluster's start and stop, counted once;
+    ``number`` is the cluster's place in the sweep (1 first), as the wall-time lines name it."""
 
     number: int
     group: ClusterGroup

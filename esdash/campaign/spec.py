@@ -106,6 +106,9 @@ class CampaignError(BadInput):
 
 @dataclass(frozen=True)
 class Axis:
+    """One key of ``[axes]``: a session key path and the values the campaign crosses with
+    every other axis's (each combination, once per repetition, is a point)."""
+
     path: tuple[str, ...]
     values: tuple[JsonValue, ...]
     #: the name used in labels, point ids and ``--only``: the last key, unless ambiguous

@@ -30,7 +30,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypedDict
 
-from esdash.boundary import private_files
 from esdash.cluster import nodedirs, pki, ports
 from esdash.cluster.control import control_client
 from esdash.cluster.dataroot import (
@@ -46,6 +45,7 @@ from esdash.cluster.topology import RankReport, plan_topology
 from esdash.cluster.users import node_owner, remove_account
 from esdash.errors import EsdashError
 from esdash.launch.owner import OwnerWatch
+from esdash.launch.rank_entry import rank_main
 from esdash.plugin.manager import get_plugins
 from esdash.plugin.values import NodeDirs, NodeRequest
 from esdash.rundir.layout import RunDir
@@ -415,12 +415,11 @@ def _killed_by(code: int | None) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if not args:
-        print("usage: python -m esdash.cluster.rank RUN_DIR [--fresh]", file=sys.stderr)
-        return 2
-    with private_files():  # everything this rank writes is its owner's alone
-        return run_rank(Path(args[0]), "--fresh" in args[1:])
+    return rank_main(
+        "python -m esdash.cluster.rank RUN_DIR [--fresh]",
+        argv,
+        lambda run, flags: run_rank(run, "--fresh" in flags),
+    )
 
 
 if __name__ == "__main__":

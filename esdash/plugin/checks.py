@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
+from esdash.plugin.options import Problem
+
 if TYPE_CHECKING:
     from esdash.plugin.api import Backend, EncryptionMode, Interconnect, Track
     from esdash.plugin.session import Session
@@ -44,14 +46,13 @@ class Plugins(Protocol):
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One problem a check found: the session key it concerns and what to do about it."""
+class Finding(Problem):
+    """One problem a check found: ``key`` is the session key it concerns ("" when the message
+    names it itself), ``message`` what to do about it.
 
-    key: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.key}: {self.message}" if self.key else self.message
+    A :class:`~esdash.plugin.options.Problem` of the session, so that a check's line reads as
+    an option's does (``key: message``), written in one place.
+    """
 
 
 @dataclass(frozen=True)

@@ -171,6 +171,16 @@ class _Reader:
         where = f", line {line}" if line is not None else ""
         return BadInput(f"query file {self.source}{where}, {_where(path)}: {problem}; {fix}")
 
+    def entry(
+        self, value: JsonValue, path: JsonPath, what: str, allowed: tuple[str, ...], fix: str
+    ) -> JsonMapping:
+        """``value`` as a ``what`` (step, query): an object of the ``allowed`` keys only;
+        ``fix`` is the example shown when it is no object at all."""
+        if not isinstance(value, dict):
+            raise self.error(path, f"expected a {what} object, found {_kind(value)}", fix)
+        self.keys(value, allowed, path)
+        return value
+
     def keys(self, obj: JsonMapping, allowed: tuple[str, ...], path: JsonPath) -> None:
         for key in obj:
             if key not in allowed:
@@ -213,6 +223,29 @@ class _Reader:
                 'write e.g. "name": "match_all_1000"',
             )
         return value
+
+    def unique_name(
+        self,
+        obj: JsonMapping,
+        default: str,
+        path: JsonPath,
+        taken: dict[str, int],
+        position: int,
+        what: str,
+    ) -> str:
+        """:meth:`name`, refused when ``taken`` (the names so far, with their positions) has
+        it, else recorded there at ``position``.  ``what`` is "step", or "query": queries are
+        named within their step."""
+        name = self.name(obj, default, path)
+        if name in taken:
+            within, every = (" of this step", " of a step") if what == "query" else ("", "")
+            raise self.error(
+                (*path, "name") if "name" in obj else path,
+                f"{what} name {name!r} is already used by {what} {taken[name]}{within}",
+                f"give every {what}{every} its own name",
+            )
+        taken[name] = position
+        return name
 
 
 def parse_steps(text: str, source: str = "<query file>") -> tuple[QueryStep, ...]:
@@ -268,21 +301,14 @@ def parse_steps(text: str, source: str = "<query file>") -> tuple[QueryStep, ...
     seen: dict[str, int] = {}
     for k, step in enumerate(data):
         path: JsonPath = (k,)
-        if not isinstance(step, dict):
-            raise reader.error(
-                path,
-                f"expected a step object, found {_kind(step)}",
-                'write e.g. {"search_queries": [{"body": {"query": {"match_all": {}}}}]}',
-            )
-        reader.keys(step, STEP_KEYS, path)
-        name = reader.name(step, f"step{k}", path)
-        if name in seen:
-            raise reader.error(
-                (*path, "name") if "name" in step else path,
-                f"step name {name!r} is already used by step {seen[name]}",
-                "give every step its own name",
-            )
-        seen[name] = k
+        step = reader.entry(
+            step,
+            path,
+            "step",
+            STEP_KEYS,
+            'write e.g. {"search_queries": [{"body": {"query": {"match_all": {}}}}]}',
+        )
+        name = reader.unique_name(step, f"step{k}", path, seen, k, "step")
         queries = _queries(reader, step, path)
         warmup = reader.seconds(step, "warmup_time_secs", path, positive=False)
         duration = reader.seconds(step, "execution_time_secs", path, positive=True)
@@ -306,13 +332,13 @@ def _queries(reader: _Reader, step: JsonMapping, path: JsonPath) -> tuple[Query,
     names: dict[str, int] = {}
     for i, item in enumerate(items):
         ipath = (*qpath, i)
-        if not isinstance(item, dict):
-            raise reader.error(
-                ipath,
-                f"expected a query object, found {_kind(item)}",
-                'write {"body": {...}} with the _search request body inside',
-            )
-        reader.keys(item, QUERY_KEYS, ipath)
+        item = reader.entry(
+            item,
+            ipath,
+            "query",
+            QUERY_KEYS,
+            'write {"body": {...}} with the _search request body inside',
+        )
         if "body" not in item:
             raise reader.error(
                 ipath,
@@ -326,14 +352,7 @@ def _queries(reader: _Reader, step: JsonMapping, path: JsonPath) -> tuple[Query,
                 f"expected the _search request body as an object, found {_kind(body)}",
                 'write e.g. "body": {"query": {"match_all": {}}, "size": 10}',
             )
-        name = reader.name(item, f"q{i}", ipath)
-        if name in names:
-            raise reader.error(
-                (*ipath, "name") if "name" in item else ipath,
-                f"query name {name!r} is already used by query {names[name]} of this step",
-                "give every query of a step its own name",
-            )
-        names[name] = i
+        name = reader.unique_name(item, f"q{i}", ipath, names, i, "query")
         index = item.get("index")
         if index is not None and (not isinstance(index, str) or not index.strip()):
             raise reader.error(

@@ -119,16 +119,12 @@ def _bench_run_dir(session: Session, cluster_run: RunDir, run: RunDir | None = N
     run = run or RunDir.create(runs_dir(), session.name)
     run.write_session(session.path.read_bytes())
     run.write_topology(cluster_run.read_topology())
-    with run.edit_info() as info:
-        info.session_name = session.name
-        info.session_path = str(session.path.resolve())
+    with start.new_run_info(run, session, "running") as info:
         info.cluster_run = str(cluster_run.path)
         info.home = cluster.home
         info.engine = cluster.engine
         info.version = cluster.version
         info.nodes = cluster.nodes
-        info.state = "running"
-        info.created = time.time()
     return run
 
 

@@ -19,7 +19,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,7 +41,7 @@ from esdash.plugin.manager import get_plugins
 from esdash.prepare.slurm_job import job_request, session_time
 from esdash.progress import CHECKS_GRACE, Phase, Progress, for_stderr
 from esdash.rundir.layout import RunDir
-from esdash.rundir.records import Health, LaunchRecord, NodeAccount, NodeStatus
+from esdash.rundir.records import Health, LaunchRecord, NodeAccount, NodeStatus, RunInfo
 from esdash.session import Session, load_session
 
 if TYPE_CHECKING:
@@ -91,9 +92,7 @@ def prepare(
         owner = owner_of(node_account)
     elif not per_cluster(session.cluster.run_as):
         node_account = NodeAccount(name=owner.name, uid=owner.uid, gid=owner.gid)
-    with run.edit_info() as info:
-        info.session_name = session.name
-        info.session_path = str(session.path.resolve())
+    with new_run_info(run, session, "prepared") as info:
         info.home = str(distribution.home)
         info.engine = backend.name
         info.version = distribution.version
@@ -101,9 +100,24 @@ def prepare(
         info.security = session.cluster.security
         info.owner = owner.name
         info.node_account = node_account
-        info.state = "prepared"
-        info.created = time.time()
     return run
+
+
+@contextmanager
+def new_run_info(run: RunDir, session: Session, state: str) -> Iterator[RunInfo]:
+    """Edit a new run's ``run.json`` by attribute, with what every run records at its birth.
+
+    A run directory is found again by its session (name and absolute path) and dated by
+    ``created``; the cluster run that ``prepare`` makes and the benchmark run ``esdash run
+    --cluster`` makes must record both alike, so the listing of runs and the dashboard
+    read them with one rule.  The caller sets the rest; ``state`` is the first state.
+    """
+    with run.edit_info() as info:
+        info.session_name = session.name
+        info.session_path = str(session.path.resolve())
+        yield info
+        info.state = state
+        info.created = time.time()
 
 
 def launch_cluster(run: RunDir, session: Session, fresh: bool) -> subprocess.Popen[bytes]:

@@ -101,6 +101,10 @@ class Summary:
     gstd: float | None = None
     percentiles: dict[float, float] = field(default_factory=dict)
 
+    def p(self, percentile: float) -> float | None:
+        """The ``percentile``-th percentile (None where the samples do not support it)."""
+        return self.percentiles.get(percentile)
+
     def value(self, name: str) -> float | None:
         """A statistic by name: ``min``, ``mean``, ``gmean``, ``gstd``, ``max``, ``p99``..."""
         if name.startswith("p"):

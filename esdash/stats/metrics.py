@@ -332,19 +332,13 @@ def op_figures(
     )
 
 
-def payload_figures(
-    data: OpPayload,
-    seconds: float | None,
-    *,
-    kind: str = NOW,
-    indexing: bool = False,
-    percentiles: Sequence[float] = PERCENTILES,
-) -> OpFigures:
-    """Figures of one operation of one stream record (``kind`` :data:`NOW`); a histogram
+def payload_figures(data: OpPayload, seconds: float | None, *, indexing: bool = False) -> OpFigures:
+    """Figures :data:`NOW` of one operation of one stream record: a record is one interval
+    (a window or a part so far merges records first: :func:`op_figures`).  A histogram
     damaged past its pattern gives no percentiles (:data:`esdash.stats.merge.LENIENT`)."""
     merged = OpData()
     merged.add_payload(data, LENIENT)
-    return op_figures(merged, seconds, kind=kind, indexing=indexing, percentiles=percentiles)
+    return op_figures(merged, seconds, indexing=indexing)
 
 
 def indexes_documents(header: Header | None, phase: str, step: int | None, name: str) -> bool:

@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.theme import Theme
 
+from esdash.tui.screens.answers import on_yes
 from esdash.tui.screens.campaign import CampaignScreen
 from esdash.tui.screens.compare import CompareScreen
 from esdash.tui.screens.dialogs import ConfirmScreen, HelpScreen
@@ -166,12 +167,11 @@ class EsdashApp(App[None]):
             f"a Slurm job is cancelled."
         )
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.notify(f"stopping {run_path.name}…", title="Stop")
-                self._stop(run_path)
+        def stop() -> None:
+            self.notify(f"stopping {run_path.name}…", title="Stop")
+            self._stop(run_path)
 
-        self.push_screen(ConfirmScreen("Stop this run?", message), answered)
+        self.push_screen(ConfirmScreen("Stop this run?", message), on_yes(stop))
 
     @work(thread=True, group="stop")
     def _stop(self, run_path: Path) -> None:

@@ -30,40 +30,43 @@ def from_ms(milliseconds: float | None) -> float | None:
     return None if milliseconds is None else milliseconds / 1000.0
 
 
+#: A kind of number's formats by size: ``(bound, format spec)`` pairs, smallest bound first
+#: (:func:`_by_size` reads them).  A table per kind keeps every viewer's cells short and
+#: their precision decided in one place.
+_Ladder = tuple[tuple[float, str], ...]
+
+#: Milliseconds: about three significant digits, then whole seconds.
+_MS: _Ladder = ((1, ".3f"), (10, ".2f"), (1000, ".1f"), (100_000, ",.0f"))
+#: Events per second: one decimal below 1,000, whole numbers to a million.
+_RATE: _Ladder = ((1000, ".1f"), (1_000_000, ",.0f"))
+#: Exact counts with separators below a billion.
+_COUNT: _Ladder = ((1_000_000_000, ","),)
+
+
+def _by_size(value: float, ladder: _Ladder, unit: float, beyond: str) -> str:
+    """``value`` in the first format of ``ladder`` whose bound it stays below; at or above
+    them all, ``value / unit`` in the format ``beyond`` (which carries the unit's suffix)."""
+    for bound, spec in ladder:
+        if value < bound:
+            return format(value, spec)
+    return beyond.format(value / unit)
+
+
 def ms(seconds: float | None) -> str:
     """Seconds shown as milliseconds with about three significant digits."""
     if seconds is None:
         return NA
-    value = seconds * 1000.0
-    if value < 1:
-        return f"{value:.3f}"
-    if value < 10:
-        return f"{value:.2f}"
-    if value < 1000:
-        return f"{value:.1f}"
-    if value < 100_000:
-        return f"{value:,.0f}"
-    return f"{value / 1000:,.0f}s"
+    return _by_size(seconds * 1000.0, _MS, 1000, "{:,.0f}s")
 
 
 def rate(value: float | None) -> str:
     """Events per second: one decimal below 1,000, whole numbers to a million, then ``M``."""
-    if value is None:
-        return NA
-    if value < 1000:
-        return f"{value:.1f}"
-    if value < 1_000_000:
-        return f"{value:,.0f}"
-    return f"{value / 1e6:,.1f}M"
+    return NA if value is None else _by_size(value, _RATE, 1e6, "{:,.1f}M")
 
 
 def count(value: int | None) -> str:
     """Exact counts with separators below a billion (``12,345,678``), then ``G``."""
-    if value is None:
-        return NA
-    if value < 1_000_000_000:
-        return f"{value:,}"
-    return f"{value / 1e9:.1f}G"
+    return NA if value is None else _by_size(value, _COUNT, 1e9, "{:.1f}G")
 
 
 def factor(value: float | None) -> str:

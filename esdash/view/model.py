@@ -92,54 +92,29 @@ LatencyCounts = hdr.Counts
 # --------------------------------------------------------------------- statistics
 
 
-@dataclass(frozen=True)
-class Latency:
-    """Latency statistics in seconds (``gstd`` is a factor)."""
+#: Latency statistics in seconds (``gstd`` is a factor): the statistics of one timed series
+#: that :func:`esdash.stats.summarize` gives, so the dashboard keeps no copy of them.
+Latency = Summary
 
-    count: int = 0
-    percentiles: Mapping[float, float] = field(default_factory=dict)
-    mean: float | None = None
-    gmean: float | None = None
-    gstd: float | None = None
-    min: float | None = None
-    max: float | None = None
 
-    def p(self, percentile: float) -> float | None:
-        return self.percentiles.get(percentile)
-
-    @classmethod
-    def of_summary(cls, summary: Summary) -> Latency:
-        return cls(
-            count=summary.count,
-            percentiles=dict(summary.percentiles),
-            mean=summary.mean,
-            gmean=summary.gmean,
-            gstd=summary.gstd,
-            min=summary.min,
-            max=summary.max,
-        )
-
-    @classmethod
-    def of_figures(cls, figures: OpFigures) -> Latency:
-        """A figure's latency (``results.json``'s record, in ms) in seconds."""
-        stats = figures.latency
-        found = {p: figures.latency_s(f"p{p:g}") for p in SHOWN_PERCENTILES}
-        return cls(
-            count=stats.count,
-            percentiles={p: v for p, v in found.items() if v is not None},
-            mean=figures.latency_s("mean"),
-            gmean=figures.latency_s("gmean"),
-            gstd=stats.gstd,
-            min=figures.latency_s("min"),
-            max=figures.latency_s("max"),
-        )
+def latency_of_figures(figures: OpFigures) -> Latency:
+    """A figure's latency (``results.json``'s record, in ms) in seconds."""
+    stats = figures.latency
+    found = {p: figures.latency_s(f"p{p:g}") for p in SHOWN_PERCENTILES}
+    return Latency(
+        count=stats.count,
+        percentiles={p: v for p, v in found.items() if v is not None},
+        mean=figures.latency_s("mean"),
+        gmean=figures.latency_s("gmean"),
+        gstd=stats.gstd,
+        min=figures.latency_s("min"),
+        max=figures.latency_s("max"),
+    )
 
 
 def op_latency(data: OpData, percentiles: Sequence[float] = SHOWN_PERCENTILES) -> Latency:
     """Latency statistics of merged records, as :func:`esdash.stats.summarize` gives them."""
-    if data.latency.count <= 0:
-        return Latency()
-    return Latency.of_summary(summarize(data.latency, percentiles))
+    return summarize(data.latency, percentiles)
 
 
 def _figures(
@@ -657,8 +632,8 @@ class RunModel:
                         docs_now=latest.documents_per_s,
                         rate_all=whole.requests_per_s,
                         docs_all=whole.documents_per_s,
-                        now=Latency.of_figures(latest),
-                        all=Latency.of_figures(whole),
+                        now=latency_of_figures(latest),
+                        all=latency_of_figures(whole),
                         indexing=whole.indexing,
                         all_kind=whole.kind,
                     )

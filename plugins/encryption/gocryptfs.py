@@ -169,18 +169,12 @@ def _file_problem(path: Path) -> str | None:
         )
     me = os.geteuid()
     if st.st_uid not in (me, 0):
+        owner, invoker = user_name(st.st_uid), user_name(me)
         return (
-            f"{path} belongs to {_user(st.st_uid)}, not to the invoking user {_user(me)} or "
-            f"root; a password file someone else controls is refused (`chown {_user(me)} {path}`)"
+            f"{path} belongs to {owner}, not to the invoking user {invoker} or root; a "
+            f"password file someone else controls is refused (`chown {invoker} {path}`)"
         )
     return None
-
-
-def _user(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
 
 
 def check_password_options(options: OptionValues) -> None:
@@ -345,8 +339,8 @@ def _fuse_state(owner: Owner, device: Path) -> tuple[str, str] | None:
         return None
     return (
         f"{device} on {host} is mode {stat.S_IMODE(st.st_mode):04o} "
-        f"{_user(st.st_uid)}:{st.st_gid}, so the node user {owner.name!r} cannot open it and "
-        f"gocryptfs cannot mount",
+        f"{user_name(st.st_uid)}:{st.st_gid}, so the node user {owner.name!r} cannot open it "
+        f"and gocryptfs cannot mount",
         f"as root: `chmod 0666 {device}` (the usual udev default; make it permanent with a "
         f"udev rule)",
     )
@@ -429,7 +423,7 @@ def _mounted_by(entry: MountEntry) -> Owner | None:
     if "user_id" not in found or "group_id" not in found:
         return None
     uid, gid = int(found["user_id"]), int(found["group_id"])
-    return Owner(_user(uid), uid, gid)
+    return Owner(user_name(uid), uid, gid)
 
 
 def _as_owner(owner: Owner) -> dict[str, Any]:

@@ -17,11 +17,29 @@ from esdash.cluster.dataroot import MARKER, check_data_root, cluster_name, data_
 from esdash.cluster.distribution import resolve_home
 from esdash.errors import BadInput, EsdashError
 from esdash.launch.mpi import in_allocation
+from esdash.plugin import values
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck
 
 
+def installed_distribution(context: CheckContext) -> values.Distribution | None:
+    """The distribution a run of the session would use, when it is installed here; None when
+    it is not (yet): :class:`Distribution`'s finding at launch, since ``esdash fetch`` may
+    still fill the cache.  Checks that count what it can run count everything without it.
+    """
+    session = context.session
+    backend = context.plugins.backend(session.cluster.backend.name)
+    try:
+        return backend.inspect(resolve_home(session))
+    except BadInput:
+        return None
+
+
 class Distribution(PreflightCheck):
-    """The backend's distribution is there and complete (``cluster.home`` or esdash's cache)."""
+    """The backend's distribution is there and complete (``cluster.home`` or esdash's cache).
+
+    At launch, not before: ``esdash fetch`` may fill the cache after ``session check``.  A
+    missing or partial one would otherwise fail every node's start, once per rank.
+    """
 
     name = "distribution"
     description = "the search engine's distribution is unpacked and complete"
@@ -94,7 +112,7 @@ class DataRootMarker(PreflightCheck):
     stage = "session"
 
     def run(self, context: CheckContext) -> Iterator[Finding]:
-        root = context.data_root or data_root(context.session)
+        root = _run_data_root(context)
         if context.fresh or not (root / MARKER).exists():
             return
         try:
@@ -103,8 +121,18 @@ class DataRootMarker(PreflightCheck):
             yield Finding("", f"{context.session.path}: cluster.data_dir: {exc}")
 
 
+def _run_data_root(context: CheckContext) -> Path:
+    """The data root the run uses: the context's, else the session's."""
+    return context.data_root or data_root(context.session)
+
+
 class DataRoot(PreflightCheck):
-    """The data root can serve this cluster: same name, size and encryption, or ``--fresh``."""
+    """The data root can serve this cluster: same name, size and encryption, or ``--fresh``.
+
+    Refused before launch: another size would leave shards without their node, another
+    encryption mode would start nodes on what that mode keeps there; and data is never
+    deleted silently (``--fresh`` asks for it).
+    """
 
     name = "data-root"
     description = "the data root holds nothing this cluster cannot reuse"
@@ -112,8 +140,8 @@ class DataRoot(PreflightCheck):
 
     def run(self, context: CheckContext) -> Iterator[Finding]:
         session = context.session
+        root = _run_data_root(context)
         mode = context.plugins.encryption(session.encryption.name)
-        root = data_root(session)
         try:
             check_data_root(root, cluster_name(session), session.cluster.nodes, context.fresh, mode)
         except BadInput as exc:

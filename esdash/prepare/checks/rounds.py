@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from esdash.cluster.distribution import resolve_home
 from esdash.errors import BadInput
 from esdash.plugin.capabilities import missing_capability, runnable_steps
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck
 from esdash.plugin.order import minimum_repetitions
+from esdash.prepare.checks.cluster import installed_distribution
+from esdash.prepare.checks.track import from_track
 from esdash.stats.convergence import bound_problem
 
 
@@ -47,12 +48,8 @@ class StepOrder(PreflightCheck):
         order, repetitions = session.rounds(track, steps)
         if order not in ("balanced", "mirrored"):
             return
-        count = len(steps)
-        try:
-            backend = context.plugins.backend(session.cluster.backend.name)
-            count = runnable_steps(steps, backend.inspect(resolve_home(session)))
-        except BadInput:
-            pass  # no distribution here yet: every step counts
+        distribution = installed_distribution(context)  # None: every step counts
+        count = len(steps) if distribution is None else runnable_steps(steps, distribution)
         if not count:
             return
         needed = minimum_repetitions(count, order)
@@ -80,25 +77,20 @@ class WarmupBound(PreflightCheck):
     stage = "session"
 
     def run(self, context: CheckContext) -> Iterator[Finding]:
-        session = context.session
-        bound = session.benchmark.warmup_max
+        bound = context.session.benchmark.warmup_max
         if bound <= 0:
             return
-        try:
-            steps = session.query_steps(context.plugins.track(session.track.name))
-        except BadInput:
+        steps = from_track(context, context.session.query_steps)
+        if steps is None:
             return  # the session's own validation reports a broken track or query file
-        try:
-            backend = context.plugins.backend(session.cluster.backend.name)
-            distribution = backend.inspect(resolve_home(session))
-            queries = {
-                q.name
-                for step in steps
-                for q in step.queries
-                if missing_capability(tuple(q.requires), distribution, q.body) is None
-            }
-        except BadInput:
-            queries = {q.name for step in steps for q in step.queries}  # no distribution here
+        distribution = installed_distribution(context)  # None: every query counts
+        queries = {
+            q.name
+            for step in steps
+            for q in step.queries
+            if distribution is None
+            or missing_capability(tuple(q.requires), distribution, q.body) is None
+        }
         problem = bound_problem(len(queries), bound)
         if problem:
             yield Finding("benchmark.warmup_max", problem)

@@ -23,7 +23,8 @@ class EncryptionOptions(PreflightCheck):
 
     The mode's :meth:`~esdash.plugin_api.EncryptionMode.check_options` checks exactly one
     password or key source, private files and commands that exist, for the account the
-    nodes run as.
+    nodes run as: at the session stage, so that ``session check`` already names a missing key
+    file, not the mode when a run first needs it, after the cluster started.
     """
 
     name = "encryption-options"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from esdash.errors import BadInput
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck
 from esdash.plugin.options import suggest
-from esdash.prepare.checks.track import quiet
+from esdash.prepare.checks.track import from_track
 from esdash.thresholds import parse_threshold, target_problem
 
 
@@ -28,15 +28,14 @@ class References(PreflightCheck):
     stage = "session"
 
     def run(self, context: CheckContext) -> Iterator[Finding]:
-        session = context.session
-        if not session.references:
+        named = {reference.query for reference in context.session.references}
+        if not named:
             return
-        try:
-            steps = session.query_steps(context.plugins.track(session.track.name))
-        except BadInput:
+        steps = from_track(context, context.session.query_steps)
+        if steps is None:
             return  # the session's own validation reports a broken track or query file
         known = {q.name for step in steps for q in step.queries}
-        for query in sorted({r.query for r in session.references} - known):
+        for query in sorted(named - known):
             yield Finding(
                 f"references.{query}",
                 f"no query called {query!r} in the session's steps{suggest(query, sorted(known))}"
@@ -60,11 +59,8 @@ class Thresholds(PreflightCheck):
         session = context.session
         if not context.thresholds:
             return
-        try:
-            with quiet():
-                steps = session.query_steps(context.plugins.track(session.track.name))
-        except BadInput:
-            steps = None  # the ``track`` check's finding; targets cannot be checked
+        # None: the ``track`` check's finding; targets cannot be checked
+        steps = from_track(context, session.query_steps)
         queries = [q.name for step in steps or () for q in step.queries]
         for text in context.thresholds:
             try:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from esdash.cluster.distribution import resolve_home
-from esdash.errors import BadInput
 from esdash.plugin.api import Track
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck
 from esdash.plugin.planning import PlannedTask, plan_of_steps
 from esdash.plugin.values import Distribution
-from esdash.prepare.checks.track import quiet
+from esdash.prepare.checks.cluster import installed_distribution
+from esdash.prepare.checks.track import from_track
 from esdash.session import Session
 
 
@@ -55,20 +54,11 @@ class TasksRun(PreflightCheck):
     stage = "session"
 
     def run(self, context: CheckContext) -> Iterator[Finding]:
-        session = context.session
-        track = context.plugins.track(session.track.name)
-        try:
-            backend = context.plugins.backend(session.cluster.backend.name)
-            distribution: Distribution | None = backend.inspect(resolve_home(session))
-        except BadInput:
-            distribution = None  # not installed yet: ``distribution``'s finding at launch
-        try:
-            with quiet():
-                tasks = track_tasks(session, track, distribution)
-        except BadInput:
-            return  # the ``track`` check's finding
+        distribution = installed_distribution(context)
+        tasks = from_track(context, lambda track: track_tasks(context.session, track, distribution))
         if not tasks or any(t.status == "run" and (t.ingest or t.step is not None) for t in tasks):
             return
+        session = context.session
         yield Finding(
             "",
             f"{session.path}: track: {_track_label(session)}: every task is refused; "

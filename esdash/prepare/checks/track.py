@@ -3,19 +3,21 @@
 A track is asked here what a run asks of it before anything starts (index name and body,
 field schema, query steps, the corpus on disk), with what the engines would refuse only
 after the cluster started (too many shards), so each problem is one line naming the
-session file and key.  :func:`quiet` and :func:`track_finding` are shared by every check
-that loads the track.
+session file and key.  :func:`quiet`, :func:`track_finding` and :func:`from_track` are
+shared by every check that loads the track.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import TypeVar
 
 from esdash.errors import BadInput
 from esdash.paths import cache_dir
+from esdash.plugin.api import Track
 from esdash.plugin.checks import CheckContext, Finding, PreflightCheck
 from esdash.plugin.corpus_scan import check_whole_corpus
 from esdash.plugin.values import Corpus
@@ -23,6 +25,8 @@ from esdash.session import Session
 
 #: A track's error that names a session key (``track.challenge: ...``).
 _TRACK_KEY = re.compile(r"^(track\.[A-Za-z_][\w.]*): ")
+
+_Asked = TypeVar("_Asked")
 
 
 def track_finding(session: Session, error: BadInput) -> Finding:
@@ -56,6 +60,21 @@ def quiet() -> Iterator[None]:
         yield
     finally:
         logging.disable(previous)
+
+
+def from_track(context: CheckContext, ask: Callable[[Track], _Asked]) -> _Asked | None:
+    """What ``ask`` gets from the session's track, loaded :func:`quiet`-ly; None when the
+    track (or the session's query file) refuses with :class:`BadInput`.
+
+    That refusal is :class:`TrackLoads`'s finding, told once with the track's words: every
+    other check that needs something of the track passes over a track that does not load.
+    """
+    track = context.plugins.track(context.session.track.name)
+    try:
+        with quiet():
+            return ask(track)
+    except BadInput:
+        return None
 
 
 class TrackLoads(PreflightCheck):
@@ -107,15 +126,11 @@ class CorpusPresent(PreflightCheck):
     stage = "session"
 
     def run(self, context: CheckContext) -> Iterator[Finding]:
-        session = context.session
-        track = context.plugins.track(session.track.name)
-        try:
-            with quiet():
-                result = track.corpus_check(session.track.options, cache_dir() / "corpora")
-        except BadInput:
-            return
+        options, corpora = context.session.track.options, cache_dir() / "corpora"
+        result = from_track(context, lambda track: track.corpus_check(options, corpora))
         if result is None:
-            return
+            return  # the track does not load, or cannot tell without writing anything
+        session = context.session
         for key, message in result.problems:
             yield Finding("", f"{session.path}: {key}: {message}")
         if result.problems:
@@ -179,17 +194,15 @@ class IndexShards(PreflightCheck):
     stage = "session"
 
     def run(self, context: CheckContext) -> Iterator[Finding]:
-        session = context.session
-        try:
-            with quiet():
-                body = context.plugins.track(session.track.name).index_body(session.track.options)
-        except BadInput:
+        options = context.session.track.options
+        body = from_track(context, lambda track: track.index_body(options))
+        if body is None:
             return  # the ``track`` check's finding
+        session = context.session
         settings = body.get("settings") if isinstance(body, Mapping) else None
         flat = _flat_settings(settings) if isinstance(settings, Mapping) else {}
         shards = _count(flat.get("index.number_of_shards"), 1)
         replicas = _count(flat.get("index.number_of_replicas"), 1)
-        options = session.track.options
         key = "track.shards" if "shards" in options else "track"
         if shards is not None and shards > MAX_INDEX_SHARDS:
             yield Finding(

@@ -20,6 +20,7 @@ from textual.worker import get_current_worker
 from esdash.prepare.sessions import SessionEntry, list_sessions, load_entry
 from esdash.run import start
 from esdash.session import load_session
+from esdash.tui.screens.answers import on_yes
 from esdash.tui.screens.dialogs import ConfirmScreen
 from esdash.tui.screens.plan import PlanScreen
 from esdash.tui.widgets.campaign import STATUS_STYLES as CAMPAIGN_STYLES
@@ -454,14 +455,13 @@ validation.
             f"{self._short(self.runs_root)}."
         )
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.notify(f"preparing {fresh.name}…", title="Launch", timeout=3)
-                self._launch(fresh)
+        def launch() -> None:
+            self.notify(f"preparing {fresh.name}…", title="Launch", timeout=3)
+            self._launch(fresh)
 
         # the plan first (issue 18): `l` there confirms, escape goes back
         plan = PlanScreen(fresh.path, self._plugin_set(), launch_message=message)
-        self.app.push_screen(plan, answered)
+        self.app.push_screen(plan, on_yes(launch))
 
     def action_plan(self) -> None:
         """The selected session's plan, to read (nothing is launched from it)."""
@@ -498,12 +498,8 @@ validation.
             f"and benchmark): {fresh.nodes} node(s), time limit {fresh.slurm_time}. The "
             f"dashboard follows it through its run directory."
         )
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._submit(fresh)
-
-        self.app.push_screen(ConfirmScreen(f"Submit {fresh.name}?", message), answered)
+        confirm = ConfirmScreen(f"Submit {fresh.name}?", message)
+        self.app.push_screen(confirm, on_yes(lambda: self._submit(fresh)))
 
     @work(thread=True, group="submit")
     def _submit(self, entry: SessionEntry) -> None:

@@ -105,17 +105,7 @@ class CampaignHeader(Static):
         where: str,
         now: float,
     ) -> None:
-        self.update(self.render_text(progress, state=state, error=error, where=where, now=now))
-
-    def render_text(
-        self,
-        progress: CampaignSummary | None,
-        *,
-        state: str,
-        error: str | None,
-        where: str,
-        now: float,
-    ) -> Group:
+        """Draw the header for ``progress`` (None: no summary read yet) at ``now``."""
         width = max(20, (self.size.width or 80) - 2)
         lines: list[Text] = []
         title = Text(no_wrap=True, overflow="ellipsis")
@@ -143,4 +133,4 @@ class CampaignHeader(Static):
             lines.append(progress_bar(progress.point_counts, width))
         if error is not None:
             lines.append(Text(f"⚠ {error}", style="bold red"))  # wraps: all of it matters
-        return Group(*lines)
+        self.update(Group(*lines))

@@ -12,7 +12,7 @@ recursion, with no cache in front of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from esdash.plugin_api import BadInput
@@ -91,23 +91,21 @@ class PyopeCipher:
         return "PyopeCipher(<key hidden>)"
 
     def encrypt(self, plaintext: int) -> int:
-        found = self._enc.get(plaintext)
-        if found is None:
-            found = self._ope.encrypt(plaintext)
-            if self._size:
-                if len(self._enc) >= self._size:
-                    self._enc.clear()
-                self._enc[plaintext] = found
-        return found
+        return self._cached(self._enc, plaintext, self._ope.encrypt)
 
     def decrypt(self, ciphertext: int) -> int:
-        found = self._dec.get(ciphertext)
+        return self._cached(self._dec, ciphertext, self._ope.decrypt)
+
+    def _cached(self, cache: dict[int, int], value: int, compute: Callable[[int], int]) -> int:
+        """``compute(value)`` through ``cache``, which is emptied when full: a bound on its
+        memory without an LRU's bookkeeping, and pyope's cost dwarfs the odd refill."""
+        found = cache.get(value)
         if found is None:
-            found = self._ope.decrypt(ciphertext)
+            found = compute(value)
             if self._size:
-                if len(self._dec) >= self._size:
-                    self._dec.clear()
-                self._dec[ciphertext] = found
+                if len(cache) >= self._size:
+                    cache.clear()
+                cache[value] = found
         return found
 
     def encrypt_many(self, plaintexts: Iterable[int]) -> list[int]:

@@ -31,7 +31,7 @@ names and decrypted in the response, so they leak nothing either.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeGuard
 
 from esdash.plugin_api import JsonMapping, JsonObject, JsonValue, QueryNotSupported
@@ -135,6 +135,13 @@ def _unknown(part: str) -> QueryNotSupported:
     return QueryNotSupported(part, "not supported by the ABE rewriter")
 
 
+def _refused(part: str, kind: str, reasons: Mapping[str, str]) -> QueryNotSupported:
+    """The error for ``kind`` at ``part``, which the rewriter does not handle: the reason from
+    one of the ``REFUSED_*`` tables when it knows why, else that it is not supported."""
+    reason = reasons.get(kind)
+    return _unknown(part) if reason is None else QueryNotSupported(part, reason)
+
+
 class Rewriter:
     """Rewrites one search body with a codec's field plans and ciphers."""
 
@@ -167,28 +174,41 @@ class Rewriter:
             return plans[base], "keyword"
         raise QueryNotSupported(part, f"field {path} is not in the track's schema")
 
+    def _ordered(self, path: JsonValue, part: str, needs: str) -> FieldPlan:
+        """The plan of the field at ``path``, for what ``needs`` the order of its values (a
+        range, sorting): only OPE keeps it."""
+        plan, view = self.field(path, part)
+        if view != "ope":
+            raise QueryNotSupported(
+                part,
+                f"{needs} on the {plan.type} field {path}: AES-SIV ciphertexts do not keep "
+                "the order of the values",
+            )
+        return plan
+
     def ope(self, plan: FieldPlan, index: int) -> int:
         return plan.encrypt_index(index)
 
     # ---------------------------------------------------------------------- search
 
     def search(self, body: JsonMapping) -> JsonObject:
+        # The top-level keys that name fields, and the method that rewrites each.
+        rewriters: dict[str, Callable[[JsonValue, str], JsonValue]] = {
+            "query": self.query,
+            "post_filter": self.query,
+            "sort": self.sort,
+            "aggs": self.aggs,
+            "aggregations": self.aggs,
+            "_source": self.source,
+        }
         out: JsonObject = {}
         for key, value in body.items():
             if key in PASSTHROUGH:
                 out[key] = value
-            elif key in ("query", "post_filter"):
-                out[key] = self.query(value, key)
-            elif key == "sort":
-                out[key] = self.sort(value, key)
-            elif key in ("aggs", "aggregations"):
-                out[key] = self.aggs(value, key)
-            elif key == "_source":
-                out[key] = self.source(value, key)
-            elif key in REFUSED_TOP:
-                raise QueryNotSupported(key, REFUSED_TOP[key])
+            elif key in rewriters:
+                out[key] = rewriters[key](value, key)
             else:
-                raise _unknown(key)
+                raise _refused(key, key, REFUSED_TOP)
         return out
 
     def source(self, value: JsonValue, part: str) -> JsonValue:
@@ -242,11 +262,9 @@ class Rewriter:
             return self._match(kind, spec, where)
         if kind == "range":
             return self._range(spec, where)
-        if kind in REFUSED_QUERIES:
-            raise QueryNotSupported(where, REFUSED_QUERIES[kind])
         if kind.startswith("span_") or kind.startswith("geo_"):
             raise QueryNotSupported(where, "not possible on encrypted values")
-        raise _unknown(where)
+        raise _refused(where, kind, REFUSED_QUERIES)
 
     def _check(self, spec: JsonValue, allowed: set[str], part: str) -> JsonMapping:
         if not isinstance(spec, Mapping):
@@ -297,10 +315,9 @@ class Rewriter:
         plan, _ = self.field(spec.get("field"), _at(part, "field"), geo=True)
         return {"exists": {**spec, "field": plan.name}}
 
-    def _single_field(
-        self, spec: JsonValue, part: str, params: set[str]
-    ) -> tuple[str, JsonValue, JsonObject]:
-        """(field, value, extra) of ``{field: value}`` or ``{field: {value/query, ...}}``."""
+    def _one_field(self, spec: JsonValue, part: str) -> tuple[str, JsonValue, JsonObject]:
+        """(field, its value, the boost if any) of ``{field: ...}``, which may have a
+        ``boost`` beside the field and nothing else."""
         if not isinstance(spec, Mapping):
             raise QueryNotSupported(part, f"expected an object, found {spec!r}")
         fields = [k for k in spec if k not in ("boost", "_name")]
@@ -308,8 +325,13 @@ class Rewriter:
             raise QueryNotSupported(part, "expected exactly one field")
         self._check({k: v for k, v in spec.items() if k not in fields}, {"boost"}, part)
         field_name = fields[0]
-        value = spec[field_name]
-        extra: JsonObject = {k: v for k, v in spec.items() if k == "boost"}
+        return field_name, spec[field_name], {k: v for k, v in spec.items() if k == "boost"}
+
+    def _single_field(
+        self, spec: JsonValue, part: str, params: set[str]
+    ) -> tuple[str, JsonValue, JsonObject]:
+        """(field, value, extra) of ``{field: value}`` or ``{field: {value/query, ...}}``."""
+        field_name, value, extra = self._one_field(spec, part)
         if isinstance(value, Mapping):
             where = _at(part, field_name)
             self._check(value, params, where)
@@ -388,15 +410,8 @@ class Rewriter:
             raise QueryNotSupported(part, str(exc)) from None
 
     def _terms(self, spec: JsonValue, part: str) -> JsonObject:
-        if not isinstance(spec, Mapping):
-            raise QueryNotSupported(part, f"expected an object, found {spec!r}")
-        fields = [k for k in spec if k not in ("boost", "_name")]
-        if len(fields) != 1:
-            raise QueryNotSupported(part, "expected exactly one field")
-        self._check({k: v for k, v in spec.items() if k not in fields}, {"boost"}, part)
-        field_name = fields[0]
+        field_name, values, extra = self._one_field(spec, part)
         where = _at(part, field_name)
-        values = spec[field_name]
         if not isinstance(values, list):
             raise QueryNotSupported(where, "terms lookup is not supported by the ABE rewriter")
         plan, view = self.field(field_name, where)
@@ -404,7 +419,6 @@ class Rewriter:
             raise QueryNotSupported(
                 where, f"terms on the analysed text field {field_name} match its tokens"
             )
-        extra = {k: v for k, v in spec.items() if k == "boost"}
         clauses = [self._equals(plan, view, v, f"{where}[{i}]", {}) for i, v in enumerate(values)]
         tokens, others = [], []
         for clause in clauses:
@@ -460,13 +474,7 @@ class Rewriter:
         bounds = self._check(
             bounds, {"gt", "gte", "lt", "lte", "boost", "format", "time_zone", "relation"}, where
         )
-        plan, view = self.field(field_name, where)
-        if view != "ope":
-            raise QueryNotSupported(
-                where,
-                f"range on the {plan.type} field {field_name}: AES-SIV ciphertexts do not keep "
-                "the order of the values",
-            )
+        plan = self._ordered(field_name, where, "range")
         if str(bounds.get("relation", "INTERSECTS")).upper() != "INTERSECTS":
             raise QueryNotSupported(_at(where, "relation"), "only applies to range fields")
         grid = plan.ope_grid
@@ -545,13 +553,7 @@ class Rewriter:
 
     def _sort_field(self, name: str, spec: JsonMapping, part: str) -> JsonValue:
         self._check(spec, {"order", "missing", "mode"}, part)
-        plan, view = self.field(name, part)
-        if view != "ope":
-            raise QueryNotSupported(
-                part,
-                f"sorting on the {plan.type} field {name}: AES-SIV ciphertexts do not keep "
-                "the order of the values",
-            )
+        plan = self._ordered(name, part, "sorting")
         if spec.get("missing", "_last") not in ("_last", "_first"):
             raise QueryNotSupported(_at(part, "missing"), "only _first or _last")
         if spec.get("mode", "min") not in ("min", "max"):
@@ -599,10 +601,8 @@ class Rewriter:
             out[kind] = self._terms_agg(spec, where)
         elif kind == "filter":
             out[kind] = self.query(spec, where)
-        elif kind in REFUSED_AGGS:
-            raise QueryNotSupported(where, REFUSED_AGGS[kind])
         else:
-            raise _unknown(where)
+            raise _refused(where, kind, REFUSED_AGGS)
         for sub in ("aggs", "aggregations"):
             if sub in body:
                 out[sub] = self.aggs(body[sub], _at(part, sub))

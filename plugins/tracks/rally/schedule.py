@@ -180,6 +180,39 @@ def _apply_test_mode(task: RallyTask) -> None:
     task.test_mode = tuple(changes)
 
 
+#: Why Rally refuses a task that counts iterations in one phase and times the other.
+_MIXED = "Rally does not allow mixing iterations and time periods: keep one kind"
+
+
+def _timing_problem(task: RallyTask, defaults: JsonMapping) -> str | None:
+    """What Rally 2.13's track loader refuses in ``task``'s timing, or None: time periods
+    mixed with iterations, and a ramp-up without a warm-up time at least as long, or set on a
+    task of a ``parallel`` block (whose ``defaults`` are given) rather than on the block."""
+    if task.warmup_iterations is not None and task.time is not None:
+        return f"sets 'warmup-iterations' and 'time-period'; {_MIXED}"
+    if task.warmup_time is not None and task.iterations is not None:
+        return f"sets 'warmup-time-period' and 'iterations'; {_MIXED}"
+    if task.ramp_up is None:
+        return None
+    if defaults and task.ramp_up != defaults.get("ramp-up-time-period"):
+        return (
+            "sets its own 'ramp-up-time-period' in a parallel block; Rally allows it only "
+            "on the 'parallel' element: move it there"
+        )
+    if task.warmup_iterations is not None or task.iterations is not None:
+        return (
+            "sets 'ramp-up-time-period' with iterations; a ramp-up needs a "
+            "'warmup-time-period' instead"
+        )
+    if task.warmup_time is None or task.warmup_time < task.ramp_up:
+        return (
+            f"sets 'ramp-up-time-period' {task.ramp_up:g} without a 'warmup-time-period' "
+            f"at least as long; Rally needs one, so the clients have all started when "
+            f"the measurement begins"
+        )
+    return None
+
+
 # ---------------------------------------------------------------- schedule mapping
 
 
@@ -300,49 +333,10 @@ class _ScheduleMapper:
         return task
 
     def _check_timing(self, task: RallyTask, spot: Spot, defaults: JsonMapping) -> None:
-        """Refuse what Rally 2.13's track loader refuses: time periods mixed with
-        iterations, and a ramp-up without a warm-up time at least as long, or set on a task
-        of a ``parallel`` block rather than on the block."""
-        fail, where = self.reader.fail, task.where
-        if task.warmup_iterations is not None and task.time is not None:
-            raise fail(
-                where,
-                "sets 'warmup-iterations' and 'time-period'; Rally does not allow mixing "
-                "iterations and time periods: keep one kind",
-                spot,
-            )
-        if task.warmup_time is not None and task.iterations is not None:
-            raise fail(
-                where,
-                "sets 'warmup-time-period' and 'iterations'; Rally does not allow mixing "
-                "iterations and time periods: keep one kind",
-                spot,
-            )
-        if task.ramp_up is None:
-            return
-        block = defaults.get("ramp-up-time-period")
-        if defaults and task.ramp_up != block:
-            raise fail(
-                where,
-                "sets its own 'ramp-up-time-period' in a parallel block; Rally allows it only "
-                "on the 'parallel' element: move it there",
-                spot,
-            )
-        if task.warmup_iterations is not None or task.iterations is not None:
-            raise fail(
-                where,
-                "sets 'ramp-up-time-period' with iterations; a ramp-up needs a "
-                "'warmup-time-period' instead",
-                spot,
-            )
-        if task.warmup_time is None or task.warmup_time < task.ramp_up:
-            raise fail(
-                where,
-                f"sets 'ramp-up-time-period' {task.ramp_up:g} without a 'warmup-time-period' "
-                f"at least as long; Rally needs one, so the clients have all started when "
-                f"the measurement begins",
-                spot,
-            )
+        """Refuse what Rally 2.13's track loader refuses (:func:`_timing_problem`)."""
+        problem = _timing_problem(task, defaults)
+        if problem is not None:
+            raise self.reader.fail(task.where, problem, spot)
 
     def _throughput(self, spec: JsonMapping, where: str, name: Spot, label: str) -> float | None:
         """Rally's target rate in operations per second over all clients (None: unthrottled)."""

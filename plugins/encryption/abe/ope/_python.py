@@ -302,52 +302,26 @@ class PythonEngine:
 
     def encrypt_many(self, plaintexts: Iterable[int]) -> list[int]:
         """Ciphertexts in input order; distinct values are walked once, depth first."""
-        values = list(plaintexts)
-        distinct = sorted(set(values))
-        results: list[int] = []
-        (dlo, dhi), (rlo, rhi) = self._in, self._out
-        self._encrypt_walk(distinct, 0, len(distinct), dlo, dhi, rlo, rhi, 0, results)
-        mapping = dict(zip(distinct, results, strict=True))
-        return [mapping[v] for v in values]
-
-    def _encrypt_walk(
-        self,
-        ps: Sequence[int],
-        lo: int,
-        hi: int,
-        dlo: int,
-        dhi: int,
-        rlo: int,
-        rhi: int,
-        depth: int,
-        out: list[int],
-    ) -> None:
-        if lo == hi:
-            return
-        if dhi - dlo == rhi - rlo:
-            out.extend(rlo + (ps[i] - dlo) for i in range(lo, hi))
-            return
-        if dlo == dhi:
-            out.append(self._leaf(ps[lo], rlo, rhi))
-            return
-        y, x = self._split(dlo, dhi, rlo, rhi, depth)
-        cut = bisect_right(ps, x, lo, hi)
-        self._encrypt_walk(ps, lo, cut, dlo, x, rlo, y, depth + 1, out)
-        self._encrypt_walk(ps, cut, hi, x + 1, dhi, y + 1, rhi, depth + 1, out)
+        return self._many(plaintexts, decrypting=False)
 
     def decrypt_many(self, ciphertexts: Iterable[int]) -> list[int]:
         """Plaintexts in input order; raises on the first invalid ciphertext."""
-        values = list(ciphertexts)
-        distinct = sorted(set(values))
+        return self._many(ciphertexts, decrypting=True)
+
+    def _many(self, values: Iterable[int], *, decrypting: bool) -> list[int]:
+        """The batch form of :meth:`encrypt` / :meth:`decrypt`: the distinct values, sorted,
+        go down the tree together, so every node on their paths is split once."""
+        given = list(values)
+        distinct = sorted(set(given))
         results: list[int] = []
         (dlo, dhi), (rlo, rhi) = self._in, self._out
-        self._decrypt_walk(distinct, 0, len(distinct), dlo, dhi, rlo, rhi, 0, results)
+        self._walk(distinct, 0, len(distinct), dlo, dhi, rlo, rhi, 0, results, decrypting)
         mapping = dict(zip(distinct, results, strict=True))
-        return [mapping[v] for v in values]
+        return [mapping[v] for v in given]
 
-    def _decrypt_walk(
+    def _walk(
         self,
-        cs: Sequence[int],
+        values: Sequence[int],
         lo: int,
         hi: int,
         dlo: int,
@@ -356,22 +330,30 @@ class PythonEngine:
         rhi: int,
         depth: int,
         out: list[int],
+        decrypting: bool,
     ) -> None:
+        """Append the images of the sorted ``values[lo:hi]``, all inside the node with domain
+        [dlo, dhi] and range [rlo, rhi], to ``out`` in order.  Both directions descend alike;
+        a plaintext is compared with the split's ``x``, a ciphertext with its ``y``."""
         if lo == hi:
             return
-        if dhi - dlo == rhi - rlo:
-            out.extend(dlo + (cs[i] - rlo) for i in range(lo, hi))
+        if dhi - dlo == rhi - rlo:  # dense node: an offset, as in encrypt() and decrypt()
+            shift = dlo - rlo if decrypting else rlo - dlo
+            out.extend(values[i] + shift for i in range(lo, hi))
             return
-        if dlo == dhi:
+        if dlo == dhi:  # a leaf: one plaintext, one valid ciphertext
             only = self._leaf(dlo, rlo, rhi)
-            bad = next((cs[i] for i in range(lo, hi) if cs[i] != only), None)
-            if bad is not None:
-                raise InvalidCiphertextError(f"invalid ciphertext {bad}")
-            out.append(dlo)
+            if decrypting:
+                bad = next((values[i] for i in range(lo, hi) if values[i] != only), None)
+                if bad is not None:
+                    raise InvalidCiphertextError(f"invalid ciphertext {bad}")
+                out.append(dlo)
+            else:
+                out.append(only)
             return
         y, x = self._split(dlo, dhi, rlo, rhi, depth)
-        cut = bisect_right(cs, y, lo, hi)
-        if cut < hi and x == dhi:
-            raise InvalidCiphertextError(f"invalid ciphertext {cs[cut]}")
-        self._decrypt_walk(cs, lo, cut, dlo, x, rlo, y, depth + 1, out)
-        self._decrypt_walk(cs, cut, hi, x + 1, dhi, y + 1, rhi, depth + 1, out)
+        cut = bisect_right(values, y if decrypting else x, lo, hi)
+        if decrypting and cut < hi and x == dhi:  # the right child holds no plaintext
+            raise InvalidCiphertextError(f"invalid ciphertext {values[cut]}")
+        self._walk(values, lo, cut, dlo, x, rlo, y, depth + 1, out, decrypting)
+        self._walk(values, cut, hi, x + 1, dhi, y + 1, rhi, depth + 1, out, decrypting)

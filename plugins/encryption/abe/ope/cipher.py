@@ -103,6 +103,17 @@ def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _checked(what: str, value: object, bounds: tuple[int, int], side: str) -> int:
+    """``value`` as an int inside ``bounds``, else pyope's error for it (``what`` is
+    plaintext or ciphertext, ``side`` the range it must be in: input or output)."""
+    if not _is_int(value):
+        raise OpeError(f"{what} must be an int, got {type(value).__name__}")
+    lo, hi = bounds
+    if not lo <= value <= hi:
+        raise OutOfRangeError(f"{what} {value} is not within the {side} range [{lo}, {hi}]")
+    return int(value)
+
+
 def _range(name: str, value: object) -> tuple[int, int]:
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         raise InvalidRangeError(f"{name}: expected a (start, end) pair of ints, got {value!r}")
@@ -239,20 +250,23 @@ class OpeCipher:
     # ---------------------------------------------------------------------- validation
 
     def _plaintext(self, value: object) -> int:
-        if not _is_int(value):
-            raise OpeError(f"plaintext must be an int, got {type(value).__name__}")
-        lo, hi = self.in_range
-        if not lo <= value <= hi:
-            raise OutOfRangeError(f"plaintext {value} is not within the input range [{lo}, {hi}]")
-        return int(value)
+        return _checked("plaintext", value, self.in_range, "input")
 
     def _ciphertext(self, value: object) -> int:
-        if not _is_int(value):
-            raise OpeError(f"ciphertext must be an int, got {type(value).__name__}")
-        lo, hi = self.out_range
-        if not lo <= value <= hi:
-            raise OutOfRangeError(f"ciphertext {value} is not within the output range [{lo}, {hi}]")
-        return int(value)
+        return _checked("ciphertext", value, self.out_range, "output")
+
+    @staticmethod
+    def _checked_batch(
+        values: Iterable[int], check: Callable[[object], int], bounds: tuple[int, int]
+    ) -> list[int]:
+        """``values`` as a list of ints inside ``bounds``; the common case (every one an int
+        in range) costs one comparison per value, anything else goes through ``check``."""
+        checked = [check(v) if type(v) is not int else v for v in values]
+        lo, hi = bounds
+        for v in checked:
+            if not lo <= v <= hi:
+                check(v)
+        return checked
 
     def _remember(self, plaintext: int, ciphertext: int) -> None:
         """Cache a pair in both directions (OPE is a bijection onto its image)."""
@@ -331,20 +345,12 @@ class OpeCipher:
         per batch (and natively without the GIL).  Ingest should call this once per field
         and bulk request.  Hits and misses count distinct values.
         """
-        values = [self._plaintext(v) if type(v) is not int else v for v in plaintexts]
-        lo, hi = self.in_range
-        for v in values:
-            if not lo <= v <= hi:
-                self._plaintext(v)
+        values = self._checked_batch(plaintexts, self._plaintext, self.in_range)
         return self._many(values, self._enc, 0, self._engine.encrypt_many, encrypting=True)
 
     def decrypt_many(self, ciphertexts: Iterable[int]) -> list[int]:
         """Plaintexts of ``ciphertexts``, in input order; raises on the first invalid one."""
-        values = [self._ciphertext(v) if type(v) is not int else v for v in ciphertexts]
-        lo, hi = self.out_range
-        for v in values:
-            if not lo <= v <= hi:
-                self._ciphertext(v)
+        values = self._checked_batch(ciphertexts, self._ciphertext, self.out_range)
         try:
             return self._many(values, self._dec, 2, self._engine.decrypt_many, encrypting=False)
         except OpeError:
