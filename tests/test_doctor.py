@@ -556,3 +556,23 @@ def test_session_supplies_home_and_user(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert str(tmp_path / "no-such-dist") in checks["distribution"]["detail"]
     assert "no-such-user-xyz" in checks["es-user"]["detail"]
+
+
+def test_session_fails_where_the_run_would_refuse_it(tmp_path: Path) -> None:
+    """A session whose key file is missing is not ready: `doctor --session` says what `run`
+    would refuse, with the same line as `session check`; a valid session passes that row."""
+    key = tmp_path / "abe.key"
+    session = tmp_path / "abe.toml"
+    session.write_text(
+        f'name = "abe"\n[encryption]\nmode = "abe"\nkey_file = "{key}"\n[track]\nname = "mri"\n'
+    )
+    result = run_doctor("--json", "--session", str(session))
+    checks = {c["name"]: c for c in json.loads(result.stdout)}
+    assert result.returncode == 1
+    assert checks["session"]["status"] == "fail"
+    assert f"encryption.key_file: key file {key} does not exist" in checks["session"]["detail"]
+    key.write_bytes(bytes(range(32)))
+    key.chmod(0o600)
+    result = run_doctor("--json", "--session", str(session))
+    checks = {c["name"]: c for c in json.loads(result.stdout)}
+    assert checks["session"]["status"] == "pass", checks["session"]

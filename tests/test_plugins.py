@@ -345,6 +345,14 @@ def test_get_unknown_name_lists_available_names_and_broken_plugins():
     assert caught.value.exit_code == EXIT_PLUGIN
 
 
+def test_get_a_misspelt_name_suggests_the_registered_one():
+    with pytest.raises(PluginError) as caught:
+        load_plugins().backend("elasticserch")
+    assert str(caught.value).startswith(
+        "no backend called 'elasticserch' is registered (did you mean \"elasticsearch\"?)"
+    )
+
+
 # ------------------------------------------------------------------------------ contract
 
 

@@ -122,6 +122,16 @@ def test_out_of_range_and_all_problems_together(tmp_path: Path) -> None:
     assert "cluster.heap" in message
 
 
+def test_a_size_out_of_range_names_its_bounds_in_sizes(tmp_path: Path) -> None:
+    """``heap = "512"`` is 512 bytes: the bounds are said as a session writes sizes."""
+    data = {**VALID, "cluster": {**VALID["cluster"], "heap": "512"}}
+    message = errors_of(data, tmp_path)
+    assert (
+        'cluster.heap: expected a size such as "512m" or "2g" between 128m and 1024g '
+        "(a number without a unit is bytes), found '512' (string)"
+    ) in message, message
+
+
 def test_unknown_plugin_lists_available(tmp_path: Path) -> None:
     data = {**VALID, "track": {"name": "mir"}}
     message = errors_of(data, tmp_path)

@@ -321,6 +321,8 @@ def run_coordinator(
             try:
                 if ingested:
                     sink.phase_event("ingest")
+                else:
+                    sink.skip_ingest()
                 coordinator.serve(state, conductor)
                 conductor.poll(time.time(), set())  # the last step's closing cache reading
             except Exception:

@@ -68,6 +68,9 @@ class StreamSink:
         self.acc = RunAccumulator(plan.interval)
         self.t0 = time.time()
         self.docs_done = 0
+        #: Whether this run ingests: on a reused index it does not, and no record may say
+        #: "0.0 % (0/N docs)" of an ingest that never runs (:meth:`skip_ingest`).
+        self.ingests = True
         self.phase: Phase = "ingest"
         self.step: int | None = None
         self.header: Header | None = None
@@ -159,6 +162,10 @@ class StreamSink:
         self.event("phase", f"{phase} begins", data={"phase": phase})
         pause.hold(phase, aborted)
 
+    def skip_ingest(self) -> None:
+        """The index is reused: the records before the first step carry no ingest progress."""
+        self.ingests = False
+
     def accumulate(self, message: JsonObject) -> None:
         """Every payload, once: decoded into the run's totals."""
         message["decoded"] = self.acc.add_interval(
@@ -187,7 +194,7 @@ class StreamSink:
         for (phase, step), merged in parts.items():
             name = self.plan.steps[step].name if step is not None else None
             ingest = None
-            if phase == "ingest":
+            if phase == "ingest" and self.ingests:
                 ingest = IngestProgress(
                     docs_done=self.docs_done, docs_total=self.plan.documents_total
                 )

@@ -10,6 +10,7 @@ string pieces: the ``--help`` it prints is the same.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from typing import TypeAlias
 
@@ -33,10 +34,21 @@ def add_command(
     return parser
 
 
+#: Sphinx roles (``:mod:`esdash.report```) and double backticks, as a docstring writes them.
+_ROLE = re.compile(r":(?:mod|func|class|meth|attr|data|exc):`~?([^`]+)`")
+_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
+
+
 def doc_body(doc: str | None) -> str | None:
     """A module docstring past its first paragraph: the description of a command whose
-    module says in that first line what it is and then, for its users, what it does."""
-    return doc.split("\n\n", 1)[1] if doc else None
+    module says in that first line what it is and then, for its users, what it does.
+
+    Its markup is for the source's readers: in ``--help`` a literal is one backtick pair, as
+    the README writes commands, and a reference to a module is its plain name."""
+    if not doc:
+        return None
+    body = doc.split("\n\n", 1)[1]
+    return _LITERAL.sub(r"`\1`", _ROLE.sub(r"\1", body))
 
 
 def add_session(parser: argparse.ArgumentParser) -> None:

@@ -9,22 +9,44 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
+from pathlib import Path
 
 from esdash.cli._command import Subcommands, add_command, add_seconds, add_session
 from esdash.cli._defaults import DEFAULT_TIMEOUT, STOP_GRACE
 from esdash.cli._foreign import add_flag as add_foreign_flag
+from esdash.cli._run_arg import add_run, resolve_run
 from esdash.cli._trust import add_flag as add_trust_flag
 from esdash.cli._trust import trusted
 from esdash.errors import EXIT_ABORT
+
+UP = """
+Starts one node per MPI rank (inside a Slurm allocation: on its hosts) and returns once the
+cluster is healthy, leaving it running: it prints the run directory, the endpoints and where
+the credentials are, and the `cluster down` that stops it. Exit codes: 0 healthy, 1 failure,
+2 bad input, 4 the cluster failed to start or become healthy, 5 a plugin is missing or
+broken, 130 interrupted by a signal (everything started is stopped).
+"""
+STATUS = """
+Reads the run directory only (it contacts no node): its state, owner, health as rank 0 last
+wrote it, every node's rank, host, endpoint, state and message. Exit codes: 0 shown, 2 not a
+run directory (or one another user could rewrite, without --allow-foreign).
+"""
+DOWN = """
+Stops every node of the run: a stop request its ranks follow, then SIGTERM and, after the
+grace, SIGKILL to the launcher, each process proven to be the run's own first. A run already
+over is left alone. Exit codes: 0 every node is down, 1 a node still runs or a process was
+not proven to be the run's own, 2 not a run directory.
+"""
 
 
 def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser("cluster", help="start, inspect and stop search clusters")
     actions = parser.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
 
-    up = add_command(actions, "up", run_up, "start a cluster and return once it is healthy")
+    up = add_command(actions, "up", run_up, "start a cluster and return once it is healthy", UP)
     add_session(up)
     up.add_argument("--fresh", action="store_true", help="delete reused data of the data root")
     add_seconds(up, "--timeout", DEFAULT_TIMEOUT, "seconds to wait for a healthy cluster")
@@ -36,13 +58,15 @@ def register(subparsers: Subcommands) -> None:
     up.add_argument("--run-dir", help="use this prepared run directory (as `esdash submit` does)")
     add_trust_flag(up)
 
-    status = add_command(actions, "status", run_status, "show a run's nodes, health and endpoints")
-    status.add_argument("run", metavar="RUN", help="run directory")
+    status = add_command(
+        actions, "status", run_status, "show a run's nodes, health and endpoints", STATUS
+    )
+    add_run(status)
     status.add_argument("--json", action="store_true", help="machine-readable output")
     add_foreign_flag(status)
 
-    down = add_command(actions, "down", run_down, "stop every node of a run")
-    down.add_argument("run", metavar="RUN", help="run directory")
+    down = add_command(actions, "down", run_down, "stop every node of a run", DOWN)
+    add_run(down)
     add_seconds(down, "--grace", STOP_GRACE, "seconds before the launcher is killed")
     add_foreign_flag(down)
 
@@ -75,6 +99,7 @@ def run_up(args: argparse.Namespace) -> int:
             print(f"  {ends.scheme}://{endpoint}")
         if ends.credentials:
             print(f"credentials (user, password, CA): {ends.credentials}")
+            print(f"try it: {curl_line(run.path, f'{ends.scheme}://{ends.http[0]}')}")
         else:
             print("security is off (cluster.security = false): no TLS, no authentication")
         sys.stdout.flush()
@@ -89,13 +114,27 @@ def run_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def curl_line(run_dir: Path, url: str) -> str:
+    """A ``curl`` of the cluster's health a user can paste into a shell: the CA and user
+    named, the password read from the credentials file when it runs (it is never printed:
+    terminals and job logs keep what they show).  Every path is quoted for the shell."""
+    from esdash.cluster import pki
+
+    credentials = pki.read_credentials(run_dir)
+    read = "import json, sys; print(json.load(open(sys.argv[1]))['password'], end='')"
+    password = f"$(python3 -c {shlex.quote(read)} {shlex.quote(str(credentials.path))})"
+    ca = shlex.quote(str(credentials.required_ca()))
+    parts = ["curl", "--cacert", ca, "-u", f'"{credentials.username}:{password}"']
+    return " ".join([*parts, shlex.quote(f"{url}/_cluster/health?pretty")])
+
+
 def run_status(args: argparse.Namespace) -> int:
     from esdash.cluster import health as cluster_health
     from esdash.rundir import files
     from esdash.rundir.layout import RunDir
 
     info = cluster_health.status(
-        RunDir.open(args.run, foreign_ok=getattr(args, "allow_foreign", False))
+        RunDir.open(resolve_run(args.run), foreign_ok=getattr(args, "allow_foreign", False))
     )
     if args.json:
         print(json.dumps(files.to_builtins(info), indent=2))
@@ -155,7 +194,7 @@ def run_down(args: argparse.Namespace) -> int:
     from esdash.run import stop
     from esdash.rundir.layout import RunDir
 
-    run = RunDir.open(args.run, foreign_ok=getattr(args, "allow_foreign", False))
+    run = RunDir.open(resolve_run(args.run), foreign_ok=getattr(args, "allow_foreign", False))
     down = stop.take_down(run, grace=args.grace)
     if down.outcome == "already":
         print(f"{run.path}: {'; '.join(down.notes)}")

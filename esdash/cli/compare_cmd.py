@@ -40,8 +40,18 @@ them (within / better / worse); a missed reference exits 3. Details: docs/campai
 def register(subparsers: Subcommands) -> None:
     summary = "per-query effects of one or more contenders against a baseline, with verdicts"
     parser = add_command(subparsers, "compare", run, summary, DESCRIPTION)
-    parser.add_argument("baseline", metavar="BASELINE")
-    parser.add_argument("contenders", nargs="+", metavar="CONTENDER")
+    parser.add_argument(
+        "baseline",
+        metavar="BASELINE",
+        help="what the others are judged against: a run, a campaign configuration or an "
+        "authors' result file (see above)",
+    )
+    parser.add_argument(
+        "contenders",
+        nargs="+",
+        metavar="CONTENDER",
+        help="one or more of the same kinds, each judged against BASELINE",
+    )
     parser.add_argument(
         "--format", choices=("text", "md", "json"), default="text", help="default text"
     )

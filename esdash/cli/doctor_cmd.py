@@ -2,7 +2,8 @@
 
 The checks live in :mod:`esdash.host.doctor` and the plugins; this module only picks the
 backend, the distribution and the user (:func:`resolve_target`: options, then ``--session``)
-and prints.
+and prints; with ``--session`` it adds the checks every run of that session makes before
+it starts anything (:func:`session_check`).
 Exit code 0 when nothing failed, 1 otherwise, so batch scripts and CI can gate on it;
 warnings (e.g. production-mode limits on a laptop) do not fail.
 """
@@ -23,6 +24,7 @@ from esdash.errors import EXIT_FAILURE, EXIT_OK
 
 if TYPE_CHECKING:
     from esdash.plugin.host import HostCheck
+    from esdash.session import Session
 
 #: How a status looks on a colour terminal.
 _STYLES = {"pass": "green", "warn": "yellow", "fail": "red"}
@@ -66,12 +68,14 @@ def register(subparsers: Subcommands) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON list of checks")
 
 
-def resolve_target(args: argparse.Namespace) -> tuple[Path | None, str, str]:
-    """Distribution, node user and backend to check: options, then the session, then defaults."""
+def resolve_target(args: argparse.Namespace) -> tuple[Path | None, str, str, Session | None]:
+    """Distribution, node user and backend to check: options, then the session, then
+    defaults; and the session itself (``--session``)."""
     from esdash import paths
     from esdash.host import doctor
     from esdash.session import DEFAULT_BACKEND
 
+    session = None
     session_home = session_user = session_backend = None
     if args.session is not None:
         from esdash.session import load_session
@@ -82,7 +86,26 @@ def resolve_target(args: argparse.Namespace) -> tuple[Path | None, str, str]:
     backend = args.backend or session_backend or DEFAULT_BACKEND
     home = args.home or session_home or paths.default_distribution(backend)
     user = args.user or session_user or doctor.default_user()
-    return home, user, backend
+    return home, user, backend, session
+
+
+def session_check(session: Session) -> HostCheck:
+    """The checks every run of ``session`` makes before it starts anything (its key or
+    password files, its track, its ports...), as one doctor row: a machine is not ready
+    for a session that ``esdash run`` would refuse."""
+    from esdash.plugin.host import HostCheck
+    from esdash.prepare import checks
+
+    found = checks.findings(session, "session")
+    if not found:
+        return HostCheck("session", "pass", f"{session.path}: the checks before a run pass")
+    return HostCheck(
+        "session",
+        "fail",
+        "; ".join(found),
+        fix=f"as each problem says (one per line: esdash session check {session.path})",
+        data={"problems": list(found)},
+    )
 
 
 def _use_colour() -> bool:
@@ -136,8 +159,10 @@ def format_table(checks: list[HostCheck], width: int | None = None, colour: bool
 def run(args: argparse.Namespace) -> int:
     from esdash.host import doctor
 
-    home, user, backend = resolve_target(args)
+    home, user, backend, session = resolve_target(args)
     checks = doctor.run_checks(home, user, backend)
+    if session is not None:
+        checks.append(session_check(session))
     if args.json:
         print(json.dumps([check.as_dict() for check in checks], indent=2))
     else:

@@ -2,8 +2,9 @@
 
 For each task in order (inside ``parallel`` blocks too): its operation, clients and schedule
 as the track gives them, and what esdash does with it, or why it cannot (``refused`` with a
-reason kind: ``module``, ``mapper``, ``field_type``, ``track_py``, ``unsupported_operation``),
-checked against the distribution the session would run.  Then how long a run takes: every
+reason kind: ``module``, ``mapper``, ``field_type``, ``track_py``, ``unsupported_operation``,
+``encryption``), checked against the distribution and the encryption mode the session would
+run.  Then how long a run takes: every
 phase with its time, whether that is fixed by the session, an estimate (and from what) or a
 bound, each query step, the total, and the ``--time`` ``esdash submit`` would ask Slurm for.
 ``--json`` prints one JSON object: ``tasks`` (one object per task), ``wall_time`` (``total``,

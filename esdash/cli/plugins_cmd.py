@@ -14,7 +14,15 @@ if TYPE_CHECKING:
 
 def register(subparsers: Subcommands) -> None:
     summary = "list plugins, what they register, broken ones"
-    parser = add_command(subparsers, "plugins", run, summary)
+    parser = add_command(
+        subparsers,
+        "plugins",
+        run,
+        summary,
+        "Every installed plugin (esdash's own and third-party packages' entry points), what "
+        "each registered (backends, encryption modes, tracks, interconnects, checks, hooks), "
+        "and the broken ones with their error. Exit code 0.",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 

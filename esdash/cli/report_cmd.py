@@ -31,7 +31,12 @@ def register(subparsers: Subcommands) -> None:
             "repeatable or comma-separated (default md)"
         ),
     )
-    parser.add_argument("--out", type=Path, help="report directory (default: see below)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="report directory (default: <campaign directory>/report when every input is "
+        "of one campaign, else ./esdash-report)",
+    )
     parser.add_argument(
         "--baseline", default="none", help="setup the overhead is relative to (default none)"
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 from esdash.cli._command import Subcommands, add_command, add_seconds, add_session
 from esdash.cli._defaults import DEFAULT_TIMEOUT
 from esdash.cli._foreign import add_flag as add_foreign_flag
+from esdash.cli._run_arg import resolve_run
 from esdash.cli._trust import add_flag as add_trust_flag
 from esdash.cli._trust import trusted
 
@@ -23,7 +24,9 @@ def register(subparsers: Subcommands) -> None:
     parser = add_command(subparsers, "run", run, summary, DESCRIPTION)
     add_session(parser)
     parser.add_argument(
-        "--cluster", type=Path, metavar="RUN", help="use the running cluster of this run directory"
+        "--cluster",
+        metavar="RUN",
+        help="use the running cluster of this run (its directory, or its name)",
     )
     parser.add_argument("--keep", action="store_true", help="leave the cluster running")
     parser.add_argument("--fresh", action="store_true", help="delete reused data of the data root")
@@ -49,7 +52,12 @@ def register(subparsers: Subcommands) -> None:
         help='fail (exit 3) unless e.g. "age:p99<500ms"; repeatable',
     )
     add_seconds(parser, "--timeout", DEFAULT_TIMEOUT, "seconds to wait for a healthy cluster")
-    parser.add_argument("--run-dir", type=Path, help=argparse.SUPPRESS)  # from esdash submit
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        help="use this prepared run directory (as the job script of `esdash submit --bench` "
+        "and the dashboard's launch do)",
+    )
     add_foreign_flag(parser)
     add_trust_flag(parser)
 
@@ -60,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     session = load_session(args.session, trust_track_code=trusted(args))
     options = RunOptions(
-        cluster=args.cluster,
+        cluster=resolve_run(args.cluster) if args.cluster else None,
         keep=args.keep,
         fresh=args.fresh,
         reingest=args.reingest,

@@ -10,14 +10,21 @@ from esdash.cli._trust import add_flag as add_trust_flag
 from esdash.cli._trust import code_line, trusted
 from esdash.errors import EXIT_BAD_INPUT, BadInput
 
+CHECK = """
+Reads every file as a run would (a campaign file as a campaign, each point's session
+included), reports every problem at once, one line each naming the file and the key, then
+runs the checks of the session stage every run makes before it starts anything. Exit codes:
+0 every file is valid, 2 a problem was found.
+"""
+
 
 def register(subparsers: Subcommands) -> None:
     parser = subparsers.add_parser("session", help="work with session files")
     actions = parser.add_subparsers(dest="session_command", metavar="ACTION", required=True)
     check = add_command(
-        actions, "check", run_check, "validate session files; errors name file and key"
+        actions, "check", run_check, "validate session files; errors name file and key", CHECK
     )
-    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument("files", nargs="+", metavar="FILE", help="session or campaign files")
     check.add_argument(
         "--threshold",
         action="append",

@@ -20,9 +20,17 @@ if TYPE_CHECKING:
     from esdash.session import Session
 
 
+DESCRIPTION = """
+Writes job.sbatch into a new run directory and submits it with sbatch; the job starts the
+cluster (with --bench: runs the whole benchmark) and the dashboard or `esdash cluster status`
+follows it through the run directory. Exit codes: 0 submitted (or, with --dry-run, checked
+and printed), 1 sbatch refused the job, 2 bad input, 5 a plugin is missing or broken.
+"""
+
+
 def register(subparsers: Subcommands) -> None:
     summary = "submit a session's cluster as a Slurm job"
-    parser = add_command(subparsers, "submit", run, summary)
+    parser = add_command(subparsers, "submit", run, summary, DESCRIPTION)
     add_session(parser)
     parser.add_argument("--fresh", action="store_true", help="delete reused data of the data root")
     parser.add_argument(

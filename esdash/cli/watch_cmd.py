@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from esdash.cli._command import Subcommands, add_command
 from esdash.cli._dashboard import add_fps, check_fps, require_terminal, resolve_campaign
 from esdash.cli._foreign import add_flag as add_foreign_flag
 from esdash.cli._foreign import require_trusted
+from esdash.cli._run_arg import add_run, resolve_run
 from esdash.errors import BadInput
 from esdash.rundir.layout import CAMPAIGN_SUMMARY, CAMPAIGNS
 
@@ -24,28 +24,12 @@ screen. Quitting never stops the run.
 def register(subparsers: Subcommands) -> None:
     summary = "follow a run or a campaign in the dashboard, replay a run, or compare two"
     parser = add_command(subparsers, "watch", run, summary, DESCRIPTION)
-    parser.add_argument("run", metavar="RUN", help="run directory (or its name), or a campaign")
+    add_run(parser, "run or campaign")
     parser.add_argument(
         "--compare", metavar="RUN2", help="show RUN (baseline) and RUN2 side by side"
     )
     add_fps(parser)
     add_foreign_flag(parser)
-
-
-def resolve_run(value: str) -> Path:
-    """A run directory given as a path or as a name under the runs directory."""
-    from esdash.paths import runs_dir
-
-    path = Path(value).expanduser()
-    if path.is_dir():
-        return path.resolve()
-    named = runs_dir() / value
-    if named.is_dir():
-        return named
-    raise BadInput(
-        f"{value}: no such run directory (nor {named}); pass the directory `esdash run`, "
-        f"`esdash submit` or `esdash cluster up` printed, or see `esdash tui` for the list"
-    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -35,6 +35,7 @@ from esdash.plugin.api import (
     Track,
 )
 from esdash.plugin.checks import PreflightCheck
+from esdash.plugin.options import suggest
 from esdash.plugin.values import Corpus
 from esdash.rundir.layout import LEAKAGE
 from esdash.rundir.records import Interval, Leakage, Results
@@ -86,7 +87,8 @@ class PluginSet:
             return registry[name].obj
         hint = ", ".join(sorted(registry)) or "none"
         broken = "; ".join(f"{b.name}: {b.error}" for b in self.broken)
-        message = f"no {kind} called {name!r} is registered (available: {hint})"
+        close = suggest(name, list(registry))
+        message = f"no {kind} called {name!r} is registered{close} (available: {hint})"
         if broken:
             message += f". Broken plugins, one of which may provide it: {broken}"
         raise PluginError(message)

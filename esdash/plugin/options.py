@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,13 +165,26 @@ def _default(option: Option, base_dir: Path | None) -> OptionValue:
         return default  # e.g. a tuple default for list[str]: already in final form
 
 
+def size_text(size: float) -> str:
+    """Bytes as a session writes them: ``"128m"``, ``"1024g"`` (the largest unit that
+    divides them), else a number of bytes."""
+    for unit in ("g", "m", "k"):
+        if size and size % _SIZE_UNITS[unit] == 0:
+            return f"{int(size // _SIZE_UNITS[unit])}{unit}"
+    return f"{size:g}"
+
+
 def _range_text(option: Option) -> str:
+    """The option's bounds in the units its values are written in (a size in ``m``/``g``:
+    a number of bytes such as 1.34218e+08 helps nobody)."""
+    bound: Callable[[float], str] = size_text if option.kind == "size" else "{:g}".format
+    bytes_note = " (a number without a unit is bytes)" if option.kind == "size" else ""
     if option.minimum is not None and option.maximum is not None:
-        return f" between {option.minimum:g} and {option.maximum:g}"
+        return f" between {bound(option.minimum)} and {bound(option.maximum)}{bytes_note}"
     if option.minimum is not None:
-        return f" >= {option.minimum:g}"
+        return f" >= {bound(option.minimum)}{bytes_note}"
     if option.maximum is not None:
-        return f" <= {option.maximum:g}"
+        return f" <= {bound(option.maximum)}{bytes_note}"
     return ""
 
 

@@ -83,11 +83,12 @@ def _steps_plan(
 
 
 def schedule_text(schedule: Mapping[str, object]) -> str:
-    """A task's schedule as the track gives it, in one line: properties as ``key=value``;
-    a note such as test mode's changes (a key with a space) as ``key: text``."""
-    return " ".join(
-        f"{key}: {value}" if " " in key else f"{key}={value}" for key, value in schedule.items()
-    )
+    """A task's schedule as the track gives it, in one line: properties as ``key=value``
+    joined by commas, then each note (a key with a space: test mode's changes) in
+    parentheses as ``(key: text)``, so no property runs into a note."""
+    properties = ", ".join(f"{k}={v}" for k, v in schedule.items() if " " not in k)
+    notes = " ".join(f"({k}: {v})" for k, v in schedule.items() if " " in k)
+    return " ".join(part for part in (properties, notes) if part)
 
 
 def _with_session(task: PlannedTask, session: Session, ranks: int) -> PlannedTask:

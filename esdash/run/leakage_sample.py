@@ -72,10 +72,9 @@ def analyse_session(
     tell = say or (lambda text: None)
     refuse_server_side(session)
     plugins = get_plugins()
-    session = with_documents(session, documents, plugins.track(session.track.name))
-    tell(f"preparing the corpus of track {session.track.name} (generated once, then cached)")
-    track, corpus, _steps = prepare_workload(session)
-    check_corpus(corpus)  # a damaged (cached) corpus: exit 2 naming its file and line
+    track = plugins.track(session.track.name)
+    session = with_documents(session, documents, track)
+    # the key first: a missing or unsafe one is refused before the slow part, the corpus
     tell(f"reading the key of encryption mode {session.encryption.name}")
     codec = client_codec_for(session, track)
     if codec is None:  # a client-side mode without a codec for this track
@@ -84,11 +83,14 @@ def analyse_session(
             f"{track.name} on the client; there is no leakage to measure"
         )
     try:
-        tell(f"leakage analysis begins ({describe_documents(corpus)}): attacks on the ciphertexts")
+        tell(f"preparing the corpus of track {track.name} (generated once, then cached)")
+        track, corpus, _steps = prepare_workload(session)
+        check_corpus(corpus)  # a damaged (cached) corpus: exit 2 naming its file and line
+        tell(f"attacks on the ciphertexts of {describe_documents(corpus)} begin")
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="esdash-leakage-") as scratch:
             report = plugins.leakage(session, Path(scratch), track, corpus, codec)
-        tell(f"leakage analysis done in {time.monotonic() - started:.1f} s")
+        tell(f"attacks on the ciphertexts done in {time.monotonic() - started:.1f} s")
     finally:
         codec.close()
     if report is None:

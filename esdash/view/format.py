@@ -134,3 +134,14 @@ def short_path(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def counted(number: int | float | None, noun: str, plural: str | None = None) -> str:
+    """``1 node``, ``3 nodes``, ``1 worker/node``: a number with its noun in the right
+    number (``plural`` where adding an "s" to the first word is not it)."""
+    if number == 1:
+        return f"1 {noun}"
+    if plural is None:
+        first, _, rest = noun.partition("/")
+        plural = f"{first}s/{rest}" if rest else f"{noun}s"
+    return f"{NA if number is None else f'{number:g}'} {plural}"

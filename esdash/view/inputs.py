@@ -58,6 +58,7 @@ from esdash.rundir.records import (
 )
 from esdash.rundir.stream import read_header
 from esdash.view import fingerprint as fingerprints
+from esdash.view import format as fmt
 
 #: Configuration fields every entry has, in display order.
 CONFIG_FIELDS = ("setup", "interconnect", "nodes", "workers_per_node")
@@ -129,10 +130,10 @@ def config_label(config: JsonMapping) -> str:
 def setting_label(name: str, value: JsonValue) -> str:
     """One setting of :data:`CONFIG_FIELDS` as labels show it: ``3 nodes``, ``1 node``,
     ``2 workers/node``, else the value itself (``none``, ``loopback``)."""
-    if name == "nodes":
-        return f"{value} node{'s' if value != 1 else ''}"
-    if name == "workers_per_node":
-        return f"{value} workers/node"
+    if name == "nodes" and isinstance(value, int):
+        return fmt.counted(value, "node")
+    if name == "workers_per_node" and isinstance(value, int):
+        return fmt.counted(value, "worker/node")
     return str(value)
 
 

@@ -271,8 +271,9 @@ def render_record_line(record: StreamRecord, header: Header | None = None) -> st
     if isinstance(record, Header):
         job = record.slurm_job_id
         return (
-            f"[{0.0:8.1f}s] run {record.run_id}: {record.bench.ranks} bench ranks, "
-            f"{len(record.topology.nodes)} nodes, {len(record.steps)} steps, interval "
+            f"[{0.0:8.1f}s] run {record.run_id}: {fmt.counted(record.bench.ranks, 'bench rank')}, "
+            f"{fmt.counted(len(record.topology.nodes), 'node')}, "
+            f"{fmt.counted(len(record.steps), 'step')}, interval "
             f"{record.interval:g} s" + (f", slurm job {job}" if job else "")
         )
     stamp = f"[{record.t:8.1f}s]"

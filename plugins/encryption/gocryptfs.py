@@ -155,8 +155,8 @@ def _file_problem(path: Path) -> str | None:
         st = path.stat()
     except FileNotFoundError:
         return (
-            f"{path} does not exist; create it with `head -c 32 /dev/urandom | base64 > {path} "
-            f"&& chmod 600 {path}`"
+            f"{path} does not exist; create it, readable by you alone from its first byte, "
+            f"with `(umask 077; head -c 32 /dev/urandom | base64 > {path})`"
         )
     except OSError as exc:
         return f"cannot read {path}: {exc.strerror}"

@@ -74,6 +74,8 @@ class Outcome:
     failed: str | None
     #: Whether any worker sent a bulk request.
     ingested: bool
+    #: Whether any interval record carries ingest progress ("12.0 % (120/1,000 docs)").
+    progress: bool
 
 
 def bench(cluster: tuple[Path, Path, ControlClient], path: Path, *args: str) -> Outcome:
@@ -88,7 +90,9 @@ def bench(cluster: tuple[Path, Path, ControlClient], path: Path, *args: str) -> 
     records = [json.loads(line) for line in stream.read_text().splitlines()]
     events = {r["kind"]: r["message"] for r in records if r["type"] == "event"}
     ingested = any(r["type"] == "interval" and r["phase"] == "ingest" and r["ops"] for r in records)
-    return Outcome(result.returncode, output, events.get("index"), events.get("failed"), ingested)
+    progress = any(r["type"] == "interval" and r.get("ingest") for r in records)
+    index, failed = events.get("index"), events.get("failed")
+    return Outcome(result.returncode, output, index, failed, ingested, progress)
 
 
 def ran(outcome: Outcome) -> bool:
@@ -123,6 +127,8 @@ def test_reuse_reingest_and_refusal_by_fingerprint(
     assert done.index == f"index {INDEX} reused with {DOCUMENTS} documents"
     assert f"index {INDEX} reused with {DOCUMENTS} documents" in done.output
     assert not done.ingested
+    # no record, line or screen speaks of an ingest that does not happen
+    assert not done.progress and "% (0/" not in done.output, done.output
 
     seeded = session(directory, "reuse-b", seed=2, shards=1)
     done = bench(cluster, seeded)
@@ -132,7 +138,7 @@ def test_reuse_reingest_and_refusal_by_fingerprint(
         f"index {INDEX} created anew: the existing one differed in corpus ("
     ), message
     assert "seed 1, planned 2" in message and message in done.output
-    assert done.ingested
+    assert done.ingested and done.progress
     assert stamp(control)["fingerprint"]["corpus"]["origin"]["seed"] == 2
 
     sharded = session(directory, "reuse-c", seed=2, shards=2)

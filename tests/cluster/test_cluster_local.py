@@ -64,6 +64,13 @@ def test_up_prints_endpoints_and_credentials(three_nodes) -> None:
     assert output.count("https://127.0.0.1:") == 3
     assert f"credentials (user, password, CA): {run}/credentials.json" in output
     assert (run / "credentials.json").stat().st_mode & 0o777 == 0o600
+    # the line it offers to try works as pasted into a shell, and does not show the password
+    line = next(x for x in output.splitlines() if x.startswith("try it: ")).removeprefix("try it: ")
+    password = json.loads((run / "credentials.json").read_text())["password"]
+    assert password not in output and line.startswith("curl --cacert ")
+    answer = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=30)
+    assert answer.returncode == 0, answer.stderr
+    assert json.loads(answer.stdout)["status"] == "green"
 
 
 def test_status_shows_every_node_running(three_nodes) -> None:

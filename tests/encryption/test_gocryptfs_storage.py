@@ -74,7 +74,10 @@ def test_password_file_must_be_private(tmp_path: Path) -> None:
 
 def test_missing_or_unusable_password_files(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
-    with pytest.raises(BadInput, match="does not exist; create it with `head -c 32"):
+    with pytest.raises(
+        BadInput,
+        match=r"does not exist; create it, readable by you alone .* `\(umask 077; head -c 32",
+    ):
         read_password({"password_file": missing})
     empty = private_file(tmp_path / "empty", "\n")
     with pytest.raises(BadInput, match="empty password"):

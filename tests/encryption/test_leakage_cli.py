@@ -55,7 +55,10 @@ def test_an_abe_session_gets_its_report_as_json_a_file_and_a_table(tmp_path, env
     assert fields["PatientAge"].domain is not None and fields["ismrmrdHeader"].domain is None
     assert report.threat_model and report.references
     # it says what it does while it works, on stderr; the scratch run directory is gone
-    assert "leakage analysis begins (a corpus of 300 documents)" in result.stderr
+    assert "attacks on the ciphertexts of a corpus of 300 documents begin" in result.stderr
+    # the key is read before the corpus is made: a missing key fails before the slow part
+    said = result.stderr
+    assert said.index("reading the key") < said.index("preparing the corpus")
     assert f"esdash: leakage: {out}" in result.stderr
     assert list(Path(env["TMPDIR"]).iterdir()) == []
     assert not runs.exists()  # no run directory: nothing ran
@@ -105,6 +108,16 @@ def test_modes_that_store_plaintext_on_the_nodes_are_refused(tmp_path, env, mode
         f"them\n"
     )
     assert not (tmp_path / "cache").exists()  # refused before any corpus was generated
+
+
+def test_a_missing_key_is_refused_before_the_corpus_is_made(tmp_path, env) -> None:
+    session = abe_session(tmp_path)
+    (tmp_path / "abe.key").unlink()
+    result = esdash("leakage", str(session), env_runs=tmp_path / "runs", env=env, check=False)
+    assert result.returncode == EXIT_BAD_INPUT and result.stdout == ""
+    assert f"encryption.key_file: key file {tmp_path / 'abe.key'} does not exist" in result.stderr
+    assert "preparing the corpus" not in result.stderr
+    assert not (tmp_path / "cache" / "corpora").exists()  # the slow part never began
 
 
 REPO = Path(__file__).resolve().parents[2]

@@ -123,9 +123,9 @@ def test_esdash_plan_prints_the_test_mode_schedule(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert (
-        "errors (search, 1 client; warmup-time-period=60 time-period=300 target-throughput=50 "
-        "test mode: warmup-time-period 60 -> 0; time-period 300 -> 10; target-throughput 50 "
-        "ops/s lifted (unthrottled))" in result.stdout
+        "errors (search, 1 client; warmup-time-period=60, time-period=300, "
+        "target-throughput=50 (test mode: warmup-time-period 60 -> 0; time-period 300 -> 10; "
+        "target-throughput 50 ops/s lifted (unthrottled)))" in result.stdout
     )
     # the session's own timing does not stretch a test-mode step
     assert "-> 0 s warm-up + 10 s measured" in result.stdout

@@ -134,7 +134,7 @@ async def test_p_shows_every_task_with_its_fate_and_the_refusal(tmp_path: Path):
         assert [(r[1], r[2], r[3], r[5]) for r in rows] == [
             (t["name"], t["operation"], str(t["clients"]), t["status"]) for t in expected
         ]
-        assert rows[1][4] == "warmup-time-period=1 time-period=5"
+        assert rows[1][4] == "warmup-time-period=1, time-period=5"
         assert rows[2][6].startswith(f"[{refusal['reason_kind']}] ")
         text = screen_text(app)
         assert str(session) in text and "1 refused" in text

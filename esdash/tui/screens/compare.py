@@ -107,7 +107,8 @@ def _side_text(label: str, snap: Snapshot) -> Text:
     text.append(f" {snap.run_id}", style="bold")
     text.append(
         f"\n session {snap.session} · track {snap.track} · enc {snap.encryption} · "
-        f"net {snap.interconnect} · {snap.nodes} nodes × {snap.ranks} ranks",
+        f"net {snap.interconnect} · {fmt.counted(snap.nodes, 'node')} × "
+        f"{fmt.counted(snap.ranks, 'rank')}",
         style="dim",
     )
     status = snap.status or ("running" if snap.count else snap.phase)

@@ -72,7 +72,12 @@ class RunHeader(Static):
             ("track " if wide else "", snap.track),
             ("enc ", snap.encryption),
             ("net " if wide else "", snap.interconnect),
-            ("", f"{nodes} nodes × {ranks} ranks" if wide else f"{nodes}n×{ranks}r"),
+            (
+                "",
+                f"{fmt.counted(snap.nodes, 'node')} × {fmt.counted(snap.ranks, 'rank')}"
+                if wide
+                else f"{nodes}n×{ranks}r",
+            ),
         ]
         if snap.slurm_job:
             state = f" {snap.slurm_state}" if snap.slurm_state else ""
