@@ -87,7 +87,7 @@ def test_gocryptfs_missing_password_file_and_command(tmp_path: Path) -> None:
     path = session(tmp_path, "nofile", 'mode = "gocryptfs"\npassword_file = "absent.pass"')
     stderr = refused(path)
     assert f"{path}: encryption.password_file: {tmp_path / 'absent.pass'} does not exist" in stderr
-    assert "chmod 600" in stderr
+    assert "(umask 077; head -c 32 /dev/urandom" in stderr
     command = session(
         tmp_path, "nocmd", 'mode = "gocryptfs"\npassword_command = "no-such-password-tool x"'
     )

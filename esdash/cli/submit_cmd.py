@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 DESCRIPTION = """
-Writes job.sbatch into a new run directory and submits it with sbatch; the job starts the
+Writes the job script into a new run directory and submits it with sbatch; the job starts the
 cluster (with --bench: runs the whole benchmark) and the dashboard or `esdash cluster status`
 follows it through the run directory. Exit codes: 0 submitted (or, with --dry-run, checked
 and printed), 1 sbatch refused the job, 2 bad input, 5 a plugin is missing or broken.

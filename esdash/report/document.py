@@ -96,14 +96,16 @@ def build_report(inputs: Inputs, baseline: str = BASELINE) -> Report:
     env = environment(entries)
     tables = [query_table(queries), *wide_tables(queries), ingest_table(ingests)]
     overhead = overhead_table(overheads)
+    setups = {str(e.config.get("setup")) for e in entries}
     if not overhead.records:
-        setups = {str(e.config.get("setup")) for e in entries}
         overhead.note = (
             f"No overhead: it needs runs of the baseline setup {baseline!r} and of another "
             f"setup with the same cluster size, workers and interconnect (setups here: "
             f"{', '.join(sorted(setups))})."
         )
-    tables += [overhead, *engine_tables(entries), *trust_tables(entries), environment_table(env)]
+    # one setup has no overhead to show: no table saying "(no data)" about it
+    tables += [overhead] if len(setups) > 1 else []
+    tables += [*engine_tables(entries), *trust_tables(entries), environment_table(env)]
     names = [c.name for c in inputs.campaigns]
     title = (
         f"campaign {names[0]}"

@@ -1,9 +1,13 @@
 """Figures of a report, as PNG and SVG (matplotlib, imported only here and only when drawing).
 
-* ``latency-<query>``: the latency distribution of one query, one line per configuration
+* ``latency-<query>``: the latency distribution of one query, one outline per configuration
   (repetitions merged): share of requests per logarithmic latency bin, from the merged HDR
-  histograms in ``results.json``; both axes logarithmic, so the super-exponential decay the
-  paper describes shows as a bending curve.
+  histograms in ``results.json``, an empty bin a gap (never a line across it), the p50
+  (dotted) and p99 (dashed) marked; both axes logarithmic, so the super-exponential decay
+  the paper describes shows as a bending curve.
+* ``percentiles-<query>``: the same histograms as a percentile spectrum, HdrHistogram's
+  own plot: latency against 1/(1-q), so p90, p99, p99.9 sit one decade apart and the tail
+  is as wide as the body; each line ends where its requests stop supporting a percentile.
 * ``timeline-<run>``: latency over the whole run as a density view: one column per stream
   interval, one row per logarithmic latency bin, colour = requests (log scale), with the
   interval's p50 and p99 drawn over it.  Bands (e.g. workers that happen to query their own
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -35,14 +39,18 @@ from esdash.rundir.records import JsonMapping
 from esdash.view.inputs import Entry, config_label, op_of, queries_of, query_label, setting_label
 
 if TYPE_CHECKING:
+    import matplotlib.axis
     import matplotlib.figure
     from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
 
     from esdash.view.intervals import IntervalOp
 
 FORMATS = ("png", "svg")
 #: Panels per scaling figure; more queries than this get a second look in the tables.
 MAX_PANELS = 12
+#: The percentiles a spectrum marks on its axis (1/(1-q) one decade apart).
+SPECTRUM_TICKS = (0.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -65,6 +73,16 @@ def _pyplot() -> ModuleType:
         {"svg.hashsalt": "esdash", "figure.dpi": 100, "font.size": 9, "axes.titlesize": 9}
     )
     return plt
+
+
+def readable_log_axis(axis: matplotlib.axis.Axis) -> None:
+    """A logarithmic axis labelled in plain numbers (``2 5 10 20 50``), never ``2×10^1``:
+    ticks at 1, 2 and 5 of each decade, minor ticks unlabelled so no two labels collide."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def slug(text: str) -> str:
@@ -96,9 +114,10 @@ class Drawer:
 # -------------------------------------------------------------------- distributions
 
 
-def latency_distributions(drawer: Drawer, entries: Sequence[Entry]) -> None:
-    from esdash.stats import bucket_counts
-
+def _distribution_lines(
+    entries: Sequence[Entry],
+) -> Iterator[tuple[str, str, list[tuple[str, hdr.Counts]]]]:
+    """Per query (its label and figure name): each configuration's merged latency counts."""
     groups = group_configs(entries)
     for step, query in queries_of(entries):
         lines = []
@@ -106,33 +125,94 @@ def latency_distributions(drawer: Drawer, entries: Sequence[Entry]) -> None:
             ops = [op for e in group if (op := op_of(e, step, query)) is not None]
             found = merged_histogram(ops)
             if found is not None:
-                lines.append((config_label(group[0].config), group[0].source, found[0]))
-        if not lines:
-            continue
-        values = [v for _l, _s, counts in lines for v in hdr.buckets(counts)]
+                source = group[0].source
+                suffix = f" [{source}]" if source != "esdash" else ""
+                lines.append((config_label(group[0].config) + suffix, found[0]))
+        if lines:
+            yield query_label(step, query), slug(query_label(step, query)), lines
+
+
+def latency_distributions(drawer: Drawer, entries: Sequence[Entry]) -> None:
+    from esdash.stats import bucket_counts
+
+    for label, name, lines in _distribution_lines(entries):
+        values = [v for _l, counts in lines for v in hdr.buckets(counts)]
         lowest = min(low for low, _high, _count in values)
         highest = max(high for _low, high, _count in values) * 1.001 + 1e-6
         fig, ax = drawer.plt.subplots(figsize=(6.4, 3.8))
-        for label, source, histogram in lines:
+        for line, histogram in lines:
             buckets = bucket_counts(histogram, 40, lowest, highest)
             total = sum(b.count for b in buckets) or 1
-            xs = [math.sqrt(b.low * b.high) * 1000.0 for b in buckets if b.count]
-            ys = [b.count / total for b in buckets if b.count]
-            suffix = f" [{source}]" if source != "esdash" else ""
-            ax.plot(xs, ys, marker=".", linewidth=1, label=label + suffix)
+            edges = [buckets[0].low * 1000.0] + [b.high * 1000.0 for b in buckets]
+            # an empty bin is a gap: NaN breaks the outline instead of bridging the bin
+            shares = [b.count / total if b.count else math.nan for b in buckets]
+            drawn = ax.stairs(shares, edges, linewidth=1.2, label=line)
+            colour = drawn.get_edgecolor()
+            marks = hdr.percentiles(histogram, [50.0, 99.0])
+            for percentile, style in ((50.0, ":"), (99.0, "--")):
+                if percentile in marks:
+                    ax.axvline(marks[percentile] * 1000.0, color=colour, linestyle=style, lw=1)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("latency (ms, log)")
-        ax.set_ylabel("share of requests per bin (log)")
-        ax.set_title(f"Latency distribution: {query_label(step, query)}")
+        readable_log_axis(ax.xaxis)
+        ax.set_xlabel("latency (ms, log scale)")
+        ax.set_ylabel("share of requests per bin (log scale)")
+        ax.set_title(f"Latency distribution: {label}")
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=7)
         drawer.save(
             fig,
-            f"latency-{slug(query_label(step, query))}",
-            f"Latency distribution of {query_label(step, query)}",
+            f"latency-{name}",
+            f"Latency distribution of {label}",
             "Share of successful requests per logarithmic latency bin, per configuration "
-            "(repetitions merged), from the merged HDR histograms.",
+            "(repetitions merged), from the merged HDR histograms; an empty bin is a gap. "
+            "Dotted: the configuration's p50; dashed: its p99.",
+        )
+
+
+def spectrum_points(counts: hdr.Counts) -> list[tuple[float, float]]:
+    """``(1/(1-q), latency in ms)`` from p0 up to the highest percentile the sample supports
+    (n requests support q while 1/(1-q) <= n), ten points a decade."""
+    count = hdr.total(counts)
+    if count < 2:
+        return []
+    decades = math.log10(count)
+    wanted = [100.0 * (1.0 - 10.0 ** (-k / 10.0)) for k in range(int(decades * 10) + 1)]
+    found = hdr.percentiles(counts, wanted)
+    return [(1.0 / (1.0 - p / 100.0), found[p] * 1000.0) for p in wanted if p in found]
+
+
+def percentile_spectra(drawer: Drawer, entries: Sequence[Entry]) -> None:
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    for label, name, lines in _distribution_lines(entries):
+        drawn = [(line, points) for line, counts in lines if (points := spectrum_points(counts))]
+        if not drawn:
+            continue
+        fig, ax = drawer.plt.subplots(figsize=(6.4, 3.8))
+        for line, points in drawn:
+            ax.plot(*zip(*points, strict=True), linewidth=1.2, label=line)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        furthest = max(x for _line, points in drawn for x, _y in points)
+        ticks = [p for p in SPECTRUM_TICKS if 1.0 / (1.0 - p / 100.0) <= furthest * 1.0001]
+        ax.xaxis.set_major_locator(FixedLocator([1.0 / (1.0 - p / 100.0) for p in ticks]))
+        ax.set_xticklabels([f"p{p:g}" if p else "p0" for p in ticks])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        readable_log_axis(ax.yaxis)
+        ax.set_xlabel("percentile (axis: 1/(1-q), log scale)")
+        ax.set_ylabel("latency (ms, log scale)")
+        ax.set_title(f"Latency by percentile: {label}")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=7)
+        drawer.save(
+            fig,
+            f"percentiles-{name}",
+            f"Latency by percentile of {label}",
+            "Latency at each percentile, per configuration (repetitions merged), on "
+            "HdrHistogram's axis 1/(1-q): p90, p99 and p99.9 one decade apart; a line ends "
+            "at the highest percentile its requests support.",
         )
 
 
@@ -203,14 +283,23 @@ def timeline(drawer: Drawer, entry: Entry, bins: int = 60, name: str | None = No
         seen.add(key)
         start = o.t - o.elapsed
         ax.axvline(
-            start, color="grey", linewidth=0.5, linestyle=":" if o.phase == "warmup" else "-"
+            start, color="0.15", linewidth=0.9, linestyle=":" if o.phase == "warmup" else "-"
         )
         if o.phase == "measure":
-            ax.text(start, highest * 1000.0, f" {o.step_name}", fontsize=6, va="top", rotation=90)
+            ax.annotate(
+                f" {o.step_name}",
+                (start, 1.0),
+                xycoords=("data", "axes fraction"),
+                fontsize=7,
+                va="bottom",
+                ha="left",
+                annotation_clip=False,
+            )
     ax.set_yscale("log")
+    readable_log_axis(ax.yaxis)
     ax.set_xlabel("time since start (s); dotted: warm-up begins, solid: measurement begins")
     ax.set_ylabel("latency (ms, log)")
-    ax.set_title(f"Latency over time: {entry.id} ({config_label(entry.config)})")
+    ax.set_title(f"Latency over time: {entry.id} ({config_label(entry.config)})", pad=14)
     fig.colorbar(mesh, ax=ax, label="requests per interval and bin")
     ax.legend(fontsize=7, loc="lower right")
     drawer.save(
@@ -218,7 +307,8 @@ def timeline(drawer: Drawer, entry: Entry, bins: int = 60, name: str | None = No
         name or f"timeline-{slug(entry.id)}",
         f"Latency over time, {entry.id}",
         "Density of request latencies per stream interval (colour, log scale) with the "
-        "interval's p50 (white) and p99 (red); bands show as horizontal ridges.",
+        "interval's p50 (white) and p99 (red); bands show as horizontal ridges. Dotted "
+        "lines: a warm-up begins; solid lines: a measurement begins (its step named above).",
     )
 
 
@@ -268,7 +358,7 @@ def scaling(drawer: Drawer, records: Sequence[JsonMapping], axis: str) -> None:
                 xs = [r[axis] for r in points]
                 if metric == "throughput":
                     ys = [r["throughput_mean"] for r in points]
-                    errors = [r["throughput_std"] or 0.0 for r in points]
+                    errors = below_zero_clipped(ys, [r["throughput_std"] for r in points])
                     ax.errorbar(
                         xs, ys, yerr=errors, marker="o", capsize=2, linewidth=1, label=label
                     )
@@ -291,23 +381,12 @@ def scaling(drawer: Drawer, records: Sequence[JsonMapping], axis: str) -> None:
             ax.grid(True, alpha=0.3)
             if metric == "latency":
                 ax.set_yscale("log")
+                readable_log_axis(ax.yaxis)
         for index in range(len(queries), rows * columns):
             axes[index // columns][index % columns].axis("off")
-        legend: dict[str, Artist] = {}  # label -> its first handle
-        for row in axes:
-            for ax in row:
-                for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-                    legend.setdefault(label, handle)
-        fig.legend(
-            list(legend.values()),
-            list(legend),
-            loc="lower center",
-            ncol=min(3, len(legend) or 1),
-            fontsize=7,
-        )
         unit = "req/s (mean +- std)" if metric == "throughput" else "latency gmean ms (x/ gstd)"
         fig.supylabel(unit)
-        fig.tight_layout(rect=(0, 0.1, 1, 1))
+        legend_below(fig, axes)
         short = "nodes" if axis == "nodes" else "workers"
         drawer.save(
             fig,
@@ -315,6 +394,34 @@ def scaling(drawer: Drawer, records: Sequence[JsonMapping], axis: str) -> None:
             f"{metric.capitalize()} against {name}",
             f"{unit} per query against {name}; one line per setup and the other axes.",
         )
+
+
+def legend_below(fig: matplotlib.figure.Figure, axes: Sequence[Sequence[Axes]]) -> None:
+    """One legend for all panels, under them, each label wrapped to a short line: a series
+    named by many settings must not push the panels off the figure."""
+    import textwrap
+
+    legend: dict[str, Artist] = {}  # label -> its first handle
+    for row in axes:
+        for ax in row:
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                legend.setdefault(label, handle)
+    labels = [textwrap.fill(label, 70) for label in legend]
+    lines = sum(label.count("\n") + 1 for label in labels)
+    columns = 1 if any("\n" in label for label in labels) else min(3, len(labels) or 1)
+    below = min(0.5, 0.06 + 0.035 * math.ceil(lines / columns))
+    fig.legend(list(legend.values()), labels, loc="lower center", ncol=columns, fontsize=7)
+    fig.tight_layout(rect=(0, below, 1, 1))
+
+
+def below_zero_clipped(
+    means: Sequence[float], spreads: Sequence[float | None]
+) -> list[list[float]]:
+    """``[lower, upper]`` error bars of mean +- std with the lower bar ending at 0: a rate
+    is never negative, whatever a wide spread of few repetitions says."""
+    upper = [spread or 0.0 for spread in spreads]
+    lower = [min(spread, max(mean, 0.0)) for mean, spread in zip(means, upper, strict=True)]
+    return [lower, upper]
 
 
 def ingest_scaling(drawer: Drawer, records: Sequence[JsonMapping]) -> None:
@@ -335,10 +442,11 @@ def ingest_scaling(drawer: Drawer, records: Sequence[JsonMapping]) -> None:
                 series.setdefault(_series_key(r, axis), []).append(r)
         for label, points in series.items():
             points = sorted(points, key=lambda r: r[axis])
+            ys = [r["docs_per_s_mean"] for r in points]
             ax.errorbar(
                 [r[axis] for r in points],
-                [r["docs_per_s_mean"] for r in points],
-                yerr=[r["docs_per_s_std"] or 0.0 for r in points],
+                ys,
+                yerr=below_zero_clipped(ys, [r["docs_per_s_std"] for r in points]),
                 marker="o",
                 capsize=2,
                 linewidth=1,
@@ -347,10 +455,10 @@ def ingest_scaling(drawer: Drawer, records: Sequence[JsonMapping]) -> None:
         ax.set_xlabel(
             {"nodes": "cluster size (nodes)", "workers_per_node": "workers per node"}[axis]
         )
+        ax.set_xticks(sorted({r[axis] for points in series.values() for r in points}))
         ax.set_ylabel("ingest docs/s")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+    legend_below(fig, [axes[0]])
     drawer.save(
         fig,
         "ingest-scaling",
@@ -374,6 +482,7 @@ def make_figures(
     left out, and the esdash runs without a stream, are said in ``notes``."""
     drawer = Drawer(out, formats)
     latency_distributions(drawer, entries)
+    percentile_spectra(drawer, entries)
     streams = [e for group in group_configs(entries) for e in group if e.stream is not None]
     names: set[str] = set()
     for entry in streams[:max_timelines]:

@@ -9,8 +9,8 @@ runs).  Every number of one measurement is the run's figure of :mod:`esdash.stat
   req/s = the mean ± std of the measurements' req/s (runs and rounds; one measurement: its
   req/s ± the std of its per-interval rates); hits/s (docs/s for a bulk task) = the mean of
   the measurements'.  Latency = gmean and gstd pooled exactly from each run's count, gmean
-  and gstd; p1, p50 and p99 from the runs' merged HDR histograms.  With one run, every
-  number is that run's own.
+  and gstd; p1, p50, p90, p99 and p99.9 from the runs' merged HDR histograms, the maximum
+  the largest of theirs.  With one run, every number is that run's own.
 * **Ingest table**, one row per configuration with an ingest (a run that reused the index
   has none): time and docs/s as mean ± std over repetitions.
 * **Overhead table** (the Accumulo study's layout): for each setup other than the baseline
@@ -283,7 +283,8 @@ def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonO
                 gmean, gstd = pooled_geometric([op.latency for op in ops])
                 gmean = None if gmean is None else round(gmean, 4)
                 gstd = None if gstd is None else round(gstd, 4)
-            percentiles = pooled_percentiles(ops, ["p1", "p50", "p99"])
+            percentiles = pooled_percentiles(ops, list(TABLE_PERCENTILES))
+            slowest = [op.latency.max for op in ops if op.latency.max is not None]
             requests = sum(f.requests for f in figures)
             failed = sum(f.failed for f in figures)
             records.append(
@@ -305,12 +306,19 @@ def query_rows(entries: Sequence[Entry], baseline: str = BASELINE) -> list[JsonO
                     "docs_per_s": documents if indexing else None,
                     "latency_gmean_ms": gmean,
                     "latency_gstd": gstd,
-                    "latency_p1_ms": percentiles["p1"],
-                    "latency_p50_ms": percentiles["p50"],
-                    "latency_p99_ms": percentiles["p99"],
+                    **{
+                        f"latency_{name.replace('.', '_')}_ms": percentiles[name]
+                        for name in TABLE_PERCENTILES
+                    },
+                    "latency_max_ms": max(slowest) if slowest else None,
                 }
             )
     return records
+
+
+#: The percentiles of the query table: the paper's p1 and p99, and what a Rally user looks
+#: for (p50, p90, p99, p99.9, then the maximum, Rally's p100).
+TABLE_PERCENTILES = ("p1", "p50", "p90", "p99", "p99.9")
 
 
 def query_table(records: Sequence[JsonMapping]) -> Table:
@@ -324,8 +332,8 @@ def query_table(records: Sequence[JsonMapping]) -> Table:
         f"measurement: +- {metrics.INTERVAL_STD}). hits/s: {metrics.HITS_PER_S}"
         + (f"; docs/s: {metrics.DOCS_PER_S}" if bulk else "")
         + ". Latency of successful requests in ms: geometric mean, geometric std (a "
-        "factor), p1, p50 and p99 ('-' where the sample count cannot support the "
-        "percentile).",
+        "factor), p1, p50, p90, p99, p99.9 ('-' where the sample count cannot support the "
+        "percentile) and the maximum.",
         [
             *CONFIG_HEADERS,
             "query",
@@ -336,9 +344,8 @@ def query_table(records: Sequence[JsonMapping]) -> Table:
             *(["docs/s"] if bulk else []),
             "gmean ms",
             "gstd",
-            "p1 ms",
-            "p50 ms",
-            "p99 ms",
+            *(f"{name} ms" for name in TABLE_PERCENTILES),
+            "max ms",
             "errors",
         ],
     )
@@ -354,9 +361,11 @@ def query_table(records: Sequence[JsonMapping]) -> Table:
                 *([fmt.rate(r["docs_per_s"])] if bulk else []),
                 fmt.ms(fmt.from_ms(r["latency_gmean_ms"])),
                 fmt.factor(r["latency_gstd"]),
-                fmt.ms(fmt.from_ms(r["latency_p1_ms"])),
-                fmt.ms(fmt.from_ms(r["latency_p50_ms"])),
-                fmt.ms(fmt.from_ms(r["latency_p99_ms"])),
+                *(
+                    fmt.ms(fmt.from_ms(r[f"latency_{name.replace('.', '_')}_ms"]))
+                    for name in TABLE_PERCENTILES
+                ),
+                fmt.ms(fmt.from_ms(r["latency_max_ms"])),
                 fmt.errors(r["failed"], r["requests"]),
             ]
         )

@@ -275,7 +275,13 @@ def load_run(path: Path, extra: JsonMapping | None = None) -> Entry:
         "status": results.status,
         "started": results.started,
         "ended": results.ended,
-        "distribution": info.version if info is not None else None,
+        # the engine with its version: an Elasticsearch 8.19 beside an OpenSearch 3.4 must
+        # not read as two versions of one thing
+        "distribution": (
+            " ".join(str(part) for part in (info.engine, info.version) if part) or None
+            if info is not None
+            else None
+        ),
         "home": info.home if info is not None else None,
         "plugins": header.plugins if header is not None else {},
         "hosts": hosts,

@@ -113,7 +113,7 @@ def test_repetitions_are_resampled_as_runs(tmp_path: Path) -> None:
         env_runs=tmp_path / "runs",
     )
     document = json.loads(result.stdout)
-    assert document["baseline"] == "none, loopback, 1 node, 1 workers/node (6 runs)"
+    assert document["baseline"] == "none, loopback, 1 node, 1 worker/node (6 runs)"
     assert document["margin_pct"] == 5.0 and document["level"] == 0.95
     gocryptfs, abe = [r for r in document["comparisons"] if r["metric"] == "req/s"]
     assert gocryptfs["baseline_runs"] == [100, 104, 98, 101, 99, 102]

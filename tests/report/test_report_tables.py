@@ -162,6 +162,8 @@ def test_markdown_html_and_figures(tmp_path: Path) -> None:
     for stem in (
         "latency-age",
         "latency-body_part",
+        "percentiles-age",
+        "percentiles-body_part",
         "timeline-dev-20261121-032918",
         "timeline-dev2-20261121-033750",
         "throughput-vs-workers",
