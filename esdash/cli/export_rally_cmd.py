@@ -110,21 +110,27 @@ def resolve(
 
 def run(args: argparse.Namespace) -> int:
     from esdash.paths import cache_dir
+    from esdash.progress import CHECKS_GRACE, for_stderr
     from esdash.report.rally_export import ExportSettings, export_track
 
-    track, options, session = resolve(args.source, args.option, trusted(args))
+    lines = for_stderr()
+    with lines.phase(f"loading {args.source}", announce_after=CHECKS_GRACE):
+        track, options, session = resolve(args.source, args.option, trusted(args))
     if session is not None:
         settings = ExportSettings.from_session(session, copy_corpus=args.copy)
     else:
         settings = ExportSettings(copy_corpus=args.copy)
-    result = export_track(
-        track,
-        options,
-        args.out_dir,
-        args.cache_dir or cache_dir() / "corpora",
-        settings,
-        force=args.force,
-    )
+    # the corpus is generated here when it is not cached yet: seconds for a large one
+    what = f"writing track {track.name} as a Rally track (its corpus generated if not cached)"
+    with lines.phase(what, announce_after=CHECKS_GRACE):
+        result = export_track(
+            track,
+            options,
+            args.out_dir,
+            args.cache_dir or cache_dir() / "corpora",
+            settings,
+            force=args.force,
+        )
     how = "copied from" if args.copy else "symlink to"
     print(f"wrote Rally track {result.directory} (track {track.name!r}, index {result.index!r})")
     print(f"  {result.corpus_file}: {how} {result.corpus_source}")

@@ -40,11 +40,16 @@ def run(args: argparse.Namespace) -> int:
     from esdash.cli._time_lines import time_line, wall_time_lines
     from esdash.prepare.checks.track import track_finding
     from esdash.prepare.preview import schedule_text, session_plan
+    from esdash.progress import CHECKS_GRACE, for_stderr
     from esdash.session import load_session
 
-    session = load_session(args.session, trust_track_code=trusted(args))
+    lines = for_stderr()
+    with lines.phase(f"reading {args.session}", announce_after=CHECKS_GRACE):
+        session = load_session(args.session, trust_track_code=trusted(args))
     try:
-        plan = session_plan(session)
+        what = f"loading track {session.track.name} and planning its tasks"
+        with lines.phase(what, announce_after=CHECKS_GRACE):
+            plan = session_plan(session)
     except BadInput as exc:
         raise BadInput(str(track_finding(session, exc))) from None
     code = code_line(session)  # the files that would run, trusted or not

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from esdash.cli._command import Subcommands, add_command
 from esdash.cli._trust import add_flag as add_trust_flag
 from esdash.cli._trust import code_line, trusted
 from esdash.errors import EXIT_BAD_INPUT, BadInput
+
+if TYPE_CHECKING:
+    from esdash.session import Session
 
 CHECK = """
 Reads every file as a run would (a campaign file as a campaign, each point's session
@@ -35,6 +39,13 @@ def register(subparsers: Subcommands) -> None:
     add_trust_flag(check)
 
 
+def track_label(session: Session) -> str:
+    """The track's name, with the directory it is read from when the session names one
+    (every Rally track is track ``rally``: its path tells them apart)."""
+    path = session.track.options.get("path")
+    return f"{session.track.name} {path}" if path else session.track.name
+
+
 def run_check(args: argparse.Namespace) -> int:
     """Keys and values of every file, then the pre-flight checks of the session stage.
 
@@ -45,20 +56,25 @@ def run_check(args: argparse.Namespace) -> int:
     from esdash.cluster.ports import describe
     from esdash.prepare import checks
     from esdash.prepare.checks.security import secret_warnings
+    from esdash.progress import CHECKS_GRACE, for_stderr
     from esdash.session import load_session
 
+    lines = for_stderr()
     failed = 0
     for file in args.files:
         if _is_campaign(file):
             failed += not _check_campaign(file, trusted(args))
             continue
         try:
-            session = load_session(file, trust_track_code=trusted(args))
+            with lines.phase(f"reading {file}", announce_after=CHECKS_GRACE):
+                session = load_session(file, trust_track_code=trusted(args))
         except BadInput as exc:  # SessionError included
             failed += 1
             print(f"esdash: error: {exc}", file=sys.stderr)
             continue
-        problems = checks.findings(session, "session", thresholds=tuple(args.threshold))
+        what = f"checking {file} (loading track {track_label(session)})"
+        with lines.phase(what, announce_after=CHECKS_GRACE):
+            problems = checks.findings(session, "session", thresholds=tuple(args.threshold))
         for problem in problems:
             print(f"esdash: error: {problem}", file=sys.stderr)
         for warning in secret_warnings(session):

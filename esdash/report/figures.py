@@ -152,14 +152,14 @@ def latency_distributions(drawer: Drawer, entries: Sequence[Entry]) -> None:
             for percentile, style in ((50.0, ":"), (99.0, "--")):
                 if percentile in marks:
                     ax.axvline(marks[percentile] * 1000.0, color=colour, linestyle=style, lw=1)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        _log_log(ax)
         readable_log_axis(ax.xaxis)
-        ax.set_xlabel("latency (ms, log scale)")
-        ax.set_ylabel("share of requests per bin (log scale)")
-        ax.set_title(f"Latency distribution: {label}")
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7)
+        _label_log_log(
+            ax,
+            f"Latency distribution: {label}",
+            "latency (ms, log scale)",
+            "share of requests per bin (log scale)",
+        )
         drawer.save(
             fig,
             f"latency-{name}",
@@ -168,6 +168,22 @@ def latency_distributions(drawer: Drawer, entries: Sequence[Entry]) -> None:
             "(repetitions merged), from the merged HDR histograms; an empty bin is a gap. "
             "Dotted: the configuration's p50; dashed: its p99.",
         )
+
+
+def _log_log(ax: Axes) -> None:
+    """Both axes logarithmic: before any tick is placed, since a scale resets them."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+
+
+def _label_log_log(ax: Axes, title: str, xlabel: str, ylabel: str) -> None:
+    """The labels, a light grid and the legend: what the two latency figures of a query
+    share (their axes made logarithmic first: :func:`_log_log`, which resets ticks)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7)
 
 
 def spectrum_points(counts: hdr.Counts) -> list[tuple[float, float]]:
@@ -192,20 +208,20 @@ def percentile_spectra(drawer: Drawer, entries: Sequence[Entry]) -> None:
         fig, ax = drawer.plt.subplots(figsize=(6.4, 3.8))
         for line, points in drawn:
             ax.plot(*zip(*points, strict=True), linewidth=1.2, label=line)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        _log_log(ax)
         furthest = max(x for _line, points in drawn for x, _y in points)
         ticks = [p for p in SPECTRUM_TICKS if 1.0 / (1.0 - p / 100.0) <= furthest * 1.0001]
         ax.xaxis.set_major_locator(FixedLocator([1.0 / (1.0 - p / 100.0) for p in ticks]))
         ax.set_xticklabels([f"p{p:g}" if p else "p0" for p in ticks])
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_minor_formatter(NullFormatter())
+        _label_log_log(
+            ax,
+            f"Latency by percentile: {label}",
+            "percentile (axis: 1/(1-q), log scale)",
+            "latency (ms, log scale)",
+        )
         readable_log_axis(ax.yaxis)
-        ax.set_xlabel("percentile (axis: 1/(1-q), log scale)")
-        ax.set_ylabel("latency (ms, log scale)")
-        ax.set_title(f"Latency by percentile: {label}")
-        ax.grid(True, which="major", alpha=0.3)
-        ax.legend(fontsize=7)
         drawer.save(
             fig,
             f"percentiles-{name}",

@@ -148,6 +148,9 @@ class OpPoint:
     docs_rate: float | None  # documents indexed (bulk) or returned (searches) per second
     p50: float | None
     p99: float | None
+    #: A bulk (indexing) operation: its requests carry documents, not a query's answer, so
+    #: the charts of the queries leave it out (the table shows its docs/s).
+    indexing: bool = False
 
 
 @dataclass(frozen=True)
@@ -245,6 +248,7 @@ class _Fold:
                     docs_rate=now.documents_per_s,
                     p50=now.latency_s("p50"),
                     p99=now.latency_s("p99"),
+                    indexing=indexing,
                 )
         if record.ingest is not None:
             self.ingest = record.ingest

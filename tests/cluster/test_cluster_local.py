@@ -61,7 +61,8 @@ def three_nodes(shared_tmp: Path):
 def test_up_prints_endpoints_and_credentials(three_nodes) -> None:
     _, run, _, output = three_nodes
     assert "is green with 3 node(s)" in output
-    assert output.count("https://127.0.0.1:") == 3
+    endpoints = [line for line in output.splitlines() if line.startswith("  https://127.0.0.1:")]
+    assert len(endpoints) == 3, output
     assert f"credentials (user, password, CA): {run}/credentials.json" in output
     assert (run / "credentials.json").stat().st_mode & 0o777 == 0o600
     # the line it offers to try works as pasted into a shell, and does not show the password

@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from support.records import header as header_record
 from support.records import interval as interval_record
 from tuihelp import RUN_A, RUN_B, Clock, pilot_test, screen_text, wait_for, write_records
@@ -221,8 +222,18 @@ async def test_help_lists_the_active_keys_and_the_palette_offers_the_actions(fin
         await pilot.press("f1")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         text = screen_text(app)
-        assert "Help: LiveScreen" in text and "STALLED" in text
+        assert "A run, live or replayed" in text and "STALLED" in text
+        assert "LiveScreen" not in text  # the screen's title, not its class
         assert "Pause" in text and "Wider" in text and "Quitting never stops" in text
+        # every key of the screen, the hidden ones too, and no table cursor keys
+        assert "Keys of this screen" in text
+        table = app.screen.query_one("#help-keys").content
+        console = Console(width=100, record=True)
+        console.print(table)
+        keys = console.export_text()
+        for action in ("Back", "Forward", "Window", "Hist now/all", "Log node", "Stop run"):
+            assert action in keys, action
+        assert "Page Up" not in keys and "Cursor" not in keys
         await pilot.press("escape")
         await wait_for(pilot, lambda: isinstance(app.screen, LiveScreen))
         await pilot.press("question_mark")
@@ -323,6 +334,11 @@ async def test_compare_shows_both_runs_and_their_differences(runs_root: Path):
         hist_b = screen.query_one("#hist-b")
         assert hist_a.total == op["latency"]["count"]
         assert hist_a.buckets[0].low == hist_b.buckets[0].low  # one axis
+        # one scale: a full bar is the largest share of either run, so equal shares draw
+        # equal bars (each side scaled to its own largest bar would not compare)
+        largest = max(b.count / h.total for h in (hist_a, hist_b) for b in h.buckets if h.total)
+        assert hist_a.full_share == hist_b.full_share == largest
+        assert f"a full bar is {largest * 100:.1f}%" in hist_a.render().plain
         await pilot.press("down")
         await pilot.pause(0.1)
         assert hist_a.label.endswith(screen.keys[1][1])

@@ -158,6 +158,7 @@ class CampaignScreen(Screen[None]):
         Binding("escape", "back", "Back", id="back"),
     ]
 
+    HELP_TITLE = "A campaign and its points"
     HELP = f"""\
 The campaign screen follows one `esdash sweep` campaign through its `{CAMPAIGN_SUMMARY}`, which
 the sweep rewrites after every change (also from Slurm jobs on other hosts: only the shared

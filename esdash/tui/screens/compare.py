@@ -127,6 +127,7 @@ class CompareScreen(Screen[None]):
         Binding("b", "open('b')", "Watch B"),
     ]
 
+    HELP_TITLE = "Two runs side by side"
     HELP = f"""\
 Two runs side by side: **A** is the baseline, **B** the contender. Rows are the measured
 query steps, matched by step and query name. Once both runs are finished, each **B/A**
@@ -284,12 +285,16 @@ that query in both runs on one log-scaled axis. `a` / `b` opens run A / B in the
         )
         if shown is None:
             return
+        # one scale for both: a bar's length is its share of its run's requests, the
+        # largest share of either run a full bar, so equal shares draw equal bars
+        full = max((b.count / h.total for h in shown if h.total for b in h.buckets), default=0.0)
         for label, histogram, widget, widget_id in zip(
             ("A", "B"), shown, widgets, ("a", "b"), strict=True
         ):
             widget.buckets = histogram.buckets
             widget.total = histogram.total
             widget.label = f"{label} {key[1]}"
+            widget.full_share = full or None
             widget.refresh()
             panel = self.query_one(f"#ph-{widget_id}", Panel)
             panel.border_title = f"{label} latency · step {key[0] + 1} {key[1]}"

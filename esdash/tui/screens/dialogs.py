@@ -18,23 +18,28 @@ Quitting the dashboard never stops a run or a Slurm job: they run detached from 
 
 
 def _keys_table(screen: Screen[object]) -> Table:
-    """The bindings active on ``screen`` now, including those of its focused widget."""
+    """The keys of ``screen`` and of the app, every one of them (those the footer hides
+    too: ``[``/``]``, ``h``, ``w``...), each with every key that does it.  A table's own
+    cursor keys (arrows, page up/down) are the terminal's usual ones and are left out."""
     table = Table(box=None, show_header=True, header_style="bold", padding=(0, 2, 0, 0))
     table.add_column("key")
     table.add_column("action")
-    seen: set[tuple[str, str]] = set()
-    for key, active in screen.active_bindings.items():
-        binding = active.binding
-        if not binding.description:
+    seen: set[str] = set()
+    for binding in Binding.make_bindings([*screen.BINDINGS, *screen.app.BINDINGS]):
+        if not binding.description or binding.description in seen:
             continue
-        display = screen.app.get_key_display(binding)
-        entry = (display, binding.description)
-        if entry in seen:
-            continue
-        seen.add(entry)
-        style = "" if active.enabled else "dim"
-        table.add_row(Text(display or key, style="bold " + style), Text(binding.description, style))
+        seen.add(binding.description)
+        keys = [
+            screen.app.get_key_display(Binding(key, binding.action))
+            for key in binding.key.split(",")
+        ]
+        table.add_row(Text(" ".join(keys), style="bold"), Text(binding.description))
     return table
+
+
+def help_title(screen: Screen[object]) -> str:
+    """The screen's own title (``HELP_TITLE``), never a class name such as LiveScreen."""
+    return str(getattr(screen, "HELP_TITLE", "") or "esdash")
 
 
 class HelpScreen(ModalScreen[None]):
@@ -67,8 +72,8 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         help_text = getattr(self.below, "HELP", "") or ""
         with VerticalScroll(id="help"):
-            yield Markdown(f"# Help: {type(self.below).__name__}\n\n{help_text}\n\n{GENERAL_HELP}")
-            yield Static(Text("Keys active here", style="bold underline"))
+            yield Markdown(f"# {help_title(self.below)}\n\n{help_text}\n\n{GENERAL_HELP}")
+            yield Static(Text("Keys of this screen", style="bold underline"))
             yield Static(_keys_table(self.below), id="help-keys")
 
     def on_mount(self) -> None:

@@ -102,6 +102,7 @@ class HomeScreen(Screen[None]):
         Binding("r", "refresh", "Refresh"),
     ]
 
+    HELP_TITLE = "Sessions, runs and campaigns"
     HELP = f"""\
 The home screen lists the **sessions** (session files in `./sessions`, `--sessions DIR` and
 `ESDASH_SESSIONS`) and the **runs** under the runs directory (`ESDASH_RUNS`, default `./runs`),

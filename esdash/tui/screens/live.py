@@ -79,6 +79,7 @@ class LiveScreen(Screen[None]):
         ),
     ]
 
+    HELP_TITLE = "A run, live or replayed"
     HELP = """\
 The live screen follows a run as it happens, or replays a finished one.
 
@@ -241,7 +242,9 @@ The live screen follows a run as it happens, or replays a finished one.
         # the user changed the view: every panel follows at once (no redraw throttling)
         asked = params != self.shown_params
         self.shown, self.shown_params = snap, params
-        span = "all" if snap.span is None else f"last {int(snap.span)}s"
+        # "last 120 s" of a 21 s run would promise what is not there
+        whole = snap.span is None or (snap.t is not None and snap.t <= snap.span)
+        span = f"all {snap.t or 0:.0f} s" if whole else f"last {int(snap.span or 0)} s"
         last_point = snap.series[-1] if snap.series else None
         which = "all of this step" if params.hist_cumulative else "sliding window"
         # What each panel shows; a panel redraws only when its part changed.

@@ -91,6 +91,7 @@ class PlanScreen(Screen[bool]):
         Binding("l", "launch", "Launch", id="launch"),
     ]
 
+    HELP_TITLE = "A session's plan"
     HELP = f"""\
 The **plan** of a session (`esdash plan SESSION`): every task of its track's challenge in
 schedule order, parallel blocks included, with the operation, the clients and the schedule

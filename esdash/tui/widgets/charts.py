@@ -32,6 +32,9 @@ class LatencyHistogram(Widget):
         self.buckets: tuple[Bucket, ...] = ()
         self.total = 0
         self.label = ""
+        #: The share (0..1) a full bar stands for; None: this histogram's own largest bar.
+        #: Histograms set side by side share one, so equal shares draw equal bars.
+        self.full_share: float | None = None
 
     def show(self, snap: Snapshot) -> None:
         self.buckets = snap.histogram
@@ -60,17 +63,19 @@ class LatencyHistogram(Widget):
         if not self.buckets or not self.total:
             text.append("no latency samples yet", style="dim")
             return text
-        biggest = max(b.count for b in self.buckets) or 1
+        largest = max(b.count for b in self.buckets) / self.total
+        full = self.full_share if self.full_share else largest
         label_width = 17
         bar_width = max(4, self.size.width - label_width - 7)
-        text.append(f"{self.label}: {fmt.count(self.total)} samples, ms", style="dim")
+        scale = f"; a full bar is {full * 100:.1f}%" if self.full_share else ""
+        text.append(f"{self.label}: {fmt.count(self.total)} samples, ms{scale}", style="dim")
         for bucket in self.buckets:
             text.append("\n")
             text.append(f"{fmt.ms(bucket.low):>7}–{fmt.ms(bucket.high):<8} ", style="dim")
-            cells = bucket.count / biggest * bar_width
-            full = int(cells)
-            part = PARTS[int((cells - full) * 8)] if full < bar_width else ""
-            text.append(BAR * full + part.strip(), style="green")
+            cells = min(bar_width, bucket.count / self.total / (full or 1) * bar_width)
+            whole = int(cells)
+            part = PARTS[int((cells - whole) * 8)] if whole < bar_width else ""
+            text.append(BAR * whole + part.strip(), style="green")
             share = bucket.count / self.total * 100
             if bucket.count:
                 text.append(f" {share:.1f}%" if share >= 0.1 else " <0.1%", style="bold")
@@ -106,8 +111,9 @@ class SeriesPlot(PlotextPlot):
         plt.clear_figure()
         names: list[str] = []
         for point in series:
-            for name in point.ops:
-                if name not in names:
+            for name, figures in point.ops.items():
+                # bulk requests are not queries: a bulk's req/s among the searches' misleads
+                if name not in names and not figures.indexing:
                     names.append(name)
         if selected in names:  # the selected query first, so it gets the first colour
             names.remove(selected)
@@ -129,6 +135,7 @@ class SeriesPlot(PlotextPlot):
             low = max(0.0, t_end - span) if span is not None else 0.0
             plt.xlim(low, max(t_end, low + 1.0))
         plt.ylabel(label)
+        plt.xlabel("s since the run began")
         if not drawn:
             plt.title("no data in this span")
         self.refresh()
