@@ -30,8 +30,8 @@ from support.slurm import SlurmCluster
 #: variables (``ES_JAVA_OPTS``, ``OPENSEARCH_JAVA_OPTS``), which esdash passes to its nodes:
 #: the C1 compiler only.  The tests assert what the nodes answer, never how fast, and a node
 #: that does not run the C2 compiler starts with half the CPU (a 3-node secure Elasticsearch
-#: cluster: 43 CPU-seconds to green, 22 with this) on a machine where the suite runs two
-#: clusters at once.  A variable set already (even empty) is kept: ``ES_JAVA_OPTS=
+#: cluster: 43 CPU-seconds to green, 22 with this) on a machine where the suite runs
+#: several clusters at once.  A variable set already (even empty) is kept: ``ES_JAVA_OPTS=
 #: scripts/test`` runs the suite on fully compiling nodes.  ``bench/`` scripts, which
 #: measure, do not read this file.
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
