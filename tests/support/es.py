@@ -26,7 +26,9 @@ from support.net import HttpUnreachable, http_json
 from support.procs import as_user, chown_tree, stop, wait_gone
 
 #: Environment variables that make the ES launcher warn or behave differently.
-_JAVA_NOISE = ("JAVA_HOME", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JAVA_OPTS", "ES_JAVA_OPTS")
+#: ``ES_JAVA_OPTS`` is not among them: it carries the test session's JVM options
+#: (conftest.py: TEST_JVM_OPTIONS) to this node as esdash passes it to its own.
+_JAVA_NOISE = ("JAVA_HOME", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JAVA_OPTS")
 
 
 class EsNodeError(RuntimeError):
@@ -88,9 +90,6 @@ class EsNode:
         (config / "elasticsearch.yml").write_text("\n".join(lines) + "\n")
         (config / "jvm.options.d").mkdir(exist_ok=True)
         heap = f"-Xms{self.heap}\n-Xmx{self.heap}\n"
-        # The JIT limit the test session sets (conftest.py: TEST_JVM_OPTIONS), as esdash's
-        # nodes get it through ES_JAVA_OPTS, which this launch leaves out of the environment.
-        heap += "".join(f"{option}\n" for option in os.environ.get("ES_JAVA_OPTS", "").split())
         (config / "jvm.options.d" / "heap.options").write_text(heap)
         for sub in ("data", "logs", "tmp"):
             (self.workdir / sub).mkdir(exist_ok=True)
